@@ -1,0 +1,5 @@
+import sys
+
+from mindrl.cli import main
+
+sys.exit(main())

@@ -1,0 +1,278 @@
+"""A Qwen2-architecture decoder (Qwen2 / Qwen2.5 / R1-Distill-Qwen) as MindSpore Cells.
+
+Parameter names are the Hugging Face names (``model.embed_tokens.weight``,
+``model.layers.0.self_attn.q_proj.weight``, ..., ``lm_head.weight``), so a transformers
+checkpoint loads without a mapping table (see ``weights.py``).
+
+Math per layer (as transformers' ``Qwen2DecoderLayer``):
+    h = x + o_proj(attn(rope(q_proj(n1(x))), rope(k_proj(n1(x))), v_proj(n1(x))))
+    y = h + down_proj(silu(gate_proj(n2(h))) * up_proj(n2(h)))
+with n1, n2 RMSNorm, q/k/v with bias, o/gate/up/down without, grouped-query attention, and the
+rotate-half RoPE with ``rope_theta``. Kernels (portable CPU vs fused Ascend) come from
+``kernels.select_kernels`` and are chosen once, at construction.
+
+Inputs everywhere: ``input_ids`` (B, S) int32, ``position_ids`` (B, S) int32 (0 at each row's
+first real token), ``key_mask`` (B, Sk) float32 (1 = a real token that may be attended to).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import mindspore as ms
+from mindspore import Parameter, Tensor, nn, ops
+
+from mindrl.backends.mindspore.kernels import NEG_INF, Kernels, select_kernels
+
+
+@dataclass(frozen=True)
+class Qwen2Spec:
+    """The fields of a Hugging Face Qwen2 ``config.json`` the model uses."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = False
+
+    @classmethod
+    def from_hf(cls, cfg: dict) -> "Qwen2Spec":
+        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+        if rope.get("rope_type", rope.get("type", "default")) not in ("default", None):
+            raise NotImplementedError(f"rope_scaling {rope} is not supported by the MindSpore "
+                                      "Qwen2 model (only the default RoPE)")
+        if cfg.get("use_sliding_window"):
+            raise NotImplementedError("use_sliding_window=true is not supported")
+        theta = cfg.get("rope_theta")
+        if theta is None:   # transformers 5 nests it in rope_parameters
+            theta = (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+        heads = cfg["num_attention_heads"]
+        return cls(
+            vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
+            intermediate_size=cfg["intermediate_size"],
+            num_hidden_layers=cfg["num_hidden_layers"], num_attention_heads=heads,
+            num_key_value_heads=cfg.get("num_key_value_heads") or heads,
+            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
+            rms_norm_eps=cfg.get("rms_norm_eps", 1e-6), rope_theta=float(theta),
+            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)))
+
+
+def _param(shape, dtype, init: str = "zeros"):
+    arr = np.ones(shape, np.float32) if init == "ones" else np.zeros(shape, np.float32)
+    return Parameter(Tensor(arr, dtype))
+
+
+class Linear(nn.Cell):
+    """y = x W^T (+ b); ``weight`` (out, in) as in torch."""
+
+    def __init__(self, n_in: int, n_out: int, bias: bool, dtype):
+        super().__init__()
+        self.n_out = n_out
+        self.weight = _param((n_out, n_in), dtype)
+        self.has_bias = bias
+        self.bias = _param((n_out,), dtype) if bias else None
+        self.matmul = ops.MatMul(transpose_b=True)
+
+    def construct(self, x):
+        lead = x.shape[:-1]
+        y = self.matmul(x.reshape(-1, x.shape[-1]), self.weight)
+        if self.has_bias:
+            y = y + self.bias
+        return y.reshape(lead + (self.n_out,))
+
+
+class Embedding(nn.Cell):
+    """Token embedding by ``ops.gather`` (``nn.Embedding``'s backward has no CPU kernel)."""
+
+    def __init__(self, vocab: int, hidden: int, dtype):
+        super().__init__()
+        self.weight = _param((vocab, hidden), dtype)
+
+    def construct(self, ids):
+        return ops.gather(self.weight, ids, 0)
+
+
+class RMSNorm(nn.Cell):
+    def __init__(self, hidden: int, eps: float, kernels: Kernels, dtype):
+        super().__init__()
+        self.weight = _param((hidden,), dtype, "ones")
+        self.eps = eps
+        self.norm = kernels.rms_norm
+
+    def construct(self, x):
+        return self.norm(x, self.weight, self.eps)
+
+
+class Attention(nn.Cell):
+    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
+        super().__init__()
+        H, D = spec.hidden_size, spec.head_dim
+        self.nq, self.nk, self.d = spec.num_attention_heads, spec.num_key_value_heads, D
+        self.q_proj = Linear(H, self.nq * D, True, dtype)
+        self.k_proj = Linear(H, self.nk * D, True, dtype)
+        self.v_proj = Linear(H, self.nk * D, True, dtype)
+        self.o_proj = Linear(self.nq * D, H, False, dtype)
+        self.scale = 1.0 / math.sqrt(D)
+        self.rope = kernels.rope
+        self.attend = kernels.attention
+
+    def qkv(self, x, cos, sin):
+        B, S = x.shape[0], x.shape[1]
+        q = self.q_proj(x).reshape(B, S, self.nq, self.d).transpose(0, 2, 1, 3)  # (B, Nq, S, D)
+        k = self.k_proj(x).reshape(B, S, self.nk, self.d).transpose(0, 2, 1, 3)  # (B, Nk, S, D)
+        v = self.v_proj(x).reshape(B, S, self.nk, self.d).transpose(0, 2, 1, 3)
+        q, k = self.rope(q, k, cos, sin)
+        return q, k, v
+
+    def out(self, q, k, v, bias):
+        B, S = q.shape[0], q.shape[2]
+        o = self.attend(q, k, v, bias, self.scale)                               # (B, Nq, S, D)
+        return self.o_proj(o.transpose(0, 2, 1, 3).reshape(B, S, self.nq * self.d))
+
+    def construct(self, x, cos, sin, bias):
+        q, k, v = self.qkv(x, cos, sin)
+        return self.out(q, k, v, bias)
+
+
+class MLP(nn.Cell):
+    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
+        super().__init__()
+        H, I = spec.hidden_size, spec.intermediate_size
+        self.gate_proj = Linear(H, I, False, dtype)
+        self.up_proj = Linear(H, I, False, dtype)
+        self.down_proj = Linear(I, H, False, dtype)
+        self.act = kernels.swiglu
+
+    def construct(self, x):
+        return self.down_proj(self.act(self.gate_proj(x), self.up_proj(x)))
+
+
+class DecoderLayer(nn.Cell):
+    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
+        super().__init__()
+        self.self_attn = Attention(spec, kernels, dtype)
+        self.mlp = MLP(spec, kernels, dtype)
+        self.input_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
+        self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels,
+                                                dtype)
+
+    def construct(self, x, cos, sin, bias):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+    def step_with_cache(self, x, cos, sin, bias, k_cache, v_cache, write):
+        """Like ``construct`` but attends to a static KV cache (B, Nk, Smax, D).
+
+        ``write`` (1, 1, Smax, S) float32 is a 0/1 matrix placing the S new keys into their
+        cache slots (prefill: the first S slots; decode: one slot), so every shape is static.
+        Returns (y, new_k_cache, new_v_cache).
+        """
+        q, k, v = self.self_attn.qkv(self.input_layernorm(x), cos, sin)
+        keep = 1.0 - write.sum(-1, keepdims=True)                            # (1, 1, Smax, 1)
+        k_cache = k_cache * keep + ops.matmul(write, k)                     # (B, Nk, Smax, D)
+        v_cache = v_cache * keep + ops.matmul(write, v)
+        x = x + self.self_attn.out(q, k_cache, v_cache, bias)
+        return x + self.mlp(self.post_attention_layernorm(x)), k_cache, v_cache
+
+
+class Qwen2Model(nn.Cell):
+    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
+        super().__init__()
+        self.embed_tokens = Embedding(spec.vocab_size, spec.hidden_size, dtype)
+        self.layers = nn.CellList([DecoderLayer(spec, kernels, dtype)
+                                   for _ in range(spec.num_hidden_layers)])
+        self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
+
+
+class Qwen2ForCausalLM(nn.Cell):
+    """Qwen2 causal LM. ``construct`` returns logits (B, S, V) in float32.
+
+    ``response_logits(ids, pos, mask, T)`` returns only the logits that predict the last T
+    tokens (positions S-T-1 .. S-2), the layout of :class:`mindrl.types.TokenBatch`.
+    """
+
+    def __init__(self, spec: Qwen2Spec, dtype=ms.float32, kernels: Optional[Kernels] = None):
+        super().__init__()
+        self.spec = spec
+        self.kernels = kernels or select_kernels()
+        self.compute_dtype = dtype
+        self.model = Qwen2Model(spec, self.kernels, dtype)
+        self.tied = spec.tie_word_embeddings
+        if not self.tied:
+            self.lm_head = Linear(spec.hidden_size, spec.vocab_size, False, dtype)
+        half = spec.head_dim // 2
+        inv = 1.0 / (spec.rope_theta ** (np.arange(0, spec.head_dim, 2, dtype=np.int64)
+                                         .astype(np.float32) / spec.head_dim))
+        self.inv_freq = Tensor(inv.astype(np.float32).reshape(1, 1, half))
+        self.head_matmul = ops.MatMul(transpose_b=True)
+
+    # --- pieces -----------------------------------------------------------------------------
+    def rope_tables(self, position_ids):
+        """position_ids (B, S) -> cos, sin (B, 1, S, D) in the compute dtype."""
+        freqs = position_ids.astype(ms.float32).expand_dims(-1) * self.inv_freq   # (B, S, D/2)
+        emb = ops.concat((freqs, freqs), -1).expand_dims(1)
+        return ops.cos(emb).astype(self.compute_dtype), ops.sin(emb).astype(self.compute_dtype)
+
+    def attn_bias(self, q_slots, key_mask):
+        """q_slots (Sq,) int32 cache slot of each query, key_mask (B, Sk) -> (B, 1, Sq, Sk):
+        0 where key slot <= query slot and the key is real, NEG_INF elsewhere."""
+        k_slots = ops.arange(0, key_mask.shape[1], 1, dtype=ms.int32)
+        causal = (k_slots.reshape(1, -1) <= q_slots.reshape(-1, 1)).astype(ms.float32)
+        allowed = causal.reshape(1, 1, causal.shape[0], causal.shape[1]) * \
+            key_mask.astype(ms.float32).reshape(key_mask.shape[0], 1, 1, key_mask.shape[1])
+        return (1.0 - allowed) * NEG_INF
+
+    def head(self, h):
+        """h (B, S, H) -> float32 logits (B, S, V)."""
+        w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
+        B, S, H = h.shape
+        return self.head_matmul(h.reshape(B * S, H), w).reshape(B, S, -1).astype(ms.float32)
+
+    def hidden(self, input_ids, position_ids, key_mask):
+        S = input_ids.shape[1]
+        cos, sin = self.rope_tables(position_ids)
+        bias = self.attn_bias(ops.arange(0, S, 1, dtype=ms.int32), key_mask)
+        x = self.model.embed_tokens(input_ids)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin, bias)
+        return self.model.norm(x)
+
+    # --- entry points -----------------------------------------------------------------------
+    def construct(self, input_ids, position_ids, key_mask):
+        return self.head(self.hidden(input_ids, position_ids, key_mask))
+
+    def response_logits(self, input_ids, position_ids, key_mask, response_len: int):
+        S = input_ids.shape[1]
+        h = self.hidden(input_ids, position_ids, key_mask)
+        return self.head(h[:, S - response_len - 1:S - 1])
+
+    def forward_with_cache(self, input_ids, position_ids, key_mask, q_slots, write,
+                           k_caches, v_caches):
+        """Run S new tokens against a static KV cache.
+
+        input_ids/position_ids (B, S); key_mask (B, Smax) = real tokens in the cache after the
+        write; q_slots (S,) the cache slot of each new token; write (1, 1, Smax, S) the 0/1
+        placement matrix; k_caches/v_caches tuples (per layer) of (B, Nk, Smax, D).
+        Returns (last-position float32 logits (B, V), new k_caches, new v_caches).
+        """
+        cos, sin = self.rope_tables(position_ids)
+        bias = self.attn_bias(q_slots, key_mask)
+        x = self.model.embed_tokens(input_ids)
+        new_k = ()
+        new_v = ()
+        i = 0
+        for layer in self.model.layers:
+            x, kc, vc = layer.step_with_cache(x, cos, sin, bias, k_caches[i], v_caches[i], write)
+            new_k = new_k + (kc,)
+            new_v = new_v + (vc,)
+            i = i + 1
+        h = self.model.norm(x[:, -1:])
+        return self.head(h)[:, 0], new_k, new_v

@@ -1,0 +1,4 @@
+"""PyTorch backend (transformers models). Importing this package registers ``"torch"`` in
+:data:`mindrl.backends.base.BACKENDS`; it imports torch and transformers."""
+
+from mindrl.backends.torch.backend import TorchBackend, lr_factor  # noqa: F401

@@ -1,0 +1,352 @@
+"""The PyTorch training backend: a transformers causal LM, AdamW, and data parallelism over
+``torch.distributed`` (torchrun; gloo on CPU, nccl on GPU).
+
+Data parallelism is a manual all-reduce (SUM) of the flattened gradients once per optimizer
+step, not DDP: the RL loss is already normalised by *global* counts
+(:class:`mindrl.types.LossNormalizers`), so each rank's gradient is its share of the full-batch
+gradient and the sum over ranks is the full-batch gradient. One collective per step also keeps
+gradient accumulation free of ``no_sync`` bookkeeping.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mindrl.backends.base import BACKENDS
+from mindrl.models.tiny import check_model_dir, resolve_model_path
+from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+SUM_METRICS = ("loss", "pg_loss")     # partial sums over micro-batches and ranks (global norms)
+
+
+def lr_factor(step: int, *, warmup: int, total: int, schedule: str, min_ratio: float) -> float:
+    """Multiplier of the peak lr at optimizer step ``step`` (0-based): linear warm-up
+    ``(step + 1) / warmup`` (the first step already moves), then constant or cosine decay
+    from 1 to ``min_ratio`` at ``total``."""
+    if warmup > 0 and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    raise ValueError(f"unknown train.lr_schedule '{schedule}'; valid: constant, cosine")
+
+
+def total_optimizer_steps(cfg) -> int:
+    """Optimizer steps of a whole run: steps x ppo_epochs x mini-batches per rollout batch."""
+    batch = cfg.train.prompts_per_step * cfg.rollout.n
+    mini = cfg.train.mini_batch_size or batch
+    return max(1, cfg.train.steps * cfg.train.ppo_epochs * max(1, batch // mini))
+
+
+def _device(cfg) -> torch.device:
+    if cfg.device == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    if cfg.device == "ascend":       # torch-npu registers the "npu" device when imported
+        import torch_npu  # noqa: F401
+
+        return torch.device("npu", int(os.environ.get("LOCAL_RANK", 0)))
+    return torch.device("cpu")
+
+
+def _init_distributed(device: torch.device) -> Tuple[int, int]:
+    """Join the torchrun process group if WORLD_SIZE > 1; returns (rank, world)."""
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and dist.is_available() and not dist.is_initialized():
+        backend = {"cuda": "nccl", "npu": "hccl"}.get(device.type, "gloo")
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend=backend)
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+@BACKENDS.register("torch")
+class TorchBackend:
+    """Policy (+ optional frozen reference) as transformers models, trained with AdamW.
+
+    ``cfg`` is a :class:`mindrl.config.schema.RunConfig`. Rank and world size come from the
+    torchrun environment (RANK / WORLD_SIZE / LOCAL_RANK).
+    """
+
+    name = "torch"
+
+    def __init__(self, cfg, with_reference: bool = False):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.cfg = cfg
+        torch.set_num_threads(max(1, cfg.train.threads))
+        self.device = _device(cfg)
+        self.rank, self.world = _init_distributed(self.device)
+        self.model_path = resolve_model_path(cfg.model.path)
+        check_model_dir(self.model_path)
+        torch.manual_seed(cfg.train.seed)
+        dtype = DTYPES[cfg.model.dtype]
+        load = dict(local_files_only=True, dtype=dtype,
+                    trust_remote_code=cfg.model.trust_remote_code)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            self.model_path, local_files_only=True, trust_remote_code=cfg.model.trust_remote_code)
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
+        if cfg.model.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.model.config.use_cache = False
+        self.model.train()
+        self.reference = None
+        if with_reference:
+            self.reference = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
+            self.reference.to(self.device).eval().requires_grad_(False)
+        if self.world > 1:                 # identical start on every rank
+            import torch.distributed as dist
+
+            for p in self.model.parameters():
+                dist.broadcast(p.data, src=0)
+
+        from algorithms.ops import get_ops
+
+        self.ops = get_ops("torch")
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        t = cfg.train
+        self.optimizer = torch.optim.AdamW(self.params, lr=t.lr, betas=tuple(t.betas),
+                                           eps=t.adam_eps, weight_decay=t.weight_decay)
+        total = total_optimizer_steps(cfg)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: lr_factor(s, warmup=t.warmup_steps, total=total,
+                                                schedule=t.lr_schedule,
+                                                min_ratio=t.min_lr_ratio))
+        self.optimizer_steps = 0
+        self.skipped_steps = 0
+
+    # ---------------------------------------------------------------- scoring
+    def _tensors(self, batch: TokenBatch):
+        dev = self.device
+        return (torch.from_numpy(np.ascontiguousarray(batch.input_ids)).to(dev),
+                torch.from_numpy(np.ascontiguousarray(batch.attention_mask)).to(dev),
+                torch.from_numpy(batch.position_ids).to(dev))
+
+    def _response_logits(self, model, batch: TokenBatch, temperature: float) -> torch.Tensor:
+        """(B, T, V) float32 logits / temperature that predict the T response tokens."""
+        ids, att, pos = self._tensors(batch)
+        T = batch.response_len
+        # Right-padded responses: the logits of positions P-1 .. P+T-2 are the last T+1 minus
+        # the final one, so the LM head runs on T+1 positions only.
+        out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
+                    logits_to_keep=T + 1)
+        logits = out.logits[:, :-1, :].float()
+        return logits / (temperature if temperature > 0 else 1.0)
+
+    def _token_logp(self, logits: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
+        targets = torch.from_numpy(batch.input_ids[:, batch.prompt_len:]).to(self.device)
+        return torch.gather(F.log_softmax(logits, dim=-1), -1, targets.unsqueeze(-1)).squeeze(-1)
+
+    @torch.no_grad()
+    def logprobs_and_entropy(self, batch: TokenBatch, *, temperature: float,
+                             reference: bool = False, micro_batch_size: int = 8,
+                             with_entropy: bool = True) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """(B, T) float32 log-probs (and token entropies) of the response tokens under
+        logits / temperature; 0 at padding."""
+        from algorithms.entropy import entropy_from_logits
+
+        model = self.reference if reference else self.model
+        if model is None:
+            raise RuntimeError("reference log-probs need TorchBackend(cfg, with_reference=True) "
+                               "(algorithm.kl.coef > 0)")
+        logps, ents = [], []
+        for s in range(0, len(batch), micro_batch_size):
+            mb = batch.rows(slice(s, s + micro_batch_size))
+            logits = self._response_logits(model, mb, temperature)
+            mask = torch.from_numpy(mb.response_mask).to(self.device)
+            logps.append((self._token_logp(logits, mb) * mask).cpu().numpy())
+            if with_entropy:
+                ents.append((entropy_from_logits(self.ops, logits) * mask).cpu().numpy())
+        logp = np.concatenate(logps).astype(np.float32)
+        return logp, (np.concatenate(ents).astype(np.float32) if with_entropy else None)
+
+    def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
+                 micro_batch_size: int = 8) -> np.ndarray:
+        return self.logprobs_and_entropy(batch, temperature=temperature, reference=reference,
+                                         micro_batch_size=micro_batch_size,
+                                         with_entropy=False)[0]
+
+    # ---------------------------------------------------------------- training
+    def _micro_loss(self, mb: TrainBatch, norm: LossNormalizers):
+        from algorithms.entropy import entropy_from_logits
+        from algorithms.rl_loss import rl_loss
+
+        acfg = self.cfg.algorithm
+        logits = self._response_logits(self.model, mb.tokens, self.cfg.rollout.temperature)
+        logp = self._token_logp(logits, mb.tokens)
+        if acfg.entropy_coef:
+            entropy = entropy_from_logits(self.ops, logits)
+        else:                               # metric only: no graph through the softmax
+            with torch.no_grad():
+                entropy = entropy_from_logits(self.ops, logits.detach())
+        const = lambda a: None if a is None else torch.from_numpy(  # noqa: E731
+            np.ascontiguousarray(a, dtype=np.float32)).to(self.device)
+        loss, metrics = rl_loss(
+            self.ops, logp=logp, old_logp=const(mb.old_logp), advantages=const(mb.advantages),
+            response_mask=const(mb.tokens.response_mask), ref_logp=const(mb.ref_logp),
+            rollout_logp=const(mb.rollout_logp), entropy=entropy, cfg=acfg,
+            global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
+        return loss, metrics
+
+    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
+        """Forward/backward every micro-batch, all-reduce (SUM) gradients across ranks, clip,
+        AdamW step, scheduler step. A non-finite loss or gradient norm skips the update
+        (``update_skipped`` = 1). Metrics are global (all micro-batches, all ranks)."""
+        self.model.train()
+        lr = self.optimizer.param_groups[0]["lr"]
+        sums: Dict[str, float] = {}        # token-weighted sums (mean metrics) or plain sums
+        maxes: Dict[str, float] = {}
+        mins: Dict[str, float] = {}
+        tokens = 0.0
+        for mb in micro_batches:
+            loss, metrics = self._micro_loss(mb, norm)
+            loss.backward()
+            n_tok = float(mb.tokens.response_mask.sum())
+            tokens += n_tok
+            metrics = {"loss": loss.detach(), **metrics}
+            for k, v in metrics.items():
+                v = float(v)
+                if k in SUM_METRICS:
+                    sums[k] = sums.get(k, 0.0) + v
+                elif k.endswith("_max"):
+                    maxes[k] = max(maxes.get(k, -math.inf), v)
+                elif k.endswith("_min"):
+                    mins[k] = min(mins.get(k, math.inf), v)
+                else:
+                    sums[k] = sums.get(k, 0.0) + v * n_tok
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        if self.world > 1:
+            self._all_reduce_grads(grads)
+            sums, maxes, mins, tokens = self._all_reduce_metrics(sums, maxes, mins, tokens)
+        clip = self.cfg.train.grad_clip
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, clip if clip > 0 else math.inf)
+        grad_norm = float(grad_norm)
+        out = {k: (v if k in SUM_METRICS else v / max(tokens, 1.0)) for k, v in sums.items()}
+        out.update(maxes)
+        out.update(mins)
+        finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
+        if finite:
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer_steps += 1
+        else:
+            self.skipped_steps += 1
+        self.optimizer.zero_grad(set_to_none=True)
+        out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
+                   response_tokens=tokens)
+        return out
+
+    def _all_reduce_grads(self, grads: List[torch.Tensor]) -> None:
+        import torch.distributed as dist
+        from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+        for p, g in zip(self.params, grads):   # params without a grad get a zero one
+            if p.grad is None:
+                p.grad = g
+        flat = _flatten_dense_tensors(grads)
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        for g, r in zip(grads, _unflatten_dense_tensors(flat, grads)):
+            g.copy_(r)
+
+    def _all_reduce_metrics(self, sums, maxes, mins, tokens):
+        import torch.distributed as dist
+
+        def reduce(d: Dict[str, float], op, extra=()):
+            keys = sorted(d)
+            t = torch.tensor([d[k] for k in keys] + list(extra), dtype=torch.float64)
+            dist.all_reduce(t, op=op)
+            return dict(zip(keys, t[:len(keys)].tolist())), t[len(keys):].tolist()
+
+        sums, (tokens,) = reduce(sums, dist.ReduceOp.SUM, (tokens,))
+        maxes, _ = reduce(maxes, dist.ReduceOp.MAX)
+        mins, _ = reduce(mins, dist.ReduceOp.MIN)
+        return sums, maxes, mins, tokens
+
+    # ---------------------------------------------------------------- weights and state
+    def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
+        """(HF name, array) for every entry of the policy's state_dict (tied weights appear
+        under both names, as in ``state_dict()``). bf16/fp16 are widened to float32 numpy."""
+        for name, t in self.model.state_dict().items():
+            t = t.detach()
+            if t.dtype in (torch.bfloat16, torch.float16):
+                t = t.float()
+            yield name, t.cpu().numpy()
+
+    def save_pretrained(self, directory: str) -> None:
+        """HF-format weights (safetensors), config, generation config and tokenizer; written by
+        rank 0 only."""
+        if self.rank != 0:
+            return
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(directory, safe_serialization=True)
+        self.tokenizer.save_pretrained(directory)
+
+    def load_pretrained(self, directory: str) -> None:
+        """Load policy weights written by :meth:`save_pretrained` (resume); the reference
+        model keeps the original weights."""
+        from safetensors.torch import load_file
+
+        files = sorted(Path(directory).glob("*.safetensors"))
+        if not files:
+            raise FileNotFoundError(f"no *.safetensors weights in {directory}")
+        state = {}
+        for f in files:
+            state.update(load_file(str(f)))
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        if getattr(self.model.config, "tie_word_embeddings", False):
+            missing = [k for k in missing if k != "lm_head.weight"]   # saved once, tied
+        if missing or unexpected:
+            raise RuntimeError(f"weights in {directory} do not match the model: missing "
+                               f"{missing[:5]}, unexpected {unexpected[:5]}")
+
+    def save_state(self, directory: str) -> None:
+        """Optimizer + scheduler (rank 0: identical on all ranks) and each rank's RNG state."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:
+            torch.save({"optimizer": self.optimizer.state_dict(),
+                        "scheduler": self.scheduler.state_dict(),
+                        "optimizer_steps": self.optimizer_steps,
+                        "skipped_steps": self.skipped_steps}, d / "torch_optim.pt")
+        rng = {"torch": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        torch.save(rng, d / f"torch_rng_rank{self.rank}.pt")
+
+    def load_state(self, directory: str) -> None:
+        """Restore what :meth:`save_state` wrote; also the policy weights when ``directory``
+        holds safetensors from :meth:`save_pretrained`."""
+        d = Path(directory)
+        if any(d.glob("*.safetensors")):
+            self.load_pretrained(directory)
+        state = torch.load(d / "torch_optim.pt", map_location=self.device, weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.optimizer_steps = state["optimizer_steps"]
+        self.skipped_steps = state["skipped_steps"]
+        rng_file = d / f"torch_rng_rank{self.rank}.pt"
+        if rng_file.is_file():
+            rng = torch.load(rng_file, weights_only=False)
+            torch.set_rng_state(rng["torch"])
+            if "cuda" in rng and self.device.type == "cuda":
+                torch.cuda.set_rng_state(rng["cuda"], self.device)
+
+    def native_engine(self):
+        """A :class:`mindrl.rollout.native_torch.NativeTorchEngine` sharing this policy."""
+        from mindrl.rollout.native_torch import NativeTorchEngine
+
+        return NativeTorchEngine(self.model, self.tokenizer, device=self.device, shared=True)

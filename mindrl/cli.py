@@ -1,0 +1,109 @@
+"""The ``mindrl`` command. Each subcommand parses its arguments and calls the library; heavy
+frameworks are imported only by the subcommand that needs them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+
+def _config_show(args: argparse.Namespace) -> int:
+    from mindrl.config.loader import describe, dump_config, load_config
+
+    if args.keys:
+        for key, tp, default, help_text in describe():
+            print(f"{key:42s} {tp:26s} default={default!r}\n    {help_text}")
+        return 0
+    recipe, overrides = args.recipe, list(args.overrides)
+    if recipe is not None and "=" in recipe:  # no recipe given, only overrides
+        recipe, overrides = None, [recipe] + overrides
+    cfg = load_config(recipe, overrides)
+    sys.stdout.write(dump_config(cfg))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from mindrl.config.loader import load_config
+    from mindrl.trainer.rl import train
+
+    cfg = load_config(args.recipe, args.overrides)
+    train(cfg)
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from mindrl.trainer.plots import plot_run
+
+    for path in plot_run(args.run_dir):
+        print(path)
+    return 0
+
+
+def _build_tiny(args: argparse.Namespace) -> int:
+    from mindrl.models.tiny import build_tiny_model
+
+    print(build_tiny_model(args.directory))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mindrl",
+        description="RL fine-tuning of reasoning LLMs (GRPO, Dr.GRPO, RLOO, REINFORCE++, pass@k) "
+                    "on MindSpore or PyTorch.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    cfg = sub.add_parser("config", help="inspect recipes")
+    cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION")
+    cfg_sub.required = True
+    show = cfg_sub.add_parser("show", help="print the resolved config of a recipe with overrides")
+    show.add_argument("recipe", nargs="?", default=None,
+                      help="recipe file or name in yaml_configs/ (default: built-in defaults)")
+    show.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.lr=1e-6")
+    show.add_argument("--keys", action="store_true", help="list every option with its help")
+    show.set_defaults(func=_config_show)
+
+    tr = sub.add_parser("train", help="run RL training (GRPO family) from a recipe")
+    tr.add_argument("recipe", help="recipe file or name in yaml_configs/")
+    tr.add_argument("overrides", nargs="*", help="dotted overrides, e.g. algorithm.adv_estimator=rloo")
+    tr.set_defaults(func=_train)
+
+    pl = sub.add_parser("plot", help="draw reward/accuracy/length/KL curves of a run to PNG")
+    pl.add_argument("run_dir")
+    pl.set_defaults(func=_plot)
+
+    bt = sub.add_parser("build-tiny", help="write the offline tiny Qwen2-architecture model")
+    bt.add_argument("directory")
+    bt.set_defaults(func=_build_tiny)
+
+    try:
+        from mindrl.eval.cli import add_eval_parser
+    except ImportError:
+        pass
+    else:
+        add_eval_parser(sub)
+    try:
+        from mindrl.trainer.cli import add_trainer_parsers
+    except ImportError:
+        pass
+    else:
+        add_trainer_parsers(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from mindrl.config.schema import ConfigError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as e:
+        print(f"mindrl: configuration error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""The typed configuration of a mindrl run.
+
+Every option has a default and a help string (``metadata["help"]``); ``mindrl config show``
+prints them. Sections are frozen dataclasses; :mod:`mindrl.config.loader` builds them from YAML
+recipes and dotted overrides and runs :meth:`RunConfig.check` before any work starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+def opt(default: Any, help: str, choices: Optional[List[Any]] = None) -> Any:  # noqa: A002
+    """A dataclass field with a default, a help string and optional allowed values."""
+    meta = {"help": help}
+    if choices is not None:
+        meta["choices"] = list(choices)
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def section(cls: type, help: str) -> Any:  # noqa: A002
+    return field(default_factory=cls, metadata={"help": help})
+
+
+class ConfigError(ValueError):
+    """Bad configuration, raised before any expensive work starts."""
+
+
+GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline", "passk")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    path: str = opt("builtin:tiny", "Hugging Face model directory, or 'builtin:tiny' for the "
+                    "offline tiny Qwen2-architecture model that mindrl builds itself.")
+    dtype: str = opt("float32", "Parameter dtype for training and rollout.",
+                     ["float32", "bfloat16", "float16"])
+    gradient_checkpointing: bool = opt(False, "Recompute activations in backward to save memory.")
+    trust_remote_code: bool = opt(False, "Allow model code from the model directory.")
+    chat_template: str = opt("model", "Chat template: 'model' (the tokenizer's own), "
+                             "'qwen25-math-cot', 'qwen25-chat', 'r1-think' or 'none'.")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    train_file: str = opt("", "Training prompts: a JSONL/parquet path, a built-in name "
+                          "('gsm8k', 'math_l3to5', 'countdown', 'kk') or a generator "
+                          "('countdown:gen', 'kk:gen').")
+    val_file: str = opt("", "Held-out prompts for validation (same forms as train_file).")
+    data_dir: str = opt("../shared/data", "Directory holding the built-in data files.")
+    prompt_field: str = opt("", "Field with the problem text ('' = the dataset's default).")
+    answer_field: str = opt("", "Field with the gold answer ('' = the dataset's default).")
+    system_prompt: str = opt("", "System prompt prepended by the chat template ('' = none).")
+    max_prompt_len: int = opt(256, "Prompts longer than this many tokens are dropped (logged).")
+    max_train_samples: int = opt(0, "Use at most this many training rows (0 = all).")
+    max_val_samples: int = opt(64, "Use at most this many validation rows (0 = all).")
+    shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    engine: str = opt("native", "Rollout engine: 'native' (the backend's sampler) or 'vllm'.",
+                      ["native", "vllm"])
+    n: int = opt(8, "Samples per prompt (the group size).")
+    temperature: float = opt(1.0, "Sampling temperature; the trainer divides logits by the same "
+                             "value so both score the same distribution.")
+    top_p: float = opt(1.0, "Nucleus sampling mass (1.0 = off).")
+    top_k: int = opt(-1, "Top-k sampling (-1 = off).")
+    min_p: float = opt(0.0, "Min-p sampling (0 = off).")
+    max_new_tokens: int = opt(128, "Maximum response length in tokens.")
+    seed: int = opt(0, "Sampling seed.")
+    gpu_memory_utilization: float = opt(0.5, "vLLM: fraction of accelerator memory to use.")
+    logprob_gap_warn: float = opt(0.05, "Warn when the mean |rollout - trainer| log-prob gap of "
+                                  "sampled tokens exceeds this many nats.")
+
+
+@dataclass(frozen=True)
+class KLConfig:
+    coef: float = opt(0.0, "KL coefficient beta (0 = no reference model).")
+    estimator: str = opt("k3", "KL estimator: k1, k2, k3 (low variance).", ["k1", "k2", "k3"])
+    in_reward: bool = opt(False, "Fold the per-token KL penalty into the reward (REINFORCE++) "
+                          "instead of adding it to the loss.")
+    log_ratio_clip: float = opt(0.0, "Clamp log(pi/pi_ref) to [-c, c] before the estimator "
+                                "(0 = off).")
+    value_clip: float = opt(0.0, "Clamp the per-token KL estimate to [-c, c] (0 = off).")
+
+
+@dataclass(frozen=True)
+class DynamicSamplingConfig:
+    enabled: bool = opt(False, "Drop groups whose rewards all agree (no signal) and refill "
+                        "from the data stream (DAPO).")
+    max_refill_batches: int = opt(3, "Extra rollout batches allowed per step to refill.")
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    adv_estimator: str = opt("grpo", "Advantage estimator: grpo, dr_grpo, rloo, reinforce_pp, "
+                             "reinforce_pp_baseline, passk.")
+    std_eps: float = opt(1e-6, "GRPO: epsilon added to the group std.")
+    std_ddof: int = opt(1, "GRPO: ddof of the group std (1 = unbiased, as verl and TRL).",
+                        [0, 1])
+    gamma: float = opt(1.0, "REINFORCE++: discount of token-level returns.")
+    passk_k: int = opt(4, "passk: k of the Pass@k objective (k <= rollout.n).")
+    policy_loss: str = opt("ppo_clip", "Policy loss (registered name).")
+    clip_eps_low: float = opt(0.2, "PPO clip: ratio lower bound is 1 - eps_low.")
+    clip_eps_high: float = opt(0.2, "PPO clip: ratio upper bound is 1 + eps_high "
+                               "(clip-higher: DAPO uses 0.28).")
+    dual_clip_c: float = opt(0.0, "Dual-clip constant c > 1 for negative advantages (0 = off).")
+    log_ratio_clamp: float = opt(20.0, "Clamp logp - old_logp before exp for stability.")
+    tis_cap: float = opt(0.0, "Truncated importance sampling against the rollout engine's own "
+                         "log-probs, capped at this ratio (0 = off).")
+    kl: KLConfig = section(KLConfig, "KL to the reference policy.")
+    entropy_coef: float = opt(0.0, "Entropy bonus coefficient.")
+    loss_agg_mode: str = opt("token_mean", "Loss aggregation: token_mean, seq_mean_token_sum, "
+                             "seq_mean_token_mean, seq_mean_token_sum_norm (Dr. GRPO).")
+    dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
+                                                      "Dynamic sampling of groups.")
+
+
+@dataclass(frozen=True)
+class RewardFunctionConfig:
+    name: str = opt("accuracy", "Registered reward name or dotted import path 'pkg.mod:fn'.")
+    weight: float = opt(1.0, "Weight of this component in the summed reward.")
+    params: Dict[str, Any] = opt({}, "Keyword arguments for a parameterised reward.")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    functions: List[RewardFunctionConfig] = opt(
+        [RewardFunctionConfig()], "Reward components, summed with their weights.")
+    num_workers: int = opt(2, "Scoring worker processes (0 = score in this process).")
+    timeout: float = opt(5.0, "Per-item time limit in seconds; a timeout scores None.")
+    none_as: float = opt(0.0, "Value used in the summed reward for an unscorable item.")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = opt(20, "Number of RL steps (rollout + update).")
+    prompts_per_step: int = opt(8, "Prompts per rollout batch (each sampled rollout.n times).")
+    mini_batch_size: int = opt(0, "Rollouts per optimizer step (0 = the whole batch: strict "
+                               "on-policy).")
+    micro_batch_size: int = opt(8, "Rollouts per forward/backward (gradient accumulation).")
+    ppo_epochs: int = opt(1, "Passes over each rollout batch.")
+    lr: float = opt(1e-6, "Peak learning rate (AdamW).")
+    weight_decay: float = opt(0.0, "AdamW weight decay.")
+    betas: List[float] = opt([0.9, 0.999], "AdamW betas.")
+    adam_eps: float = opt(1e-8, "AdamW epsilon.")
+    warmup_steps: int = opt(0, "Linear warm-up steps.")
+    lr_schedule: str = opt("constant", "Schedule after warm-up.", ["constant", "cosine"])
+    min_lr_ratio: float = opt(0.0, "Cosine schedule floor as a fraction of lr.")
+    grad_clip: float = opt(1.0, "Clip the global gradient norm (0 = off).")
+    seed: int = opt(0, "Seed for data order, initialisation and sampling.")
+    threads: int = opt(1, "CPU threads per process.")
+    recompute_old_logp: bool = opt(True, "Score rollouts with the trainer before the update "
+                                   "(old log-probs, and the rollout-vs-trainer gap). When off, "
+                                   "with one epoch and one mini-batch, the update uses the "
+                                   "detached current log-probs and the gap is measured in the "
+                                   "update's forward.")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    every: int = opt(0, "Save every k steps (0 = only at the end).")
+    keep_last: int = opt(2, "Keep the newest N checkpoints.")
+    resume: bool = opt(True, "Resume from the newest complete checkpoint in the run directory.")
+    save_final: bool = opt(True, "Save a checkpoint after the last step.")
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    every: int = opt(0, "Validate every m steps (0 = off).")
+    n: int = opt(1, "Samples per validation prompt.")
+    temperature: float = opt(0.0, "Validation temperature (0 = greedy).")
+    reward: str = opt("", "Reward that decides correctness ('' = the first of reward.functions).")
+    correct_threshold: float = opt(1.0, "A sample is correct when that reward is >= this.")
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    output_dir: str = opt("runs/grpo", "Run directory: config, metrics.jsonl, checkpoints, plots.")
+    tensorboard: bool = opt(True, "Also write TensorBoard scalars.")
+    progress_bar: bool = opt(True, "Show a console progress bar.")
+    plot: bool = opt(True, "Draw reward/accuracy/length/KL curves to PNG at the end.")
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    launcher: str = opt("none", "How workers are started: none, torchrun, msrun, ray.",
+                        ["none", "torchrun", "msrun", "ray"])
+    nproc: int = opt(1, "Worker processes per node.")
+    nnodes: int = opt(1, "Number of nodes.")
+    master_addr: str = opt("127.0.0.1", "Rendezvous address.")
+    master_port: int = opt(29500, "Rendezvous port.")
+
+
+@dataclass(frozen=True)
+class PreferenceConfig:
+    loss: str = opt("dpo", "Preference loss: dpo, ipo, simpo.", ["dpo", "ipo", "simpo"])
+    beta: float = opt(0.1, "Inverse temperature beta.")
+    label_smoothing: float = opt(0.0, "DPO: label smoothing (conservative DPO).")
+    gamma: float = opt(0.5, "SimPO: target reward margin gamma (the gamma/beta ratio is the "
+                       "margin in log-prob units).")
+    pref_ftx: float = opt(0.0, "Weight of the SFT term added to the preference loss.")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    backend: str = opt("torch", "Training backend: torch or mindspore.", ["torch", "mindspore"])
+    device: str = opt("cpu", "Device: cpu, cuda, ascend.", ["cpu", "cuda", "ascend"])
+    model: ModelConfig = section(ModelConfig, "The policy model.")
+    data: DataConfig = section(DataConfig, "Prompt data.")
+    rollout: RolloutConfig = section(RolloutConfig, "Rollout engine and sampling.")
+    algorithm: AlgorithmConfig = section(AlgorithmConfig, "Advantages and losses.")
+    reward: RewardConfig = section(RewardConfig, "Reward functions.")
+    train: TrainConfig = section(TrainConfig, "Optimisation.")
+    checkpoint: CheckpointConfig = section(CheckpointConfig, "Checkpoints and resume.")
+    validation: ValidationConfig = section(ValidationConfig, "Held-out validation.")
+    logging: LoggingConfig = section(LoggingConfig, "Metrics and plots.")
+    distributed: DistributedConfig = section(DistributedConfig, "Multi-process launch.")
+    preference: PreferenceConfig = section(PreferenceConfig, "DPO / SimPO options.")
+
+    def check(self) -> None:
+        """Cross-field checks; raises :class:`ConfigError` naming the keys involved."""
+        a, r, t = self.algorithm, self.rollout, self.train
+        errors = []
+        if a.adv_estimator in GROUP_ESTIMATORS and r.n < 2:
+            errors.append(f"algorithm.adv_estimator={a.adv_estimator} compares samples within a "
+                          f"group and needs rollout.n >= 2 (got rollout.n={r.n})")
+        if a.adv_estimator == "passk" and not 1 <= a.passk_k <= r.n:
+            errors.append(f"algorithm.passk_k={a.passk_k} must satisfy 1 <= k <= rollout.n={r.n}")
+        for key in ("clip_eps_low", "clip_eps_high"):
+            if getattr(a, key) <= 0:
+                errors.append(f"algorithm.{key}={getattr(a, key)} must be > 0")
+        if a.clip_eps_low >= 1:
+            errors.append(f"algorithm.clip_eps_low={a.clip_eps_low} must be < 1")
+        if a.dual_clip_c and a.dual_clip_c <= 1:
+            errors.append(f"algorithm.dual_clip_c={a.dual_clip_c} must be > 1 (or 0 = off)")
+        if a.std_eps < 0:
+            errors.append(f"algorithm.std_eps={a.std_eps} must be >= 0")
+        if a.kl.coef < 0:
+            errors.append(f"algorithm.kl.coef={a.kl.coef} must be >= 0")
+        if a.kl.in_reward and a.adv_estimator not in ("reinforce_pp", "reinforce_pp_baseline"):
+            errors.append("algorithm.kl.in_reward=true folds KL into token-level returns and needs "
+                          "algorithm.adv_estimator=reinforce_pp or reinforce_pp_baseline "
+                          f"(got {a.adv_estimator})")
+        if r.temperature < 0:
+            errors.append(f"rollout.temperature={r.temperature} must be >= 0")
+        if not 0 < r.top_p <= 1:
+            errors.append(f"rollout.top_p={r.top_p} must be in (0, 1]")
+        if not 0 <= r.min_p < 1:
+            errors.append(f"rollout.min_p={r.min_p} must be in [0, 1)")
+        if r.top_k == 0 or r.top_k < -1:
+            errors.append(f"rollout.top_k={r.top_k} must be -1 (off) or >= 1")
+        for key in ("n", "max_new_tokens"):
+            if getattr(r, key) < 1:
+                errors.append(f"rollout.{key}={getattr(r, key)} must be >= 1")
+        batch = t.prompts_per_step * r.n
+        for key in ("steps", "prompts_per_step", "micro_batch_size", "ppo_epochs"):
+            if getattr(t, key) < 1:
+                errors.append(f"train.{key}={getattr(t, key)} must be >= 1")
+        mini = t.mini_batch_size or batch
+        if t.mini_batch_size < 0 or (batch % mini):
+            errors.append(f"train.mini_batch_size={t.mini_batch_size} must divide "
+                          f"train.prompts_per_step * rollout.n = {batch}")
+        if t.micro_batch_size >= 1 and mini % t.micro_batch_size:
+            errors.append(f"train.micro_batch_size={t.micro_batch_size} must divide the "
+                          f"mini-batch ({mini} rollouts)")
+        if t.lr <= 0:
+            errors.append(f"train.lr={t.lr} must be > 0")
+        if len(t.betas) != 2 or not all(0 <= b < 1 for b in t.betas):
+            errors.append(f"train.betas={t.betas} must be two numbers in [0, 1)")
+        if not self.reward.functions:
+            errors.append("reward.functions is empty: at least one reward is needed")
+        if self.reward.timeout <= 0:
+            errors.append(f"reward.timeout={self.reward.timeout} must be > 0")
+        if self.distributed.nproc < 1 or self.distributed.nnodes < 1:
+            errors.append("distributed.nproc and distributed.nnodes must be >= 1")
+        if self.checkpoint.keep_last < 1:
+            errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
+        if errors:
+            raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))

@@ -1,0 +1,241 @@
+"""Evaluation benchmarks as uniform rows ``{"id", "problem", "answer"}``.
+
+Three kinds of benchmark spec:
+
+* a built-in name (:data:`BENCHMARKS`): ``math500``, ``aime24``, ``aime25``, ``amc23``, ``gsm8k``,
+  read from a local data directory (default ``../shared/data/eval`` beside the checkout);
+* a local ``.jsonl`` / ``.json`` / ``.parquet`` file, with a field mapping;
+* a Hugging Face dataset ``hf:owner/name[:config][@split]`` (needs ``datasets``; imported lazily).
+
+Gold answers are normalised per file so that graders compare like with like:
+
+* AIME 2024 zero-padded strings: ``"025" -> "25"``;
+* AMC 2023 floats: ``27.0 -> "27"``;
+* GSM8K rationales: the final number after ``"#### "``, thousands commas stripped;
+* AIME 2025 prompts end with a fixed instruction line, stripped so the chat template decides the
+  instruction (it would otherwise appear twice under ``qwen25-math-cot``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from mindrl.data.io import DataError, pick_field, read_rows
+from mindrl.registry import Registry
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval"
+
+PROBLEM_FIELDS = ("problem", "question", "prompt", "input", "query")
+ANSWER_FIELDS = ("answer", "gt_answer", "final_answer", "target", "output")
+ID_FIELDS = ("unique_id", "id", "idx", "problem_id")
+
+BOXED_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
+
+Row = Dict[str, Any]
+
+
+# ---------------------------------------------------------------- answer normalisation
+def number_to_str(x: Any) -> str:
+    """``27.0 -> "27"``, ``"025" -> "25"``, ``"1,234" -> "1234"``, ``0.5 -> "0.5"``; anything
+    that is not a plain number comes back stripped and unchanged."""
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return str(int(x)) if x.is_integer() else repr(x)
+    s = str(x).strip()
+    plain = s.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", s) else s
+    if re.fullmatch(r"-?\d+", plain):
+        return str(int(plain))
+    if re.fullmatch(r"-?\d+\.\d*", plain):
+        v = float(plain)
+        return str(int(v)) if v.is_integer() else plain.rstrip("0")
+    return s
+
+
+def gsm8k_final_answer(rationale: str) -> str:
+    """The number after GSM8K's ``"#### "`` marker, commas stripped (``"#### 1,000" -> "1000"``)."""
+    text = str(rationale)
+    if "####" not in text:
+        return number_to_str(text)
+    final = text.rsplit("####", 1)[1].strip()
+    return number_to_str(final.replace(",", "").replace("$", "").strip())
+
+
+def strip_suffix_line(problem: str, suffix: str = BOXED_SUFFIX) -> str:
+    """Drop a trailing instruction line (the AIME 2025 file's ``Please reason step by step...``)."""
+    p = problem.rstrip()
+    if p.endswith(suffix):
+        p = p[: -len(suffix)].rstrip()
+    return p
+
+
+def normalize_gold(answer: Any) -> str:
+    """Generic gold-answer normalisation for user files: GSM8K ``####`` rationales, numbers."""
+    if isinstance(answer, str) and "####" in answer:
+        return gsm8k_final_answer(answer)
+    return number_to_str(answer)
+
+
+# ---------------------------------------------------------------- built-in benchmarks
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """Where a built-in benchmark lives and how its fields map onto id / problem / answer."""
+
+    name: str
+    filename: str                     # inside the eval data directory
+    problem_field: str
+    answer_field: str
+    id_field: Optional[str]           # None: the 0-based row index
+    rows: int                         # expected row count (checked, warns on mismatch)
+    answer_fn: Callable[[Any], str] = number_to_str
+    problem_fn: Callable[[str], str] = str.strip
+
+
+BENCHMARKS: Registry = Registry("benchmark")
+for _spec in (
+    BenchmarkSpec("math500", "math500_test.simplerl.jsonl", "problem", "answer", "unique_id", 500,
+                  answer_fn=lambda a: str(a).strip()),
+    BenchmarkSpec("aime24", "aime24_test.simplerl.jsonl", "problem", "answer", "id", 30),
+    BenchmarkSpec("aime25", "aime25.qwq.jsonl", "prompt", "answer", None, 30,
+                  problem_fn=strip_suffix_line),
+    BenchmarkSpec("amc23", "amc23_test.simplerl.jsonl", "problem", "answer", "id", 40),
+    BenchmarkSpec("gsm8k", "gsm8k_test.openai.jsonl", "question", "answer", None, 1319,
+                  answer_fn=gsm8k_final_answer),
+):
+    BENCHMARKS.register(_spec.name, _spec)
+
+
+def resolve_data_dir(data_dir=None, sub: str = "eval") -> Path:
+    """The directory to read from: ``data_dir`` if given (relative paths are tried from the
+    current directory, then from the repository root), else ``$MINDRL_DATA_DIR/<sub>``, else
+    ``../shared/data/<sub>`` beside the checkout."""
+    if data_dir in (None, ""):
+        env = os.environ.get("MINDRL_DATA_DIR")
+        return Path(env) / sub if env else DEFAULT_DATA_DIR / sub
+    p = Path(data_dir).expanduser()
+    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
+        p = REPO_ROOT / p
+    return p
+
+
+def _find_file(data_dir: Path, filename: str, sub: str) -> Path:
+    """``data_dir/filename``, or ``data_dir/sub/filename`` so that both ``.../data`` and
+    ``.../data/eval`` work as ``--data-dir``."""
+    for cand in (data_dir / filename, data_dir / sub / filename):
+        if cand.is_file():
+            return cand
+    raise DataError(f"data file not found: {data_dir / filename} (set --data-dir to the "
+                    f"directory that holds {filename})")
+
+
+def is_builtin(spec: str) -> bool:
+    return spec in BENCHMARKS
+
+
+def benchmark_name(spec: str) -> str:
+    """Short name used in outputs: the built-in name, a file's stem, or the HF dataset id."""
+    if is_builtin(spec):
+        return spec
+    if spec.startswith("hf:"):
+        return spec[3:].replace("/", "_").replace(":", "_").replace("@", "_")
+    if _looks_like_file(spec):
+        return Path(spec).stem
+    return spec
+
+
+def _looks_like_file(spec: str) -> bool:
+    return Path(spec).suffix.lower() in (".jsonl", ".json", ".parquet", ".ndjson") \
+        or os.sep in spec or Path(spec).exists()
+
+
+def load_benchmark(spec: str, data_dir=None, *, problem_field: Optional[str] = None,
+                   answer_field: Optional[str] = None, id_field: Optional[str] = None,
+                   limit: Optional[int] = None) -> List[Row]:
+    """Rows ``{"id": str, "problem": str, "answer": str}`` of one benchmark, in file order.
+
+    ``limit`` keeps the first ``limit`` problems. Field arguments apply to local files and HF
+    datasets (built-ins know their fields). Raises :class:`DataError` naming the file and field.
+    """
+    if is_builtin(spec):
+        b: BenchmarkSpec = BENCHMARKS.get(spec)
+        path = _find_file(resolve_data_dir(data_dir), b.filename, "eval")
+        raw = read_rows(path)
+        if not limit and len(raw) != b.rows:
+            import warnings  # noqa: PLC0415
+
+            warnings.warn(f"{path}: {len(raw)} rows, expected {b.rows} for {spec}")
+        raw = raw[:limit] if limit else raw
+        rows = []
+        for i, r in enumerate(raw):
+            for f in (b.problem_field, b.answer_field) + ((b.id_field,) if b.id_field else ()):
+                if f not in r:
+                    raise DataError(f"{path}: row {i} has no field '{f}' (needed by benchmark "
+                                    f"{spec}); its fields are: {', '.join(sorted(r))}")
+            rows.append({"id": str(r[b.id_field]) if b.id_field else str(i),
+                         "problem": b.problem_fn(str(r[b.problem_field])),
+                         "answer": b.answer_fn(r[b.answer_field])})
+        return _check_ids(rows, path)
+    if spec.startswith("hf:"):
+        raw, where = _load_hf(spec[3:], limit), spec
+    elif _looks_like_file(spec):
+        where = Path(spec).expanduser()
+        raw = read_rows(where, max_rows=limit)
+    else:
+        raise DataError(f"unknown benchmark '{spec}'; valid names: {', '.join(BENCHMARKS.names())}"
+                        f" (or a .jsonl/.json/.parquet path, or hf:owner/name[:config][@split])")
+    return map_rows(raw, where, problem_field=problem_field, answer_field=answer_field,
+                    id_field=id_field)
+
+
+def map_rows(raw: Sequence[Row], where, *, problem_field=None, answer_field=None,
+             id_field=None) -> List[Row]:
+    """Apply a field mapping (given names, else the first of the usual names present)."""
+    if not raw:
+        raise DataError(f"{where}: no rows")
+    pf = problem_field or pick_field(raw[0], PROBLEM_FIELDS, where, 0, "problem")
+    af = answer_field or pick_field(raw[0], ANSWER_FIELDS, where, 0, "answer")
+    idf = id_field or next((f for f in ID_FIELDS if f in raw[0]), None)
+    rows = []
+    for i, r in enumerate(raw):
+        for f, what in ((pf, "problem"), (af, "answer")) + (((idf, "id"),) if id_field else ()):
+            if f not in r:
+                raise DataError(f"{where}: row {i} has no {what} field '{f}'; its fields are: "
+                                f"{', '.join(sorted(r))}")
+        rows.append({"id": str(r[idf]) if idf and idf in r else str(i),
+                     "problem": strip_suffix_line(str(r[pf])) if isinstance(r[pf], str)
+                     else str(r[pf]),
+                     "answer": normalize_gold(r[af])})
+    return _check_ids(rows, where)
+
+
+def _check_ids(rows: List[Row], where) -> List[Row]:
+    seen = set()
+    for r in rows:
+        if r["id"] in seen:
+            raise DataError(f"{where}: duplicate problem id '{r['id']}' (pass an id field that "
+                            f"is unique, or none to use row numbers)")
+        seen.add(r["id"])
+    return rows
+
+
+def _load_hf(dataset: str, limit: Optional[int]) -> List[Row]:
+    try:
+        import datasets  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        raise DataError(f"benchmark 'hf:{dataset}' needs the Hugging Face `datasets` package "
+                        f"(`pip install datasets`), which is not installed; or download the "
+                        f"file and pass its local path") from None
+    name, _, split = dataset.partition("@")
+    repo, _, config = name.partition(":")
+    ds = datasets.load_dataset(repo, config or None, split=split or "test")
+    if limit:
+        ds = ds.select(range(min(limit, len(ds))))
+    return [dict(r) for r in ds]

@@ -1,0 +1,120 @@
+"""Chat templates: how a problem becomes the prompt string the model continues.
+
+The template used in evaluation must match the one used in training: the seed experiment lost
+up to 28 points on GSM8K (64.4 vs 92.6) by evaluating under a different template. Templates:
+
+``qwen25-math-cot``  Qwen2.5-Math's CoT prompt (its evaluation harness): ChatML with the system
+                     message "Please reason step by step, and put your final answer within
+                     \\boxed{}." and the raw problem as the user turn.
+``qwen25-chat``      Qwen2.5-Instruct's default ChatML: system "You are Qwen, created by Alibaba
+                     Cloud. You are a helpful assistant.", the problem followed by the boxed
+                     instruction as the user turn.
+``r1-think``         DeepSeek-R1-Zero's plain-text conversation asking for <think> reasoning and
+                     an <answer> tag; the assistant turn is opened with "<think>".
+``none``             the raw problem, nothing added.
+``model``            the tokenizer's own ``apply_chat_template`` (needs ``tokenizer``).
+
+``system_prompt`` (non-empty) replaces the template's system message (for ``r1-think`` it
+replaces the preamble).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from mindrl.registry import Registry
+
+BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+R1_PREAMBLE = (
+    "A conversation between User and Assistant. The User asks a question, and the Assistant "
+    "solves it. The Assistant first thinks about the reasoning process in the mind and then "
+    "provides the User with the answer. The reasoning process and answer are enclosed within "
+    "<think> </think> and <answer> </answer> tags, respectively, i.e., <think> reasoning "
+    "process here </think> <answer> answer here </answer>."
+)
+
+
+def chatml(system: str, user: str) -> str:
+    """A ChatML prompt (Qwen family) with the assistant turn opened."""
+    sys_part = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
+    return f"{sys_part}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    name: str
+    render: Callable[..., str]        # (problem, system_prompt, tokenizer) -> prompt string
+    needs_tokenizer: bool = False
+    help: str = ""
+
+
+TEMPLATES: Registry = Registry("chat template")
+
+
+def _register(name: str, help: str, needs_tokenizer: bool = False):  # noqa: A002
+    def deco(fn):
+        TEMPLATES.register(name, ChatTemplate(name, fn, needs_tokenizer, help))
+        return fn
+    return deco
+
+
+@_register("qwen25-math-cot", "Qwen2.5-Math CoT: boxed instruction as the system message")
+def _qwen25_math_cot(problem: str, system_prompt: str = "", tokenizer=None) -> str:
+    return chatml(system_prompt or BOXED_INSTRUCTION, problem)
+
+
+@_register("qwen25-chat", "Qwen2.5-Instruct default system, boxed instruction after the problem")
+def _qwen25_chat(problem: str, system_prompt: str = "", tokenizer=None) -> str:
+    return chatml(system_prompt or QWEN25_DEFAULT_SYSTEM, f"{problem}\n{BOXED_INSTRUCTION}")
+
+
+@_register("r1-think", "DeepSeek-R1-Zero: <think> reasoning, <answer> tags, plain text")
+def _r1_think(problem: str, system_prompt: str = "", tokenizer=None) -> str:
+    return f"{system_prompt or R1_PREAMBLE} User: {problem} Assistant: <think>"
+
+
+@_register("none", "the raw problem text")
+def _none(problem: str, system_prompt: str = "", tokenizer=None) -> str:
+    return f"{system_prompt}\n\n{problem}" if system_prompt else problem
+
+
+@_register("model", "the tokenizer's own chat template (tokenizer.apply_chat_template)",
+           needs_tokenizer=True)
+def _model(problem: str, system_prompt: str = "", tokenizer=None) -> str:
+    if getattr(tokenizer, "chat_template", None) in (None, ""):
+        raise ValueError("chat template 'model' needs a tokenizer with a chat_template; this "
+                         "tokenizer has none (pick one of: "
+                         f"{', '.join(n for n in TEMPLATES.names() if n != 'model')})")
+    messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + \
+        [{"role": "user", "content": problem}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def render_prompt(problem: str, template: str, tokenizer=None, system_prompt: str = "") -> str:
+    """The prompt string for ``problem`` under ``template`` (a name in :data:`TEMPLATES`).
+
+    >>> render_prompt("1+1?", "qwen25-math-cot").splitlines()[1]
+    'Please reason step by step, and put your final answer within \\\\boxed{}.<|im_end|>'
+    """
+    t: ChatTemplate = TEMPLATES.get(template)
+    if t.needs_tokenizer and tokenizer is None:
+        raise ValueError(f"chat template '{template}' needs a tokenizer")
+    return t.render(problem, system_prompt=system_prompt, tokenizer=tokenizer)
+
+
+def template_names() -> list:
+    return TEMPLATES.names()
+
+
+def check_template(template: str, tokenizer=None) -> Optional[str]:
+    """None if ``template`` is usable with ``tokenizer``, else the reason it is not."""
+    if template not in TEMPLATES:
+        try:
+            TEMPLATES.get(template)
+        except KeyError as e:
+            return str(e)
+    if template == "model" and getattr(tokenizer, "chat_template", None) in (None, ""):
+        return "the tokenizer has no chat_template"
+    return None

@@ -1,0 +1,158 @@
+"""Engine ``native`` for the torch backend: transformers ``generate``.
+
+All prompts x n samples go through ONE batched ``generate`` call (left-padded, KV cache on).
+Log-probs of the sampled tokens come from the raw logits that ``generate`` already computed
+(``output_logits``): log_softmax(logits / temperature), the same formula the trainer uses, with
+no extra forward pass. Top-k / top-p / min-p only choose which token is sampled; the log-prob
+reported is under the full tempered distribution (what the trainer scores), so the
+rollout-vs-trainer gap stays ~1e-6 whatever the truncation.
+
+Seeding: each call draws from ``seed + 1_000_003 * call_index`` inside a forked torch RNG, so the
+trainer's RNG is untouched and a run is reproducible; ``state_dict()`` carries the call index
+for resume.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from mindrl.rollout.base import ENGINES
+from mindrl.types import Rollouts, SamplingParams
+
+
+def stop_ids(tokenizer, generation_config=None, extra=()) -> List[int]:
+    """EOS ids of the model (generation config and tokenizer) plus ``extra``, deduplicated."""
+    ids: List[int] = []
+    eos = getattr(generation_config, "eos_token_id", None) if generation_config else None
+    for e in ([eos] if isinstance(eos, int) else list(eos or [])) + \
+            [getattr(tokenizer, "eos_token_id", None)] + list(extra):
+        if e is not None and int(e) not in ids:
+            ids.append(int(e))
+    return ids
+
+
+class NativeTorchEngine:
+    """Samples with a transformers causal LM. ``shared=True``: the model is the trainer's own
+    policy, so :meth:`load_weights` has nothing to do (and does not consume its iterator)."""
+
+    name = "native"
+
+    def __init__(self, model, tokenizer, *, device=None, shared: bool = False):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device if device is not None else next(model.parameters()).device
+        self.shared = shared
+        self.calls = 0
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else tokenizer.eos_token_id)
+
+    @classmethod
+    def from_config(cls, cfg, model_path: Optional[str] = None) -> "NativeTorchEngine":
+        """A standalone engine with its own copy of the model (for eval / data tools)."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from mindrl.backends.torch.backend import DTYPES, _device
+        from mindrl.models.tiny import check_model_dir, resolve_model_path
+
+        path = resolve_model_path(model_path or cfg.model.path)
+        check_model_dir(path)
+        torch.set_num_threads(max(1, cfg.train.threads))
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True,
+                                            trust_remote_code=cfg.model.trust_remote_code)
+        device = _device(cfg)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, local_files_only=True, dtype=DTYPES[cfg.model.dtype],
+            trust_remote_code=cfg.model.trust_remote_code).to(device).eval()
+        return cls(model, tok, device=device)
+
+    # ------------------------------------------------------------------ generate
+    def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
+        import torch
+        from transformers import GenerationConfig
+
+        n, B0 = sampling.n, len(prompt_ids)
+        rows = [p for p in prompt_ids for _ in range(n)]           # prompt-major
+        P = max(len(p) for p in rows)
+        ids = torch.full((len(rows), P), self.pad_id, dtype=torch.long)
+        att = torch.zeros((len(rows), P), dtype=torch.long)
+        for i, p in enumerate(rows):                                # left-pad
+            ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+            att[i, P - len(p):] = 1
+        greedy = sampling.temperature <= 0
+        eos = stop_ids(self.tokenizer, getattr(self.model, "generation_config", None),
+                       sampling.stop_token_ids)
+        gen = GenerationConfig(
+            do_sample=not greedy, temperature=None if greedy else sampling.temperature,
+            top_k=None if greedy or sampling.top_k < 1 else sampling.top_k,
+            top_p=None if greedy or sampling.top_p >= 1 else sampling.top_p,
+            min_p=None if greedy or sampling.min_p <= 0 else sampling.min_p,
+            max_new_tokens=sampling.max_new_tokens, eos_token_id=eos, pad_token_id=self.pad_id,
+            bos_token_id=None, use_cache=True, return_dict_in_generate=True,
+            output_logits=True, num_return_sequences=1)
+        temp = sampling.temperature if not greedy else 1.0
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(devices=[] if self.device.type == "cpu"
+                                       else [self.device]), torch.no_grad():
+                seed = 0 if sampling.seed is None else int(sampling.seed)
+                torch.manual_seed((seed + 1_000_003 * self.calls) % (2 ** 63))
+                out = self.model.generate(input_ids=ids.to(self.device),
+                                          attention_mask=att.to(self.device), generation_config=gen)
+                seqs = out.sequences[:, P:]                          # (B, L)
+                logits = torch.stack(out.logits, dim=1).float()      # (B, L, V) raw
+                logp = torch.log_softmax(logits / temp, dim=-1)
+                logp = torch.gather(logp, -1, seqs.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+                seqs = seqs.cpu().numpy()
+        finally:
+            self.model.train(was_training)
+        self.calls += 1
+        eos_set = set(eos)
+        responses, logps, reasons = [], [], []
+        for i in range(len(rows)):
+            row = seqs[i].tolist()
+            end = next((t + 1 for t, tok in enumerate(row) if tok in eos_set), None)
+            if end is None:
+                end, reason = min(len(row), sampling.max_new_tokens), "length"
+            else:
+                reason = "stop"
+            responses.append(row[:end])
+            logps.append(logp[i, :end].astype(np.float32))
+            reasons.append(reason)
+        texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
+        return Rollouts(prompt_ids=[list(p) for p in rows], response_ids=responses,
+                        logprobs=logps, finish_reasons=reasons,
+                        group_index=np.repeat(np.arange(B0), n), texts=texts)
+
+    # ------------------------------------------------------------------ weights / state
+    def load_weights(self, named_weights: Iterable[Tuple[str, np.ndarray]]) -> None:
+        if self.shared:
+            return                       # same module as the trainer's policy
+        import torch
+
+        params = self.model.state_dict()
+        with torch.no_grad():
+            for name, arr in named_weights:
+                t = params[name]
+                t.copy_(torch.as_tensor(np.asarray(arr)).to(t.dtype))
+
+    def state_dict(self) -> dict:
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.calls = int(state["calls"])
+
+    def close(self) -> None:
+        self.model = None
+
+
+@ENGINES.register("native")
+def make_native_engine(cfg, *, backend=None, model_path: Optional[str] = None):
+    """Engine factory: the backend's own sampler (``backend.native_engine()``), or a
+    standalone torch model when no backend is given."""
+    if backend is not None:
+        return backend.native_engine()
+    return NativeTorchEngine.from_config(cfg, model_path)

@@ -1,0 +1,69 @@
+"""Multi-digit arithmetic: the synthetic task of the CPU demo.
+
+A prompt is ``"47+385="`` and the expected response is the number, ``"432"``, followed by the
+end-of-turn token. A tiny model trained from scratch gets partly right after a short SFT
+warm-up, which leaves GRPO room to show a gain on held-out problems within minutes on a CPU.
+
+Problems are generated from a seed, so the training stream and the held-out set are
+reproducible and disjoint (the held-out set uses its own seed and is filtered out of training).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Dict, Iterator, List, Optional
+
+_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def make_problem(rng: random.Random, digits: int = 3, ops: str = "+") -> Dict[str, str]:
+    a = rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits)
+    b = rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits)
+    op = rng.choice(ops)
+    return {"problem": f"{a}{op}{b}=", "answer": str(_OPS[op](a, b))}
+
+
+def generate(n: int, seed: int, digits: int = 3, ops: str = "+",
+             exclude: Optional[set] = None) -> List[Dict[str, str]]:
+    """``n`` distinct problems from ``seed``, none of whose text is in ``exclude``."""
+    rng = random.Random(seed)
+    seen = set(exclude or ())
+    rows: List[Dict[str, str]] = []
+    budget = 50 * n + 1000
+    while len(rows) < n and budget:
+        budget -= 1
+        row = make_problem(rng, digits, ops)
+        if row["problem"] in seen:
+            continue
+        seen.add(row["problem"])
+        rows.append(row)
+    if len(rows) < n:
+        raise ValueError(f"only {len(rows)} distinct {digits}-digit problems exist for ops "
+                         f"'{ops}' (asked for {n})")
+    return rows
+
+
+def stream(seed: int, digits: int = 3, ops: str = "+",
+           exclude: Optional[set] = None) -> Iterator[Dict[str, str]]:
+    rng = random.Random(seed)
+    while True:
+        row = make_problem(rng, digits, ops)
+        if not exclude or row["problem"] not in exclude:
+            yield row
+
+
+_NUMBER = re.compile(r"-?\d+")
+
+
+def arithmetic_reward(completions: List[str], answer: List[str], **_) -> List[Optional[float]]:
+    """1.0 when the first integer in the completion equals the gold answer, else 0.0.
+
+    >>> arithmetic_reward(["432", "431", "no"], answer=["432", "432", "432"])
+    [1.0, 0.0, 0.0]
+    """
+    out: List[Optional[float]] = []
+    for text, gold in zip(completions, answer):
+        m = _NUMBER.search(text or "")
+        out.append(float(m is not None and m.group(0) == str(gold).strip()))
+    return out

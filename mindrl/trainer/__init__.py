@@ -1,0 +1,1 @@
+"""Training loops: RL (GRPO family), SFT and preference (DPO / SimPO)."""

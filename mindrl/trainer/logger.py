@@ -1,0 +1,69 @@
+"""Per-step metrics: ``metrics.jsonl`` (one JSON object a step), TensorBoard scalars when a
+writer is available, and a one-line console summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Dict, Optional
+
+
+class MetricsLogger:
+    def __init__(self, run_dir: Path, tensorboard: bool = True, enabled: bool = True):
+        self.enabled = enabled
+        self.path = Path(run_dir) / "metrics.jsonl"
+        self._tb = None
+        if enabled and tensorboard:
+            self._tb = _tensorboard_writer(Path(run_dir) / "tensorboard")
+
+    def log(self, step: int, metrics: Dict[str, float]) -> None:
+        if not self.enabled:
+            return
+        row = {"step": step}
+        row.update({k: _jsonable(v) for k, v in sorted(metrics.items())})
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self._tb is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and math.isfinite(float(v)):
+                    self._tb.add_scalar(k, float(v), step)
+            self._tb.flush()
+
+    def truncate_after(self, step: int) -> None:
+        """On resume: forget rows of steps after the checkpoint (they will be redone)."""
+        if not self.enabled or not self.path.is_file():
+            return
+        rows = [line for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= step]
+        self.path.write_text("".join(r + "\n" for r in rows))
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _jsonable(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item"):
+        return v.item()
+    return v
+
+
+def _tensorboard_writer(logdir: Path) -> Optional[object]:
+    try:
+        from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
+    except Exception:
+        try:
+            from tensorboardX import SummaryWriter  # type: ignore
+        except Exception:
+            return None
+    return SummaryWriter(str(logdir))
+
+
+def read_metrics(run_dir: Path):
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: is {run_dir} a mindrl run directory?")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,125 @@
+"""Prompt streams for training and validation.
+
+A stream hands out rows (dicts with at least ``problem`` and ``answer``) in a reproducible
+order and can save and restore its position, so a resumed run sees the same prompts as an
+uninterrupted one. Each rank of a data-parallel run takes its own slice of every batch.
+
+Specs (``data.train_file`` / ``data.val_file``):
+
+- ``arithmetic:digits=3,ops=+``: generated multi-digit arithmetic (the CPU demo);
+- anything else goes to :func:`mindrl.data.load_prompts` (built-in names, JSONL/parquet paths).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+VAL_SEED_OFFSET = 1_000_003
+
+
+def parse_generator_spec(spec: str) -> Tuple[str, Dict[str, str]]:
+    name, _, rest = spec.partition(":")
+    opts = {}
+    for item in filter(None, rest.split(",")):
+        if "=" not in item:
+            raise ValueError(f"generator spec '{spec}': option '{item}' must look like key=value")
+        k, v = item.split("=", 1)
+        opts[k.strip()] = v.strip()
+    return name, opts
+
+
+class ListStream:
+    """A finite list of rows, reshuffled each epoch with ``seed + epoch``."""
+
+    def __init__(self, rows: Sequence[Dict], seed: int, shuffle: bool = True):
+        if not rows:
+            raise ValueError("the prompt set is empty")
+        self.rows, self.seed, self.shuffle = list(rows), seed, shuffle
+        self.epoch, self.pos = 0, 0
+        self._order = self._make_order()
+
+    def _make_order(self) -> np.ndarray:
+        if not self.shuffle:
+            return np.arange(len(self.rows))
+        return np.random.default_rng(self.seed + self.epoch).permutation(len(self.rows))
+
+    def take(self, k: int) -> List[Dict]:
+        out = []
+        while len(out) < k:
+            if self.pos >= len(self.rows):
+                self.epoch, self.pos = self.epoch + 1, 0
+                self._order = self._make_order()
+            out.append(self.rows[int(self._order[self.pos])])
+            self.pos += 1
+        return out
+
+    def state(self) -> Dict:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+    def restore(self, state: Dict) -> None:
+        self.epoch, self.pos = int(state["epoch"]), int(state["pos"])
+        self._order = self._make_order()
+
+
+class ArithmeticStream:
+    """Row i is drawn from its own RNG (seed, i), so the position is the whole state."""
+
+    def __init__(self, seed: int, digits: int = 3, ops: str = "+",
+                 exclude: Optional[set] = None):
+        self.seed, self.digits, self.ops = seed, digits, ops
+        self.exclude = exclude or set()
+        self.pos = 0
+
+    def take(self, k: int) -> List[Dict]:
+        from mindrl.tasks.arithmetic import make_problem
+
+        out = []
+        while len(out) < k:
+            row = make_problem(random.Random(self.seed * VAL_SEED_OFFSET + self.pos), self.digits,
+                               self.ops)
+            self.pos += 1
+            if row["problem"] not in self.exclude:
+                out.append(row)
+        return out
+
+    def state(self) -> Dict:
+        return {"pos": self.pos}
+
+    def restore(self, state: Dict) -> None:
+        self.pos = int(state["pos"])
+
+
+def arithmetic_val_rows(opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
+    from mindrl.tasks.arithmetic import generate
+
+    return generate(n, seed + VAL_SEED_OFFSET, int(opts.get("digits", 3)), opts.get("ops", "+"))
+
+
+def build_streams(data_cfg, seed: int):
+    """(train stream, validation rows or []) from a :class:`DataConfig`."""
+    spec = data_cfg.train_file
+    if not spec:
+        raise ValueError("data.train_file is empty: name a data set, a file, or a generator "
+                         "such as 'arithmetic:digits=3,ops=+'")
+    name, opts = parse_generator_spec(spec)
+    if name == "arithmetic":
+        val_spec = data_cfg.val_file or spec
+        vname, vopts = parse_generator_spec(val_spec)
+        val = arithmetic_val_rows(vopts, data_cfg.max_val_samples or 256, seed) \
+            if vname == "arithmetic" else _load(data_cfg, val_spec, data_cfg.max_val_samples)
+        exclude = {r["problem"] for r in val}
+        train = ArithmeticStream(seed, int(opts.get("digits", 3)), opts.get("ops", "+"), exclude)
+        return train, val
+    rows = _load(data_cfg, spec, data_cfg.max_train_samples)
+    val = _load(data_cfg, data_cfg.val_file, data_cfg.max_val_samples) if data_cfg.val_file else []
+    return ListStream(rows, seed, data_cfg.shuffle), val
+
+
+def _load(data_cfg, spec: str, max_rows: int) -> List[Dict]:
+    from mindrl.data import load_prompts
+
+    return load_prompts(spec, data_dir=data_cfg.data_dir, prompt_field=data_cfg.prompt_field,
+                        answer_field=data_cfg.answer_field, max_rows=max_rows or None)

@@ -1,0 +1,229 @@
+"""Countdown: reach a target with the given numbers, each used once, and + - * /.
+
+Rewards (Mini-R1, philschmid "mini-deepseek-r1"; TinyZero's countdown task):
+  - ``countdown_format``: 1.0 when the completion (with ``<think>`` prepended, as Mini-R1's
+    prompt ends in ``<think>``) is ``<think>...</think>\\n<answer>...</answer>``, else 0.0.
+  - ``countdown_equation``: 1.0 when the first ``<answer>`` holds an equation that uses exactly
+    the given numbers, each once, only + - * / and parentheses, and evaluates within 1e-5 of
+    the target; else 0.0.
+
+The equation is evaluated by ``safe_eval`` on the Python AST with exact fractions: only integer
+literals, the four binary operators and parentheses are accepted (no names, calls, powers,
+unary minus, or Python ``eval``). Also: a seeded generator of solvable problems, a brute-force
+solver, and a loader for d1's ``countdown_cd3_test.jsonl`` (``input`` "30,100,93", ``output``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+from rewards.registry import REWARDS
+
+MAX_EQUATION_CHARS = 256
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+        ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
+
+
+class UnsafeExpression(ValueError):
+    """The equation contains something other than integers, + - * / and parentheses."""
+
+
+def _eval_node(node: ast.AST, used: List[int]) -> Fraction:
+    if isinstance(node, ast.Expression):
+        return _eval_node(node.body, used)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        used.append(node.value)
+        return Fraction(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left = _eval_node(node.left, used)
+        right = _eval_node(node.right, used)
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise ZeroDivisionError("division by zero")
+        return _OPS[type(node.op)](left, right)
+    raise UnsafeExpression(f"not allowed in an equation: {type(node).__name__}")
+
+
+def safe_eval(equation: str) -> (Fraction, List[int]):
+    """Value of an arithmetic equation and the integers it uses, without ``eval``.
+
+    Raises ``UnsafeExpression`` for anything but integer literals, + - * / and parentheses
+    (``**``, names, calls, unary minus, floats), ``ZeroDivisionError``, or ``SyntaxError``.
+
+    >>> safe_eval("(100 - 93) * 30 / 10")
+    (Fraction(21, 1), [100, 93, 30, 10])
+    """
+    if len(equation) > MAX_EQUATION_CHARS:
+        raise UnsafeExpression(f"equation longer than {MAX_EQUATION_CHARS} characters")
+    if not re.fullmatch(r"[\d+\-*/()\s]+", equation):
+        raise UnsafeExpression("only digits, + - * /, parentheses and spaces are allowed")
+    if "**" in equation or "//" in equation:
+        raise UnsafeExpression("only + - * / are allowed")
+    tree = ast.parse(equation.strip(), mode="eval")
+    used: List[int] = []
+    value = _eval_node(tree, used)
+    return value, used
+
+
+def check_equation(equation: str, nums: Sequence[int], target: Union[int, float]) -> bool:
+    """True when ``equation`` uses exactly ``nums`` (each once) and equals ``target`` (1e-5)."""
+    try:
+        value, used = safe_eval(equation)
+    except (UnsafeExpression, SyntaxError, ZeroDivisionError, ValueError, RecursionError,
+            MemoryError):
+        return False
+    if sorted(used) != sorted(int(n) for n in nums):
+        return False
+    return abs(float(value) - float(target)) < 1e-5
+
+
+def _nums(x) -> List[int]:
+    if isinstance(x, str):
+        return [int(t) for t in x.split(",") if t.strip()]
+    return [int(t) for t in x]
+
+
+_FORMAT = re.compile(r"^<think>([^<]*(?:<(?!/?think>)[^<]*)*)</think>\n<answer>([\s\S]*?)</answer>$",
+                     re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>")
+
+
+def _with_think(text: str, prepend: bool) -> str:
+    return "<think>" + text if prepend and not text.startswith("<think>") else text
+
+
+@REWARDS.register("countdown_format")
+class CountdownFormat:
+    """1.0 for ``<think>...</think>\\n<answer>...</answer>`` (no nested think tags), else 0.0.
+
+    ``prepend_think`` (default True) adds the ``<think>`` that Mini-R1's prompt ends with, unless
+    the completion already starts with it. Source: Mini-R1 ``format_reward_func``.
+
+    >>> CountdownFormat()(["reason</think>\\n<answer>1+2</answer>", "<answer>1+2</answer>"])
+    [1.0, 0.0]
+    """
+
+    def __init__(self, prepend_think: bool = True):
+        self.prepend_think = prepend_think
+
+    def __call__(self, completions: Sequence[str], **columns) -> List[Optional[float]]:
+        return [1.0 if _FORMAT.search(_with_think(c, self.prepend_think)) else 0.0
+                for c in completions]
+
+
+@REWARDS.register("countdown_equation")
+def countdown_equation(completions: Sequence[str], nums: Sequence, target: Sequence,
+                       **columns) -> List[Optional[float]]:
+    """1.0 when the first ``<answer>`` equation is valid and hits the target, else 0.0.
+
+    Columns: ``nums`` (a list of ints or "30,100,93") and ``target``. Source: Mini-R1
+    ``equation_reward_func`` (which uses a regex and ``eval``; we use ``safe_eval``).
+
+    >>> countdown_equation(["<answer>(100 - 93) * 30 / 10</answer>", "<answer>100-93</answer>"],
+    ...                    nums=[[30, 100, 93, 10]] * 2, target=[21, 7])
+    [1.0, 0.0]
+    """
+    out: List[Optional[float]] = []
+    for text, ns, tgt in zip(completions, nums, target):
+        m = _ANSWER.search(text)
+        out.append(1.0 if m and check_equation(m.group(1).strip(), _nums(ns), float(tgt)) else 0.0)
+    return out
+
+
+# ------------------------------------------------------------------------ generator, solver
+
+
+def solve_countdown(nums: Sequence[int], target: Union[int, float]) -> Optional[str]:
+    """An equation reaching ``target`` with all of ``nums`` (each once), or None. Brute force;
+    fine for up to 5 numbers.
+
+    >>> solve_countdown([30, 100, 93], 23) is not None
+    True
+    """
+    goal = Fraction(target).limit_denominator(10**6)
+    seen = set()
+
+    def rec(items):
+        if len(items) == 1:
+            return items[0][1] if items[0][0] == goal else None
+        key = tuple(sorted(v for v, _ in items))
+        if key in seen:
+            return None
+        seen.add(key)
+        for i in range(len(items)):
+            for j in range(len(items)):
+                if i == j:
+                    continue
+                (a, ea), (b, eb) = items[i], items[j]
+                rest = [items[k] for k in range(len(items)) if k not in (i, j)]
+                cands = [(a + b, f"({ea} + {eb})")] if i < j else []
+                cands += [(a - b, f"({ea} - {eb})")]
+                if i < j:
+                    cands.append((a * b, f"({ea} * {eb})"))
+                if b != 0:
+                    cands.append((a / b, f"({ea} / {eb})"))
+                for v, e in cands:
+                    found = rec(rest + [(v, e)])
+                    if found:
+                        return found
+        return None
+
+    expr = rec([(Fraction(n), str(n)) for n in nums])
+    if expr and expr.startswith("(") and expr.endswith(")"):
+        expr = expr[1:-1]
+    return expr
+
+
+def generate_countdown(num_problems: int, seed: int = 0, n_numbers: Union[int, Sequence[int]] = (3, 4),
+                       max_number: int = 99, target_range=(1, 100)) -> List[Dict[str, object]]:
+    """Seeded solvable problems ``{"nums": [...], "target": int, "solution": str}``.
+
+    Each problem is built by combining random numbers with random operations (exact integer
+    division only), so it is solvable by construction; ``solution`` is that equation.
+
+    >>> rows = generate_countdown(2, seed=1)
+    >>> all(check_equation(r["solution"], r["nums"], r["target"]) for r in rows)
+    True
+    """
+    rng = random.Random(f"countdown-{seed}")
+    counts = [n_numbers] if isinstance(n_numbers, int) else list(n_numbers)
+    rows: List[Dict[str, object]] = []
+    while len(rows) < num_problems:
+        k = rng.choice(counts)
+        nums = [rng.randint(1, max_number) for _ in range(k)]
+        items = [(n, str(n)) for n in nums]
+        while len(items) > 1:
+            i, j = rng.sample(range(len(items)), 2)
+            (a, ea), (b, eb) = items[i], items[j]
+            ops = ["+", "*"] + (["-"] if a > b else []) + (["/"] if b and a % b == 0 else [])
+            op = rng.choice(ops)
+            v = {"+": a + b, "-": a - b, "*": a * b, "/": a // b if b else 0}[op]
+            rest = [items[t] for t in range(len(items)) if t not in (i, j)]
+            items = rest + [(v, f"({ea} {op} {eb})")]
+        value, expr = items[0]
+        if target_range[0] <= value <= target_range[1]:
+            expr = expr[1:-1] if expr.startswith("(") else expr
+            rng.shuffle(nums)
+            rows.append({"nums": nums, "target": int(value), "solution": expr})
+    return rows
+
+
+def load_countdown_jsonl(path: Union[str, Path]) -> List[Dict[str, object]]:
+    """Rows ``{"nums": [int], "target": int}`` from a d1-style JSONL (``input`` "30,100,93",
+    ``output`` "23") or a Mini-R1-style one (``nums``, ``target``)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            if "input" in rec:
+                rows.append({"nums": _nums(rec["input"]), "target": int(float(rec["output"]))})
+            else:
+                rows.append({"nums": _nums(rec["nums"]), "target": int(float(rec["target"]))})
+    return rows
