@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 

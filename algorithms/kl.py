@@ -51,3 +51,17 @@ def kl_penalty(ops, logp, ref_logp, estimator: str = "k3", log_ratio_clip: float
     if value_clip and value_clip > 0:
         kl = ops.clamp(kl, -value_clip, value_clip)
     return kl
+
+
+def kl_penalty_numpy(logp, ref_logp, estimator: str = "k3", log_ratio_clip: float = 0.0,
+                     value_clip: float = 0.0):
+    """:func:`kl_penalty` on the host in float64: (B, T) arrays in, (B, T) array out.
+
+    For folding the KL into REINFORCE++ token rewards (``algorithm.kl.in_reward``).
+    """
+    import numpy as np
+
+    from .ops import get_ops
+
+    return kl_penalty(get_ops("numpy"), np.asarray(logp, np.float64),
+                      np.asarray(ref_logp, np.float64), estimator, log_ratio_clip, value_clip)

@@ -11,8 +11,9 @@ Conventions shared by every implementation:
 * ``*_last`` and ``log_softmax`` / ``softmax`` / ``logsumexp`` work on the last axis;
 * ``gather_last(x (..., V), index (...)) -> (...)`` picks one entry per position
   (``take_along_axis`` on the last axis, then squeezed), e.g. token log-probs from log-softmax;
-* ``as_float(x, like)`` casts (bool masks, ints) to ``like``'s float dtype, or to the backend's
-  default float (float64 numpy, float32 torch / mindspore) when ``like`` is None;
+* ``as_float(x, like)`` turns x (a bool / int mask, a NumPy array, a tensor) into a tensor of
+  ``like``'s float dtype (and torch device), or of the backend's default float (float64 numpy,
+  float32 torch / mindspore) when ``like`` is None;
 * binary functions accept a Python scalar as their second argument.
 
 The MindSpore implementation uses only ops with CPU kernels in both PyNative and graph mode
@@ -40,9 +41,6 @@ class Ops:
         """log(sum(exp(x))) over the last axis, stable: max (no gradient) + log-sum-exp."""
         m = self.stop_gradient(self.amax(x, axis=-1, keepdims=True))
         return self.log(self.sum(self.exp(x - m), axis=-1)) + self.squeeze_last(m)
-
-    def masked_sum(self, x, mask, axis=None):
-        return self.sum(x * mask, axis=axis)
 
     def masked_mean(self, x, mask, axis=None):
         """sum(x * mask) / max(sum(mask), 1); 0 where the mask is empty."""
@@ -140,7 +138,9 @@ class TorchOps(Ops):
 
     def as_float(self, x, like=None):
         x = x if isinstance(x, self.torch.Tensor) else self.torch.as_tensor(np.asarray(x))
-        return x.to(self.torch.float32 if like is None else like.dtype)
+        if like is None:
+            return x.to(self.torch.float32)
+        return x.to(dtype=like.dtype, device=like.device)
 
     def clamp(self, x, lo=None, hi=None):
         return self.torch.clamp(x, min=lo, max=hi)
@@ -189,6 +189,23 @@ class TorchOps(Ops):
         return x.detach()
 
 
+def _warm_up_mindspore(ms) -> None:
+    """Absorb MindSpore 2.10's one-time numpy-2 failure.
+
+    With numpy 2, the first Tensor arithmetic operator of a process tries the numpy 1.x C API,
+    prints "A module that was compiled using NumPy 1.x cannot be run in NumPy 2..." and raises
+    ``SystemError: <method '__mul__' of 'TensorPy' objects> returned a result with an exception
+    set``; every later call works. Spend that first call here, on a throwaway tensor.
+    """
+    probe = ms.Tensor(np.ones(1, dtype=np.float32))
+    for _ in range(2):
+        try:
+            (probe * probe + 1.0).asnumpy()
+            return
+        except SystemError:
+            continue
+
+
 class MindSporeOps(Ops):
     """MindSpore ``ops.*`` with CPU kernels in PyNative and graph mode (no ``mint.*``)."""
 
@@ -199,6 +216,7 @@ class MindSporeOps(Ops):
         from mindspore import ops
 
         self.ms, self.P = ms, ops
+        _warm_up_mindspore(ms)
         self.exp, self.log, self.log1p = ops.exp, ops.log, ops.log1p
         self.abs, self.sqrt, self.square = ops.abs, ops.sqrt, ops.square
         self.zeros_like, self.ones_like = ops.zeros_like, ops.ones_like

@@ -52,9 +52,11 @@ def _ratio_metrics(ops, log_ratio, ratio, mask, metrics):
     lr, r = ops.stop_gradient(log_ratio), ops.stop_gradient(ratio)
     metrics["approx_kl"] = ops.masked_mean(r - 1.0 - lr, mask)
     metrics["ratio_mean"] = ops.masked_mean(r, mask)
-    # ratio > 0, so 0 / a large number are neutral fillers for padded positions.
-    metrics["ratio_max"] = ops.amax(r * mask)
-    metrics["ratio_min"] = ops.amin(r * mask + (1.0 - mask) * 1e30)
+    # ratio > 0: padding filled with 0 cannot win the max, filled with the max cannot win the
+    # min (both read 0 when the mask is empty).
+    ratio_max = ops.amax(r * mask)
+    metrics["ratio_max"] = ratio_max
+    metrics["ratio_min"] = ops.amin(r * mask + (1.0 - mask) * ratio_max)
 
 
 @POLICY_LOSSES.register("ppo_clip")

@@ -103,6 +103,10 @@ def preference_loss(ops, *, chosen_logp, chosen_mask, rejected_logp, rejected_ma
     reward_rejected (means over this call's pairs).
     """
     fn = PREFERENCE_LOSSES.get(cfg.loss)
+    if ref_chosen_logp is not None:
+        ref_chosen_logp = ops.as_float(ref_chosen_logp, like=chosen_logp)
+    if ref_rejected_logp is not None:
+        ref_rejected_logp = ops.as_float(ref_rejected_logp, like=rejected_logp)
     per_pair, chosen_reward, rejected_reward = fn(
         ops, chosen_logp, chosen_mask, rejected_logp, rejected_mask, ref_chosen_logp,
         ref_rejected_logp, beta=cfg.beta, label_smoothing=cfg.label_smoothing, gamma=cfg.gamma)

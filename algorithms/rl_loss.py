@@ -19,7 +19,9 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
             max_len=None):
     """Scalar loss and metrics for one micro-batch.
 
-    logp (B, T) differentiable; old_logp, advantages, ref_logp, rollout_logp (B, T) constants;
+    logp (B, T) differentiable, float32 or wider (compute it in fp32 from bf16 logits);
+    old_logp, advantages, ref_logp, rollout_logp (B, T) constants, tensors or NumPy arrays
+    (cast to logp's dtype and device);
     entropy (B, T) differentiable token entropy or None; ``cfg`` an ``AlgorithmConfig``
     (duck-typed: policy_loss, clip_eps_low, clip_eps_high, dual_clip_c, log_ratio_clamp,
     tis_cap, kl.{coef, estimator, in_reward, log_ratio_clip, value_clip}, entropy_coef,
@@ -27,7 +29,14 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     pg_loss, kl (when a reference is given), entropy (when given).
     """
     policy = POLICY_LOSSES.get(cfg.policy_loss)
+    # Constants may arrive as NumPy arrays or in another dtype: match logp (dtype, device).
     mask = ops.as_float(response_mask, like=logp)
+    old_logp = ops.as_float(old_logp, like=logp)
+    advantages = ops.as_float(advantages, like=logp)
+    if ref_logp is not None:
+        ref_logp = ops.as_float(ref_logp, like=logp)
+    if rollout_logp is not None:
+        rollout_logp = ops.as_float(rollout_logp, like=logp)
     norms = dict(global_tokens=global_tokens, global_seqs=global_seqs, max_len=max_len)
     per_token, metrics = policy(
         ops, logp, old_logp, advantages, mask, clip_eps_low=cfg.clip_eps_low,

@@ -56,15 +56,17 @@ class Registry(Generic[T]):
         return add
 
     def get(self, name: str) -> T:
-        try:
+        # No try/except here: mindspore.jit's default (AST) capture cannot parse it, and
+        # losses look their parts up by name inside compiled steps.
+        if name in self._items:
             return self._items[name]
-        except KeyError:
-            valid = sorted(self._items)
-            hint = closest(name, valid)
-            did_you_mean = f"; did you mean '{hint}'?" if hint else ";"
-            raise RegistryError(
-                f"unknown {self.kind} '{name}'{did_you_mean} valid names: {', '.join(valid)}"
-            ) from None
+        raise RegistryError(self._miss_message(name))
+
+    def _miss_message(self, name: str) -> str:
+        valid = sorted(self._items)
+        hint = closest(name, valid)
+        did_you_mean = f"; did you mean '{hint}'?" if hint else ";"
+        return f"unknown {self.kind} '{name}'{did_you_mean} valid names: {', '.join(valid)}"
 
     def names(self) -> List[str]:
         return sorted(self._items)

@@ -57,6 +57,7 @@ class DataConfig:
     max_prompt_len: int = opt(256, "Prompts longer than this many tokens are dropped (logged).")
     max_train_samples: int = opt(0, "Use at most this many training rows (0 = all).")
     max_val_samples: int = opt(64, "Use at most this many validation rows (0 = all).")
+    response_field: str = opt("", "SFT: field with the target response ('' = the answer).")
     shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
 
 
@@ -176,6 +177,7 @@ class ValidationConfig:
     temperature: float = opt(0.0, "Validation temperature (0 = greedy).")
     reward: str = opt("", "Reward that decides correctness ('' = the first of reward.functions).")
     correct_threshold: float = opt(1.0, "A sample is correct when that reward is >= this.")
+    before_training: bool = opt(False, "Also validate the starting model (logged as step 0).")
 
 
 @dataclass(frozen=True)
@@ -188,8 +190,9 @@ class LoggingConfig:
 
 @dataclass(frozen=True)
 class DistributedConfig:
-    launcher: str = opt("none", "How workers are started: none, torchrun, msrun, ray.",
-                        ["none", "torchrun", "msrun", "ray"])
+    launcher: str = opt("none", "How workers are started: none (one process, or the backend's "
+                        "default launcher when nproc > 1), torchrun, msrun.",
+                        ["none", "torchrun", "msrun"])
     nproc: int = opt(1, "Worker processes per node.")
     nnodes: int = opt(1, "Number of nodes.")
     master_addr: str = opt("127.0.0.1", "Rendezvous address.")

@@ -104,27 +104,40 @@ class Grader:
         self._pool = None
 
 
+class ScoreExtracted:
+    """A reward-shaped callable (``fn(completions, **columns)``) for the scoring pool: each
+    completion is an already extracted answer, compared with its ``gold`` column. A class so
+    that the time limit travels with it to the worker processes (picklable)."""
+
+    __name__ = "score_extracted"
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+
+    def __call__(self, completions: Sequence[str], gold: Sequence[str], **_
+                 ) -> List[Optional[float]]:
+        return [_score_pair(p, g, self.timeout) for p, g in zip(completions, gold)]
+
+
 def _adapt_pool(rpool, workers: int, timeout: float):
-    """Wrap whatever scoring-pool API rewards.pool offers; None when it is not recognised."""
+    """Score through ``rewards.pool.RewardScorer`` (hard per-item limit enforced by the parent,
+    worker replaced on a timeout). Items without an extracted answer score 0 without a trip."""
     scorer_cls = getattr(rpool, "RewardScorer", None)
     if scorer_cls is None:
         return None
-    try:
-        scorer = scorer_cls(num_workers=workers, timeout=timeout)
-    except TypeError:
-        return None
-    run = getattr(scorer, "map", None)
-    if run is None:
-        return None
+    scorer = scorer_cls([ScoreExtracted(timeout)], num_workers=workers, timeout=timeout + 1.0)
 
     class _Pooled:
         def __call__(self, preds, golds):
-            out = run(_score_pair, [(p, g, timeout) for p, g in zip(preds, golds)])
-            return [None if s is None else float(s) for s in out]
+            idx = [i for i, p in enumerate(preds) if p is not None]
+            out: List[Optional[float]] = [0.0] * len(preds)
+            if idx:
+                res = scorer([preds[i] for i in idx], gold=[golds[i] for i in idx])
+                for i, v in zip(idx, next(iter(res.components.values()))):
+                    out[i] = None if v is None else float(v)
+            return out
 
         def close(self):
-            closer = getattr(scorer, "close", None)
-            if closer:
-                closer()
+            scorer.close()
 
     return _Pooled()

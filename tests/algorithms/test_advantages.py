@@ -49,7 +49,8 @@ def test_grpo_group_of_one_and_constant_group_get_zero():
     # groups: {a: [1, 0]}, {b: [3]} alone, {c: [2, 2]} all equal
     a = adv_of("grpo", [1, 0, 3, 2, 2], ["a", "a", "b", "c", "c"], std_ddof=1)[:, 0]
     assert a[2] == 0.0 and a[3] == 0.0 and a[4] == 0.0
-    np.testing.assert_allclose(a[:2], [0.5 / (math.sqrt(0.5) + 1e-6), -0.5 / (math.sqrt(0.5) + 1e-6)])
+    expected = 0.5 / (math.sqrt(0.5) + 1e-6)  # mean 0.5, unbiased std sqrt(0.5)
+    np.testing.assert_allclose(a[:2], [expected, -expected])
     for name in ("dr_grpo", "rloo", "reinforce_pp_baseline"):
         assert adv_of(name, [1, 0, 3], [0, 0, 1])[2, 0] == 0.0, name
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from algorithms import (AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES, aggregate,
-                        entropy_from_logits, get_ops, kl_penalty, preference_loss, rl_loss,
-                        sft_nll)
+                        entropy_from_logits, get_ops, kl_penalty, kl_penalty_numpy,
+                        preference_loss, rl_loss, sft_nll)
 from mindrl.config.schema import AlgorithmConfig, KLConfig, PreferenceConfig
 from mindrl.registry import RegistryError
 
@@ -67,6 +67,11 @@ def test_truncated_importance_sampling_by_hand():
                                            clip_eps_low=0.2, clip_eps_high=0.2,
                                            rollout_logp=rollout, tis_cap=2.0)
     np.testing.assert_allclose(loss[0], [-2.0, -1.5])
+    _, m2 = ppo([1.0, 1.0], [1.5, 0.5])
+    assert m2["ratio_min"] == pytest.approx(0.5)
+    _, empty = POLICY_LOSSES.get("ppo_clip")(NP, logp, old, row(1.0, 1.0), np.zeros((1, 2)),
+                                             clip_eps_low=0.2, clip_eps_high=0.2)
+    assert empty["ratio_min"] == 0.0 and empty["ratio_max"] == 0.0 and empty["clipfrac"] == 0.0
     assert m["tis_capped_frac"] == 0.5 and m["tis_weight_mean"] == pytest.approx(1.75)
 
 
@@ -101,14 +106,17 @@ def test_kl_estimators_by_hand():
                                [math.exp(-0.5) - 0.5, math.exp(0.5) - 1.5])
     np.testing.assert_allclose(kl_penalty(NP, logp, ref, "k1", value_clip=0.7)[0], [0.5, -0.7])
     assert sorted(KL_ESTIMATORS) == ["k1", "k2", "k3"]
+    host = kl_penalty_numpy(logp.astype(np.float32), ref, "k3", 0.5, 0.1)
+    assert host.dtype == np.float64
+    np.testing.assert_allclose(host[0], [0.1, 0.1])  # k3 of +-0.5 is 0.107, 0.149: both clip
 
 
 def test_entropy_by_hand():
     logits = np.array([[[0.0, 0.0, 0.0, 0.0], [0.0, math.log(3), -np.inf, -np.inf]]])
     logits = np.where(np.isinf(logits), -1e4, logits)
     h = entropy_from_logits(NP, logits)
-    np.testing.assert_allclose(h[0], [math.log(4), -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))],
-                               rtol=1e-9)
+    h_34 = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    np.testing.assert_allclose(h[0], [math.log(4), h_34], rtol=1e-9)
     big = np.array([[[1000.0, 1000.0, -1000.0]]])  # stable at large logits
     np.testing.assert_allclose(entropy_from_logits(NP, big)[0], [math.log(2)])
 
@@ -150,11 +158,13 @@ def test_dpo_ipo_simpo_by_hand():
     # DPO: chosen margin -1 - (-1.5) = 0.5, rejected -2 - (-1.8) = -0.2, h = 0.1 * 0.7
     loss, m = preference_loss(NP, cfg=PreferenceConfig(loss="dpo", beta=0.1), **inp)
     assert loss == pytest.approx(math.log1p(math.exp(-0.07)))
-    assert m["reward_chosen"] == pytest.approx(0.05) and m["reward_rejected"] == pytest.approx(-0.02)
+    assert m["reward_chosen"] == pytest.approx(0.05)
+    assert m["reward_rejected"] == pytest.approx(-0.02)
     assert m["reward_margin"] == pytest.approx(0.07) and m["reward_accuracy"] == 1.0
     loss, _ = preference_loss(NP, cfg=PreferenceConfig(loss="dpo", beta=0.1,
                                                        label_smoothing=0.2), **inp)
-    assert loss == pytest.approx(0.8 * math.log1p(math.exp(-0.07)) + 0.2 * math.log1p(math.exp(0.07)))
+    expected = 0.8 * math.log1p(math.exp(-0.07)) + 0.2 * math.log1p(math.exp(0.07))
+    assert loss == pytest.approx(expected)
     # IPO: (0.7 - 1/(2*0.1))^2
     loss, _ = preference_loss(NP, cfg=PreferenceConfig(loss="ipo", beta=0.1), **inp)
     assert loss == pytest.approx((0.7 - 5.0) ** 2)

@@ -1,0 +1,580 @@
+"""The MindSpore training backend: the Qwen2 Cell of ``model.py``, compiled (``mindspore.jit``)
+scoring and training steps over length buckets, the AdamW of ``optim.py``, and data
+parallelism under ``msrun``.
+
+Static shapes: every batch is re-padded to (rows, prompt bucket, response bucket) before it
+reaches a compiled function -- rows to ``train.micro_batch_size`` (all-padding rows have an
+empty response mask), the prompt (left) and response (right) lengths to the smallest bucket
+that fits -- so a run compiles each function once per bucket pair, never once per batch
+(PLATFORM.md: each new shape recompiles, 1.4-1.7 s). ``compile_count`` counts the distinct
+train-step shapes; ``compile_counts`` every compiled function's.
+
+Loss normalisers: ``algorithms.rl_loss`` takes them as Python numbers, which a compiled graph
+would freeze as constants (one compile per value). The step therefore calls ``rl_loss`` with
+unit normalisers and multiplies the result by the reciprocal of the mode's normaliser, given as
+a tensor input. That is exact because every aggregation mode is (a sum) / (one normaliser) and
+the KL and entropy terms share it (see ``_normaliser``).
+
+Data parallelism: under ``msrun`` (``MS_WORKER_NUM`` set) the backend calls
+``mindspore.communication.init()``; the accumulated gradients are all-reduced (SUM) once per
+optimizer step before clipping. The RL loss is normalised by global counts, so the sum over
+ranks is the full-batch gradient (the same convention as the torch backend).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, ops
+
+from mindrl.backends.base import BACKENDS
+from mindrl.backends.mindspore import weights as W
+from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
+from mindrl.backends.mindspore.optim import AdamW
+from mindrl.types import LossNormalizers, TokenBatch, TrainBatch, bucket
+
+log = logging.getLogger(__name__)
+
+SUM_METRICS = ("loss", "pg_loss")   # partial sums over micro-batches and ranks
+DEVICE_TARGETS = {"cpu": "CPU", "ascend": "Ascend", "cuda": "GPU"}
+
+
+# ------------------------------------------------------------------------------ helpers
+def lr_factor(step: int, *, warmup: int, total: int, schedule: str, min_ratio: float) -> float:
+    """Multiplier of the peak lr at optimizer step ``step`` (0-based): linear warm-up
+    ``(step + 1) / warmup``, then constant or cosine to ``min_ratio`` at ``total`` (the same
+    schedule as the torch backend)."""
+    if warmup > 0 and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    raise ValueError(f"unknown train.lr_schedule '{schedule}'; valid: constant, cosine")
+
+
+def total_optimizer_steps(cfg) -> int:
+    batch = cfg.train.prompts_per_step * cfg.rollout.n
+    mini = cfg.train.mini_batch_size or batch
+    return max(1, cfg.train.steps * cfg.train.ppo_epochs * max(1, batch // mini))
+
+
+def default_buckets(limit: int, smallest: int = 16) -> List[int]:
+    """Powers of two from ``smallest`` up to and including ``limit``."""
+    out, b = [], smallest
+    while b < limit:
+        out.append(b)
+        b *= 2
+    return out + [int(limit)]
+
+
+def _normaliser(mode: str, norm: LossNormalizers) -> float:
+    """The number ``algorithms.aggregation`` divides the summed loss by in ``mode``."""
+    seqs, length = max(norm.global_seqs, 1.0), max(norm.max_len, 1.0)
+    table = {"token_mean": max(norm.global_tokens, 1.0), "seq_mean_token_sum": seqs,
+             "seq_mean_token_mean": seqs, "seq_mean_token_sum_norm": seqs * length}
+    if mode not in table:
+        raise ValueError(f"MindSporeBackend does not know the normaliser of loss_agg_mode "
+                         f"'{mode}'; known: {', '.join(sorted(table))}")
+    return table[mode]
+
+
+def repad(batch: TokenBatch, rows: int, prompt_len: int, response_len: int,
+          pad_id: int = 0) -> TokenBatch:
+    """Pad a TokenBatch to ``rows`` x (``prompt_len`` + ``response_len``): prompts further left,
+    responses further right, extra rows all padding (empty response mask)."""
+    B, P, T = len(batch), batch.prompt_len, batch.response_len
+    if B > rows or P > prompt_len or T > response_len:
+        raise ValueError(f"batch {B}x({P}+{T}) exceeds the padded shape "
+                         f"{rows}x({prompt_len}+{response_len})")
+    S = prompt_len + response_len
+    ids = np.full((rows, S), pad_id, np.int64)
+    att = np.zeros((rows, S), np.int64)
+    rmask = np.zeros((rows, response_len), np.float32)
+    lo = prompt_len - P
+    ids[:B, lo:lo + P + T] = batch.input_ids
+    att[:B, lo:lo + P + T] = batch.attention_mask
+    rmask[:B, :T] = batch.response_mask
+    return TokenBatch(ids, att, rmask, prompt_len)
+
+
+def _pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:
+    out = np.zeros((rows, cols), np.float32)
+    if x is not None:
+        out[:x.shape[0], :x.shape[1]] = x
+    return out
+
+
+def _in_msrun() -> bool:
+    return "MS_WORKER_NUM" in os.environ or "MS_ROLE" in os.environ
+
+
+# ------------------------------------------------------------------------------ the backend
+@BACKENDS.register("mindspore")
+class MindSporeBackend:
+    """Policy (+ optional frozen reference) as :class:`Qwen2ForCausalLM` Cells.
+
+    ``cfg`` is a :class:`mindrl.config.schema.RunConfig`. ``prompt_buckets`` /
+    ``response_buckets`` default to powers of two up to ``data.max_prompt_len`` /
+    ``rollout.max_new_tokens``.
+    """
+
+    name = "mindspore"
+
+    def __init__(self, cfg, with_reference: bool = False, model_path: Optional[str] = None,
+                 prompt_buckets: Optional[Sequence[int]] = None,
+                 response_buckets: Optional[Sequence[int]] = None, train_mode: str = "fused"):
+        from algorithms.ops import get_ops
+        from mindrl.models.tiny import resolve_model_path
+
+        self.cfg = cfg
+        self.ops = get_ops("mindspore")        # first: absorbs MindSpore's numpy-2 warm-up error
+        ms.set_context(mode=ms.PYNATIVE_MODE,
+                       device_target=DEVICE_TARGETS.get(cfg.device, "CPU"))
+        ms.set_seed(cfg.train.seed)
+        self.rank, self.world = self._init_distributed()
+        self.model_path = model_path or resolve_model_path(cfg.model.path)
+        if not (Path(self.model_path) / "config.json").is_file():   # tokenizer optional
+            raise FileNotFoundError(f"no config.json in model directory {self.model_path}")
+        self.hf_config = W.read_config(self.model_path)
+        self.spec = Qwen2Spec.from_hf(self.hf_config)
+        self.save_dtype = cfg.model.dtype
+        on_cpu = ms.get_context("device_target") == "CPU"
+        if on_cpu and cfg.model.dtype != "float32":
+            log.warning("model.dtype=%s: MindSpore has no CPU kernels for bf16/fp16 MatMul; "
+                        "computing in float32 (checkpoints are still written as %s)",
+                        cfg.model.dtype, cfg.model.dtype)
+        self.dtype = ms.float32 if on_cpu else {"float32": ms.float32, "bfloat16": ms.bfloat16,
+                                                "float16": ms.float16}[cfg.model.dtype]
+        self.model = self._load_model(self.model_path)
+        self.reference = None
+        if with_reference:
+            self.reference = self._load_model(self.model_path)
+            for p in self.reference.get_parameters():
+                p.requires_grad = False
+        self.tokenizer = self._load_tokenizer(self.model_path)
+        self.pad_id = 0
+        if self.tokenizer is not None:
+            pid = self.tokenizer.pad_token_id
+            self.pad_id = pid if pid is not None else (self.tokenizer.eos_token_id or 0)
+
+        self.prompt_buckets = sorted(prompt_buckets or default_buckets(cfg.data.max_prompt_len))
+        self.response_buckets = sorted(response_buckets or
+                                       default_buckets(cfg.rollout.max_new_tokens))
+        self.params = self.model.trainable_params()
+        t = cfg.train
+        reducer = ops.AllReduce(ops.ReduceOp.SUM) if self.world > 1 else None
+        self.optimizer = AdamW(self.params, betas=tuple(t.betas), eps=t.adam_eps,
+                               weight_decay=t.weight_decay, all_reduce=reducer)
+        self.total_steps = total_optimizer_steps(cfg)
+        self.optimizer_steps = 0
+        self.skipped_steps = 0
+        self.compile_counts: Dict[str, int] = {}
+        self.compile_seconds: Dict[str, float] = {}
+        self._seen: Dict[str, set] = {}
+        self._train_fns: Dict[Tuple, Tuple] = {}
+        self.train_mode = train_mode           # "fused" (rl_loss in the graph) or "split"
+        self.fallback_reason: Optional[str] = None
+        self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
+                          True: ms.jit(self._make_logp_fn(self.reference))
+                          if self.reference is not None else None}
+        self._engine = None
+
+    # ------------------------------------------------------------------ set-up
+    def _init_distributed(self) -> Tuple[int, int]:
+        if not _in_msrun():
+            return 0, 1
+        from mindspore.communication import get_group_size, get_rank, init
+
+        init()
+        return get_rank(), get_group_size()
+
+    @property
+    def world_size(self) -> int:
+        return self.world
+
+    def _load_model(self, directory: str) -> Qwen2ForCausalLM:
+        model = Qwen2ForCausalLM(self.spec, dtype=self.dtype)
+        W.load_into(model, W.iter_checkpoint(directory))
+        return model
+
+    @staticmethod
+    def _load_tokenizer(directory: str):
+        names = ("tokenizer.json", "tokenizer_config.json", "vocab.json")
+        if not any((Path(directory) / n).is_file() for n in names):
+            return None
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(directory, local_files_only=True)
+
+    # ------------------------------------------------------------------ shapes
+    def _shape(self, batches: Sequence[TokenBatch], rows: int) -> Tuple[int, int, int]:
+        P = max(b.prompt_len for b in batches)
+        T = max(b.response_len for b in batches)
+        return rows, bucket(P, self.prompt_buckets), bucket(T, self.response_buckets)
+
+    def _note_compile(self, fn: str, key) -> bool:
+        seen = self._seen.setdefault(fn, set())
+        if key in seen:
+            return False
+        seen.add(key)
+        self.compile_counts[fn] = len(seen)
+        return True
+
+    @property
+    def compile_count(self) -> int:
+        """Distinct shapes the compiled train step has seen (= its compilations)."""
+        return self.compile_counts.get("train_step", 0)
+
+    def _inputs(self, tb: TokenBatch):
+        return (Tensor(tb.input_ids.astype(np.int32)), Tensor(tb.position_ids.astype(np.int32)),
+                Tensor(tb.attention_mask.astype(np.float32)),
+                Tensor(tb.input_ids[:, tb.prompt_len:].astype(np.int32)),
+                Tensor(tb.response_mask.astype(np.float32)))
+
+    def _timed(self, fn_name: str, key, fn, *args):
+        import time
+
+        first = self._note_compile(fn_name, key)
+        t0 = time.perf_counter()
+        out = fn(*args)
+        if first:
+            leaf = out[0] if isinstance(out, tuple) else out
+            leaf.asnumpy()                                   # wait for the result
+            self.compile_seconds[fn_name] = self.compile_seconds.get(fn_name, 0.0) + \
+                time.perf_counter() - t0
+        return out
+
+    # ------------------------------------------------------------------ scoring
+    def _make_logp_fn(self, model):
+        if model is None:
+            return None
+
+        def logp_fn(ids, pos, att, targets, mask, inv_temp):
+            T = targets.shape[1]
+            logits = model.response_logits(ids, pos, att, T) * inv_temp
+            logp = ops.log_softmax(logits, -1)
+            tok = ops.gather_elements(logp, 2, targets.expand_dims(-1)).squeeze(-1)
+            return tok * mask
+        return logp_fn
+
+    def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
+                 micro_batch_size: int = 8) -> np.ndarray:
+        """(B, T) float32 log-probs of the response tokens under logits / temperature
+        (temperature 0 = 1); 0 at padding. Scored in micro-batches padded to buckets."""
+        fn = self._logp_fns[bool(reference)]
+        if fn is None:
+            raise RuntimeError("reference log-probs need MindSporeBackend(cfg, "
+                               "with_reference=True) (algorithm.kl.coef > 0)")
+        inv_temp = Tensor(np.float32(1.0 / (temperature if temperature > 0 else 1.0)))
+        rows = max(1, min(micro_batch_size, len(batch)))
+        _, P, T = self._shape([batch], rows)
+        out = []
+        for s in range(0, len(batch), rows):
+            mb = batch.rows(slice(s, s + rows))
+            tb = repad(mb, rows, P, T, self.pad_id)
+            name = "ref_logprobs" if reference else "logprobs"
+            lp = self._timed(name, (rows, P, T), fn, *self._inputs(tb), inv_temp).asnumpy()
+            out.append(lp[:len(mb), :batch.response_len])
+        return np.concatenate(out).astype(np.float32)
+
+    # ------------------------------------------------------------------ training
+    def _metric_keys(self, has_old: bool, has_ref: bool, has_roll: bool) -> List[str]:
+        """The metric names ``rl_loss`` returns for this configuration (a NumPy dry run)."""
+        from algorithms.ops import get_ops
+        from algorithms.rl_loss import rl_loss
+
+        npo = get_ops("numpy")
+        z = np.zeros((1, 2))
+        _, metrics = rl_loss(npo, logp=z, old_logp=z, advantages=z, response_mask=z + 1,
+                             ref_logp=z if has_ref else None,
+                             rollout_logp=z if has_roll else None, entropy=z,
+                             cfg=self.cfg.algorithm, global_tokens=1.0, global_seqs=1.0,
+                             max_len=1.0)
+        return sorted(metrics)
+
+    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool):
+        """The compiled micro-batch step for this combination of optional inputs:
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm) -> (loss, metrics)``
+        which adds the micro-batch gradient to the optimizer's accumulators."""
+        key = (has_old, has_ref, has_roll, self.train_mode)
+        if key in self._train_fns:
+            return self._train_fns[key]
+        from algorithms.entropy import entropy_from_logits
+        from algorithms.rl_loss import rl_loss
+
+        o, acfg = self.ops, self.cfg.algorithm
+        keys = self._metric_keys(has_old, has_ref, has_roll)
+        ent_grad = bool(acfg.entropy_coef)
+        accum = self.optimizer.grads
+        model = self.model
+        temp = self.cfg.rollout.temperature
+        inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
+
+        def token_logp_entropy(ids, pos, att, targets):
+            logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
+            logp = ops.gather_elements(ops.log_softmax(logits, -1), 2,
+                                       targets.expand_dims(-1)).squeeze(-1)  # (B, T)
+            entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
+            return logp, entropy
+
+        def loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm):
+            loss, metrics = rl_loss(
+                o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
+                advantages=adv, response_mask=mask, ref_logp=ref if has_ref else None,
+                rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
+                global_tokens=1.0, global_seqs=1.0, max_len=1.0)
+            out = ()
+            for k in keys:
+                v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
+                out = out + (ops.stop_gradient(v),)
+            return loss * inv_norm, out
+
+        if self.train_mode == "fused":
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+                logp, entropy = token_logp_entropy(ids, pos, att, targets)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm)
+
+            grad_fn = ms.value_and_grad(loss_fn, None, self.params, has_aux=True)
+
+            def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+                (loss, aux), grads = grad_fn(ids, pos, att, targets, mask, adv, old, ref, roll,
+                                             inv_norm)
+                for acc, g in zip(accum, grads):       # gradient accumulation, in the graph
+                    ops.assign_add(acc, g.astype(ms.float32))
+                return loss, aux
+
+            self._train_fns[key] = (ms.jit(step), keys)
+            return self._train_fns[key]
+
+        # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
+        # compiled backward of the surrogate sum(logp * dL/dlogp + entropy * dL/dH).
+        forward = ms.jit(token_logp_entropy)
+        loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
+
+        def surrogate(ids, pos, att, targets, g_logp, g_ent):
+            logp, entropy = token_logp_entropy(ids, pos, att, targets)
+            return (logp * g_logp).sum() + (entropy * g_ent).sum()
+
+        sur_grad = ms.grad(surrogate, None, self.params)
+
+        @ms.jit
+        def backward(ids, pos, att, targets, g_logp, g_ent):
+            grads = sur_grad(ids, pos, att, targets, g_logp, g_ent)
+            for acc, g in zip(accum, grads):
+                ops.assign_add(acc, g.astype(ms.float32))
+            return g_logp.sum()
+
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+            logp, entropy = forward(ids, pos, att, targets)
+            (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
+                                                    inv_norm)
+            backward(ids, pos, att, targets, g_logp, g_ent)
+            return loss, aux
+
+        self._train_fns[key] = (step, keys)
+        return self._train_fns[key]
+
+    def _run_train_fn(self, flags, shape, args):
+        """Call the compiled step; if rl_loss cannot be compiled into the graph, fall back to the
+        split step once (logged) -- nothing was accumulated by the failed compile."""
+        fn, keys = self._train_fn(*flags)
+        try:
+            return self._timed("train_step", (shape,) + flags + (self.train_mode,), fn,
+                               *args), keys
+        except (RuntimeError, TypeError, ValueError, KeyError) as err:
+            if self.train_mode != "fused":
+                raise
+            reason = str(err).strip().splitlines()[0][:300]
+            log.warning("algorithms.rl_loss does not compile into a MindSpore graph (%s); "
+                        "falling back to the split step: compiled forward/backward, loss in "
+                        "PyNative (slower)", reason)
+            self.fallback_reason = reason
+            self.train_mode = "split"
+            self._seen.pop("train_step", None)
+            ms.runtime.launch_blocking()       # PyNative: ~6x faster (PLATFORM.md)
+            fn, keys = self._train_fn(*flags)
+            return self._timed("train_step", (shape,) + flags + (self.train_mode,), fn,
+                               *args), keys
+
+    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
+        """Forward/backward each micro-batch (compiled, bucket-padded), all-reduce (SUM) the
+        accumulated gradients across ranks, clip, AdamW, schedule. A non-finite loss or grad
+        norm skips the update (``update_skipped`` = 1). Metrics are global."""
+        first = micro_batches[0]
+        has_old = first.old_logp is not None
+        has_ref = first.ref_logp is not None
+        has_roll = first.rollout_logp is not None and bool(self.cfg.algorithm.tis_cap)
+        flags = (has_old, has_ref, has_roll)
+        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
+        shape = self._shape([m.tokens for m in micro_batches], rows)
+        _, P, T = shape
+        mode = self.cfg.algorithm.loss_agg_mode
+        inv_norm = Tensor(np.float32(1.0 / _normaliser(mode, norm)))
+        lr = self.cfg.train.lr * lr_factor(
+            self.optimizer_steps, warmup=self.cfg.train.warmup_steps, total=self.total_steps,
+            schedule=self.cfg.train.lr_schedule, min_ratio=self.cfg.train.min_lr_ratio)
+
+        sums: Dict[str, float] = {}
+        maxes: Dict[str, float] = {}
+        mins: Dict[str, float] = {}
+        tokens = 0.0
+        for mb in micro_batches:
+            tb = repad(mb.tokens, rows, P, T, self.pad_id)
+            ids, pos, att, targets, mask = self._inputs(tb)
+            f = lambda a: Tensor(_pad2(a, rows, T))  # noqa: E731
+            (loss, aux), keys = self._run_train_fn(
+                flags, shape, (ids, pos, att, targets, mask, f(mb.advantages), f(mb.old_logp),
+                               f(mb.ref_logp), f(mb.rollout_logp), inv_norm))
+            n_tok = float(mb.tokens.response_mask.sum())
+            tokens += n_tok
+            values = {"loss": float(loss.asnumpy())}
+            values.update({k: float(v.asnumpy()) for k, v in zip(keys, aux)})
+            for k, v in values.items():
+                if k in SUM_METRICS:
+                    sums[k] = sums.get(k, 0.0) + v
+                elif k.endswith("_max"):
+                    maxes[k] = max(maxes.get(k, -math.inf), v)
+                elif k.endswith("_min"):
+                    mins[k] = min(mins.get(k, math.inf), v)
+                else:
+                    sums[k] = sums.get(k, 0.0) + v * n_tok
+        if self.world > 1:
+            sums, maxes, mins, tokens = self._reduce_metrics(sums, maxes, mins, tokens)
+        grad_norm = self.optimizer.grad_norm()
+        out = {k: (v if k in SUM_METRICS else v / max(tokens, 1.0)) for k, v in sums.items()}
+        out.update(maxes)
+        out.update(mins)
+        finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
+        if finite:
+            self.optimizer.apply(lr, self.cfg.train.grad_clip, grad_norm)
+            self.optimizer_steps += 1
+        else:
+            self.optimizer.zero_grad()
+            self.skipped_steps += 1
+        out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
+                   response_tokens=tokens)
+        return out
+
+    # ------------------------------------------------------------------ collectives
+    def _reduce_metrics(self, sums, maxes, mins, tokens):
+        keys_s, keys_x, keys_n = sorted(sums), sorted(maxes), sorted(mins)
+        s = self.all_reduce_sum(np.array([sums[k] for k in keys_s] + [tokens]))
+        x = -self.all_reduce_sum(np.array([-maxes[k] for k in keys_x]), op="min") \
+            if keys_x else np.zeros(0)
+        n = self.all_reduce_sum(np.array([mins[k] for k in keys_n]), op="min") \
+            if keys_n else np.zeros(0)
+        return (dict(zip(keys_s, s[:-1].tolist())), dict(zip(keys_x, x.tolist())),
+                dict(zip(keys_n, n.tolist())), float(s[-1]))
+
+    def all_reduce_sum(self, x, op: str = "sum") -> np.ndarray:
+        """Element-wise SUM (or MIN) of a NumPy array over ranks (float64 in, float64 out;
+        reduced in float32, MindSpore's CPU collectives have no float64)."""
+        x = np.asarray(x, dtype=np.float64)
+        if self.world == 1 or x.size == 0:
+            return x
+        red = ops.AllReduce(ops.ReduceOp.MIN if op == "min" else ops.ReduceOp.SUM)
+        return red(Tensor(x.astype(np.float32))).asnumpy().astype(np.float64)
+
+    def all_gather(self, x) -> np.ndarray:
+        """Concatenate equal-shaped arrays of all ranks along axis 0."""
+        x = np.asarray(x)
+        if self.world == 1:
+            return x
+        dtype = x.dtype
+        wide = x.astype(np.int32 if dtype.kind in "iub" else np.float32)
+        out = ops.AllGather()(Tensor(np.atleast_1d(wide))).asnumpy()
+        return out.astype(dtype).reshape((-1,) + x.shape[1:]) if x.ndim else out.astype(dtype)
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            self.all_reduce_sum(np.zeros(1))
+
+    # ------------------------------------------------------------------ weights and state
+    def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
+        """(HF name, float32 array) per parameter; a tied model also yields ``lm_head.weight``
+        (the embedding), as torch's ``state_dict()`` does."""
+        for name, arr in W.named_arrays(self.model):
+            yield name, arr
+            if name == "model.embed_tokens.weight" and self.spec.tie_word_embeddings:
+                yield "lm_head.weight", arr
+
+    def save_pretrained(self, directory: str) -> None:
+        """HF weights (``model.dtype``), config.json, generation config and tokenizer; rank 0."""
+        if self.rank != 0:
+            return
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        W.write_checkpoint(str(d), W.named_arrays(self.model), dtype=self.save_dtype)
+        cfg = dict(self.hf_config)
+        cfg["torch_dtype" if "torch_dtype" in cfg else "dtype"] = self.save_dtype
+        (d / "config.json").write_text(json.dumps(cfg, indent=2))
+        gen = Path(self.model_path) / "generation_config.json"
+        if gen.is_file():
+            (d / "generation_config.json").write_text(gen.read_text())
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(str(d))
+
+    def load_pretrained(self, directory: str) -> None:
+        """Load policy weights (resume); the reference keeps the original weights."""
+        W.load_into(self.model, W.iter_checkpoint(directory))
+
+    load_pretrained_weights = load_pretrained
+
+    def save_state(self, directory: str) -> None:
+        """AdamW moments + counters (rank 0; identical on all ranks) and each rank's sampler RNG,
+        each file written to a temporary name and renamed."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:
+            W.write_safetensors(str(d / "ms_optimizer.safetensors"),
+                                self.optimizer.state_arrays(), "float32",
+                                metadata={"format": "mindrl-mindspore"})
+            meta = {"optimizer_steps": self.optimizer_steps, "adam_step": self.optimizer.step,
+                    "skipped_steps": self.skipped_steps}
+            tmp = d / "ms_state.json.tmp"
+            tmp.write_text(json.dumps(meta))
+            os.replace(tmp, d / "ms_state.json")
+        rng = {"numpy_engine": self._engine.rng_state() if self._engine is not None else None}
+        tmp = d / f"ms_rng_rank{self.rank}.json.tmp"
+        tmp.write_text(json.dumps(rng))
+        os.replace(tmp, d / f"ms_rng_rank{self.rank}.json")
+
+    def load_state(self, directory: str) -> None:
+        d = Path(directory)
+        if (d / "model.safetensors").is_file() or (d / "model.safetensors.index.json").is_file():
+            self.load_pretrained(directory)
+        meta = json.loads((d / "ms_state.json").read_text())
+        self.optimizer.load_state_arrays(W.read_safetensors(str(d / "ms_optimizer.safetensors")),
+                                         meta["adam_step"])
+        self.optimizer_steps = meta["optimizer_steps"]
+        self.skipped_steps = meta["skipped_steps"]
+        rng_file = d / f"ms_rng_rank{self.rank}.json"
+        if rng_file.is_file() and self._engine is not None:
+            state = json.loads(rng_file.read_text()).get("numpy_engine")
+            if state is not None:
+                self._engine.set_rng_state(state)
+
+    # ------------------------------------------------------------------ rollout
+    def native_engine(self):
+        """A :class:`mindrl.backends.mindspore.sampler.MindSporeSampler` sharing this policy's
+        parameters (no weight copy; ``load_weights`` writes into them)."""
+        if self._engine is None:
+            from mindrl.backends.mindspore.sampler import MindSporeSampler
+
+            stop = ()
+            if self.tokenizer is not None and self.tokenizer.eos_token_id is not None:
+                stop = (self.tokenizer.eos_token_id,)
+            self._engine = MindSporeSampler(self.model, tokenizer=self.tokenizer,
+                                            pad_id=self.pad_id, eos_ids=stop,
+                                            prompt_buckets=self.prompt_buckets,
+                                            response_buckets=self.response_buckets)
+        return self._engine

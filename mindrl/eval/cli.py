@@ -1,0 +1,124 @@
+"""The ``mindrl eval`` command line, self-contained: ``mindrl.cli`` calls
+:func:`add_eval_parser` on its subparsers and then ``args.func(args)``.
+
+    mindrl eval MODEL_DIR [--benchmarks math500,aime24,...] [--n 64] [--temperature 0.6] ...
+    mindrl eval compare RUN_A RUN_B
+    python -m mindrl.eval.cli ...            (the same, without the top-level CLI)
+
+Options given on the command line override those of ``--config YAML`` (a mapping of
+:class:`~mindrl.eval.settings.EvalSettings` fields, at the top level or under ``eval:``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from mindrl.eval.settings import EvalError, EvalSettings
+
+_FLAGS = {  # setting -> (flag, type)
+    "benchmarks": ("--benchmarks", str), "n": ("--n", int), "temperature": ("--temperature", float),
+    "top_p": ("--top-p", float), "top_k": ("--top-k", int),
+    "max_new_tokens": ("--max-new-tokens", int), "seed": ("--seed", int),
+    "template": ("--template", str), "system_prompt": ("--system-prompt", str),
+    "engine": ("--engine", str), "backend": ("--backend", str), "dtype": ("--dtype", str),
+    "device": ("--device", str),
+    "data_dir": ("--data-dir", str), "problem_field": ("--problem-field", str),
+    "answer_field": ("--answer-field", str), "id_field": ("--id-field", str),
+    "limit": ("--limit", int), "output_dir": ("--output-dir", str), "workers": ("--workers", int),
+    "max_restarts": ("--max-restarts", int), "batch_size": ("--batch-size", int),
+    "extract_mode": ("--extract-mode", str), "grade_timeout": ("--grade-timeout", float),
+    "grade_workers": ("--grade-workers", int), "cache_dir": ("--cache-dir", str),
+}
+_CHOICES = {"engine": ["native", "vllm"], "backend": ["torch", "mindspore"],
+            "device": ["cpu", "cuda", "ascend"]}
+
+
+def add_eval_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``eval`` command (and ``eval compare``) to an argparse subparsers object."""
+    helps = {f.name: f.metadata.get("help", "") for f in fields(EvalSettings)}
+    defaults = EvalSettings()
+    p = subparsers.add_parser(
+        "eval", help="evaluate a model on math benchmarks (or: eval compare RUN_A RUN_B)",
+        description="Sample n responses per problem, grade them, report avg@n / pass@k / maj@k "
+                    "and response lengths. 'mindrl eval compare RUN_A RUN_B' compares two runs.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("target", nargs="+", metavar="MODEL_DIR | compare RUN_A RUN_B",
+                   help="a model directory (or builtin:tiny), or 'compare' and two run dirs")
+    for name, (flag, typ) in _FLAGS.items():
+        default = getattr(defaults, name)
+        if name == "benchmarks":
+            default = ",".join(default)
+        # default=None so that only flags actually given override the YAML config
+        p.add_argument(flag, dest=name, type=typ, default=None, choices=_CHOICES.get(name),
+                       help=f"{helps[name]} (default: {default})")
+    p.add_argument("--last-number-fallback", dest="last_number_fallback", action="store_true",
+                   default=None, help=helps["last_number_fallback"])
+    p.add_argument("--no-plot", dest="plot", action="store_false", default=None,
+                   help="do not write lengths.png")
+    p.add_argument("--config", default=None, help="YAML file with eval settings")
+    p.set_defaults(func=eval_command)
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> EvalSettings:
+    """EvalSettings from the YAML config (if any) overridden by the flags given."""
+    d: Dict[str, Any] = {}
+    if getattr(args, "config", None):
+        import yaml  # noqa: PLC0415
+
+        path = Path(args.config)
+        if not path.is_file():
+            raise EvalError(f"config file not found: {path}")
+        loaded = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise EvalError(f"{path}: expected a mapping of eval settings")
+        d.update(loaded.get("eval", loaded) if isinstance(loaded.get("eval"), dict) else loaded)
+        where = str(path)
+    else:
+        where = "settings"
+    for name in list(_FLAGS) + ["last_number_fallback", "plot"]:
+        v = getattr(args, name, None)
+        if v is not None:
+            d[name] = v
+    d["model"] = args.target[0]
+    return EvalSettings.from_dict(d, where)
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """Entry point bound to ``args.func``; returns the process exit code."""
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
+    target = args.target
+    try:
+        if target[0] == "compare":
+            if len(target) != 3:
+                raise EvalError("usage: mindrl eval compare RUN_A RUN_B")
+            from mindrl.eval.report import compare_runs  # noqa: PLC0415
+
+            print(compare_runs(target[1], target[2]))
+            return 0
+        if len(target) != 1:
+            raise EvalError(f"expected one MODEL_DIR, got {' '.join(target)}")
+        from mindrl.eval.runner import run_eval  # noqa: PLC0415
+
+        result = run_eval(settings_from_args(args))
+        print(f"\nrun directory: {result.run_dir}")
+        return 0
+    except (EvalError, DataError, FileNotFoundError) as e:
+        print(f"mindrl eval: error: {e}", file=sys.stderr)
+        return 2
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="mindrl")
+    add_eval_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

