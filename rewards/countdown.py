@@ -21,7 +21,7 @@ import random
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from rewards.registry import REWARDS
 
@@ -49,7 +49,7 @@ def _eval_node(node: ast.AST, used: List[int]) -> Fraction:
     raise UnsafeExpression(f"not allowed in an equation: {type(node).__name__}")
 
 
-def safe_eval(equation: str) -> (Fraction, List[int]):
+def safe_eval(equation: str) -> Tuple[Fraction, List[int]]:
     """Value of an arithmetic equation and the integers it uses, without ``eval``.
 
     Raises ``UnsafeExpression`` for anything but integer literals, + - * / and parentheses

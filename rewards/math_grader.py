@@ -321,7 +321,7 @@ def normalize_answer(s: Optional[str]) -> str:
     if boxed is not None:
         s = boxed
     # spacing commands and sizing
-    s = re.sub(r"\\[,!;:> ]", "", s)
+    s = re.sub(r"(?<!\\)\\[,!;:> ]", "", s)  # spacing, but not the "\\ " of a matrix row
     s = s.replace("\\left", "").replace("\\right", "").replace("\\bigl", "").replace("\\bigr", "")
     s = s.replace("\\displaystyle", "")
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
@@ -439,6 +439,19 @@ def _mv_parse(s: str, limit: Optional[int]):
         return []
 
 
+def _has_expr(parsed) -> bool:
+    """math-verify returns [expr, text] when it parsed, only the text when it gave up."""
+    return any(not isinstance(x, str) for x in parsed)
+
+
+_BASE = re.compile(r"(\w+)_\{?(\d+)\}?")
+
+
+def _base_number(s: str):
+    m = _BASE.fullmatch(s)
+    return (m.group(1).lstrip("0") or "0", m.group(2)) if m else None
+
+
 def _mv_verify(gold_parsed, pred_parsed, limit: Optional[int]) -> bool:
     from math_verify import verify
     from math_verify.errors import TimeoutException
@@ -476,6 +489,10 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
     gn, pn = parse_number(g), parse_number(p)
     if gn is not None and pn is not None:
         return gn == pn
+    gb = _base_number(g)
+    if gb is not None:  # a number in another base, "2516_8": digits and base must both match
+        pb = _base_number(p)
+        return pb == gb if pb is not None else (p.lstrip("0") or "0") == gb[0]
     if re.fullmatch(r"[A-E]", g):  # multiple choice: only the letter counts
         return p.upper() == g
     if _WORD_ANSWER.fullmatch(g) and len(g) > 1 and "\\" not in g:
@@ -486,9 +503,9 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
     limit = _mv_timeout(timeout)
     try:
         gold_parsed = _mv_parse(g, limit)
-        if not gold_parsed:
+        if not _has_expr(gold_parsed):
             gold_parsed = _mv_parse(str(gold), limit)
-        if not gold_parsed:
+        if not _has_expr(gold_parsed):
             return None  # unparseable gold: not scorable
         pred_parsed = _mv_parse(p, limit)
         if not pred_parsed:
@@ -514,7 +531,7 @@ def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:
         return True
     try:
         limit = _mv_timeout(timeout)
-        return bool(_mv_parse(g, limit) or _mv_parse(str(gold), limit))
+        return _has_expr(_mv_parse(g, limit)) or _has_expr(_mv_parse(str(gold), limit))
     except _Timeout:
         return False
 

@@ -132,7 +132,9 @@ class KimiLength:
     min(0, lambda_i); all 0.0 when max == min. None when the reference is unparseable.
     Lengths are token counts from the ``completion_lengths`` column when given, else characters
     (Open-R1 ``len_reward`` uses characters). Departure: Open-R1 counts an unparseable
-    reference as correct; we return None. Source: Kimi k1.5 (arXiv 2501.12599), Open-R1.
+    reference as correct; we return None. ``timeout`` (default 1 s) bounds each math-verify
+    call inside, so one pathological answer cannot use up the whole batch's time limit.
+    Source: Kimi k1.5 (arXiv 2501.12599), Open-R1.
 
     >>> KimiLength()([r"\boxed{1}", r"long wrong \boxed{2}", r"\boxed{1} long right..."],
     ...              answer=["1", "1", "1"], completion_lengths=[10, 30, 20])
@@ -141,7 +143,7 @@ class KimiLength:
 
     batch_level = True
 
-    def __init__(self, mode: str = "auto", timeout: float = 5.0):
+    def __init__(self, mode: str = "auto", timeout: float = 1.0):
         self.mode = mode
         self.timeout = timeout
 

@@ -31,7 +31,7 @@ REWARDS: Registry = Registry("reward")
 
 # Modules whose import registers the built-in rewards.
 _BUILTIN_MODULES = ("rewards.open_r1", "rewards.knights_knaves", "rewards.countdown",
-                    "rewards.gsm8k")
+                    "rewards.gsm8k", "rewards.arithmetic")
 
 
 def load_builtin_rewards() -> None:
@@ -93,12 +93,14 @@ def resolve_reward(name_or_path: str, params: Optional[Mapping[str, Any]] = None
     if not callable(obj):
         raise RegistryError(f"reward '{name_or_path}' is not callable: {obj!r}")
     if params:
+        # params must name keyword parameters: **columns is for per-row data, not settings
         sig = inspect.signature(obj)
-        accepts_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-        unknown = [k for k in params if k not in sig.parameters]
-        if unknown and not accepts_kwargs:
+        named = [n for n, p in sig.parameters.items()
+                 if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        unknown = [k for k in params if k not in named]
+        if unknown:
             raise TypeError(f"reward '{name_or_path}' got unknown params {unknown}; "
-                            f"it accepts {list(sig.parameters)[1:]}")
+                            f"it accepts {named[1:]}")
         bound = functools.partial(obj, **params)
         return bound
     return obj

@@ -97,8 +97,13 @@ def generate_chunk(engine, chunk: Chunk, spec: EngineSpec,
     """Run one chunk; one dict per key: text, length (response tokens), finish reason."""
     from mindrl.types import SamplingParams  # noqa: PLC0415
 
-    sp = SamplingParams(n=chunk.m, seed=chunk.seed, **spec.sampling)
-    ro = engine.generate(chunk.prompt_ids, sp)
+    prompts, n = chunk.prompt_ids, chunk.m
+    if spec.sampling.get("temperature", 1.0) <= 0 and n > 1:
+        # Greedy: n copies of each prompt with n=1 (same rows, prompt-major); some engines
+        # (vLLM) reject n > 1 under greedy decoding.
+        prompts, n = [p for p in prompts for _ in range(n)], 1
+    sp = SamplingParams(n=n, seed=chunk.seed, **spec.sampling)
+    ro = engine.generate(prompts, sp)
     if len(ro) != len(chunk.keys):
         raise RuntimeError(f"engine returned {len(ro)} rollouts for {len(chunk.prompt_ids)} "
                            f"prompts x {chunk.m} samples")

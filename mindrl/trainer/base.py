@@ -101,10 +101,13 @@ def score_rollouts(scorer, rows: List[Dict], rollouts: Rollouts) -> Scored:
         columns[key] = [rows[g][key] for g in rollouts.group_index]
     columns["completion_lengths"] = rollouts.response_lengths.tolist()
     columns["finish_reasons"] = list(rollouts.finish_reasons)
-    result = scorer.score(rollouts.texts, columns)
+    result = scorer.score(rollouts.texts, **columns)
     comps = {name: np.array([np.nan if v is None else v for v in vals], dtype=np.float64)
              for name, vals in result.components.items()}
-    return Scored(np.asarray(result.total, dtype=np.float64), comps, dict(result.metrics))
+    counts = {"none": float(sum(result.num_none.values())),
+              "timeouts": float(sum(result.num_timeouts.values())),
+              "errors": float(sum(result.num_errors.values()))}
+    return Scored(np.asarray(result.total, dtype=np.float64), comps, counts)
 
 
 # --------------------------------------------------------------------------- the trainer

@@ -74,7 +74,7 @@ class ArithmeticStream:
         self.pos = 0
 
     def take(self, k: int) -> List[Dict]:
-        from mindrl.tasks.arithmetic import make_problem
+        from rewards.arithmetic import make_problem
 
         out = []
         while len(out) < k:
@@ -93,7 +93,7 @@ class ArithmeticStream:
 
 
 def arithmetic_val_rows(opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
-    from mindrl.tasks.arithmetic import generate
+    from rewards.arithmetic import generate
 
     return generate(n, seed + VAL_SEED_OFFSET, int(opts.get("digits", 3)), opts.get("ops", "+"))
 

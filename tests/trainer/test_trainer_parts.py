@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from mindrl.tasks.arithmetic import arithmetic_reward, generate
+from rewards.arithmetic import arithmetic_reward, generate
 from mindrl.trainer.base import group_all_equal
 from mindrl.trainer.checkpoint import (latest_checkpoint, list_checkpoints, read_trainer_state,
                                        save_checkpoint)

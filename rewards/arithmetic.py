@@ -14,6 +14,8 @@ import random
 import re
 from typing import Dict, Iterator, List, Optional
 
+from rewards.registry import REWARDS
+
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
 
@@ -56,6 +58,7 @@ def stream(seed: int, digits: int = 3, ops: str = "+",
 _NUMBER = re.compile(r"-?\d+")
 
 
+@REWARDS.register("arithmetic")
 def arithmetic_reward(completions: List[str], answer: List[str], **_) -> List[Optional[float]]:
     """1.0 when the first integer in the completion equals the gold answer, else 0.0.
 
