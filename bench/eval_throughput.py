@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/eval_throughput.py [--problems 16] [--n 4] [--max-new-tokens 64]
 
-Each configuration runs ``mindrl eval`` (GSM8K, sampling at T=0.6 / top_p 0.95, every response
-forced to ``--max-new-tokens`` by ``--ignore-eos``-free random weights: the tiny model rarely
-stops early) into a fresh run directory and reports:
+Each configuration runs ``mindrl eval`` (GSM8K, sampling at T=0.6 / top_p 0.95; the random tiny
+model rarely emits EOS, so most responses run to ``--max-new-tokens``) into a fresh run
+directory and reports:
   wall s      generation time including engine / Ray worker start-up,
   samples/s   samples / wall,
   steady/s    samples after the first finished chunk / time after it (start-up excluded),

@@ -223,6 +223,15 @@ def _check_registered_names(cfg: RunConfig) -> None:
             reg.get(value)
         except KeyError as e:
             raise ConfigError(f"{key}: {e}") from None
+    try:
+        from rewards.registry import resolve_reward
+    except ImportError:
+        return
+    for i, fn in enumerate(cfg.reward.functions):
+        try:
+            resolve_reward(fn.name, fn.params)
+        except (KeyError, ImportError, AttributeError, TypeError, ValueError) as e:
+            raise ConfigError(f"reward.functions[{i}].name='{fn.name}': {e}") from None
 
 
 # --------------------------------------------------------------------------- output

@@ -40,7 +40,8 @@ def read_rows(path, max_rows: Optional[int] = None) -> List[Dict[str, Any]]:
         if isinstance(data, dict):  # {"data": [...]} or {"train": [...]} style
             lists = [v for v in data.values() if isinstance(v, list)]
             if len(lists) != 1:
-                raise DataError(f"{path}: expected a list of objects (or one list inside an object)")
+                raise DataError(f"{path}: expected a list of objects "
+                                f"(or one list inside an object)")
             data = lists[0]
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise DataError(f"{path}: expected a list of JSON objects")

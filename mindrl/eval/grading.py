@@ -14,14 +14,20 @@ log = logging.getLogger(__name__)
 
 
 def answer_key(s: str) -> str:
-    """The canonical string of an answer, used to group votes in maj@k."""
-    from rewards.math_grader import normalize_answer  # noqa: PLC0415
+    """The canonical string of an answer, used to group votes in maj@k: the grader's
+    normalised form, with exact numbers in one form (``0.5``, ``1/2`` and ``\\frac{1}{2}`` all
+    give ``1/2``) and single letters upper-cased, so that grouping needs no pairwise checks."""
+    from rewards.math_grader import normalize_answer, parse_number  # noqa: PLC0415
 
-    return normalize_answer(s) or s.strip()
+    norm = normalize_answer(s) or s.strip()
+    num = parse_number(norm)
+    if num is not None:
+        return str(num)
+    return norm.upper() if len(norm) == 1 and norm.isalpha() else norm
 
 
 def quick_equivalent(a: str, b: str) -> bool:
-    """Cheap equivalence for majority voting (normalised strings, exact numbers; no sympy)."""
+    """Cheap equivalence (normalised strings, exact numbers; no sympy)."""
     from rewards.math_grader import is_equivalent  # noqa: PLC0415
 
     return bool(is_equivalent(a, b, timeout=None, use_math_verify=False))

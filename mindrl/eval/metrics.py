@@ -11,7 +11,8 @@
 * ``maj@k``: majority vote over the extracted answers of the FIRST k samples (sample indices
   0..k-1, so it is deterministic and reproducible; it is not averaged over k-subsets). Answers
   are grouped into clusters of equivalent answers: same ``key`` (default: the stripped string;
-  the runner passes the grader's ``normalize_answer``), and, when ``equivalent`` is given,
+  the runner passes a canonical form from the grader: normalised LaTeX, exact numbers in one
+  form, see ``mindrl.eval.grading.answer_key``), and, when ``equivalent`` is given,
   clusters whose representatives it calls equivalent are merged (first match in cluster order).
   Samples without an extracted answer do not vote; a problem where none voted scores 0.
   Tie-breaking: among clusters with the most votes, the one whose first member has the lowest

@@ -11,12 +11,11 @@ from mindrl.eval.metrics import summarize
 
 
 def summarize_run(problems, done, n: int) -> Dict[str, Dict[str, Any]]:
-    from mindrl.eval.grading import answer_key, quick_equivalent  # noqa: PLC0415
+    from mindrl.eval.grading import answer_key  # noqa: PLC0415
     from mindrl.eval.runner import by_problem  # noqa: PLC0415
 
     grouped = by_problem(problems, done, n)
-    return {b: summarize(grouped[b], key=answer_key, equivalent=quick_equivalent)
-            for b in problems}
+    return {b: summarize(grouped[b], key=answer_key) for b in problems}
 
 
 def _pct(x: Optional[float]) -> str:
@@ -34,7 +33,7 @@ def table_rows(results: Dict[str, Any]) -> Tuple[List[str], List[List[str]]]:
     ks = [k for k in ("1", "4", "8", "16", "64") if int(k) <= n]
     if str(n) not in ks:
         ks.append(str(n))
-    head = ["benchmark", "problems", "n", f"avg@n"] + [f"pass@{k}" for k in ks] + \
+    head = ["benchmark", "problems", "n", "avg@n"] + [f"pass@{k}" for k in ks] + \
         [f"maj@{n}", "trunc %", "len mean", "len p90", "len ok", "len wrong"]
     rows = []
     for b, m in benches.items():
@@ -60,23 +59,27 @@ def format_table(results: Dict[str, Any]) -> str:
     return title + "\n\n" + markdown(head, rows)
 
 
-def plot_lengths(problems, done, path: Path) -> None:
+def plot_lengths(problems, done, path: Path, n: int) -> None:
     """Histograms of response lengths per benchmark, correct and wrong apart (matplotlib Agg)."""
     import matplotlib  # noqa: PLC0415
+
+    from mindrl.eval.runner import by_problem  # noqa: PLC0415
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     names = list(problems)
+    grouped = by_problem(problems, done, n)
     fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.0), squeeze=False)
     for ax, b in zip(axes[0], names):
-        recs = [r for (bb, _, _), r in done.items() if bb == b]
+        recs = [r for p in grouped[b] for r in p]
         ok = [r["length"] for r in recs if r["score"]]
         bad = [r["length"] for r in recs if not r["score"]]
         top = max([1] + ok + bad)
         bins = min(30, max(5, top))
         ax.hist([ok, bad], bins=bins, range=(0, top), stacked=True,
-                color=["tab:green", "tab:red"], label=[f"correct ({len(ok)})", f"wrong ({len(bad)})"])
+                color=["tab:green", "tab:red"],
+                label=[f"correct ({len(ok)})", f"wrong ({len(bad)})"])
         ax.set_title(b)
         ax.set_xlabel("response tokens")
         ax.legend(fontsize=7)

@@ -131,7 +131,8 @@ def resolve_template(settings: EvalSettings, meta: Dict[str, Any], tokenizer,
             log(f"{bar}\nWARNING: {warning}\n{bar}")
             warnings.warn(warning, TemplateMismatchWarning, stacklevel=3)
     if template not in TEMPLATES:
-        raise EvalError(f"unknown chat template '{template}'; valid: {', '.join(TEMPLATES.names())}")
+        raise EvalError(f"unknown chat template '{template}'; "
+                        f"valid: {', '.join(TEMPLATES.names())}")
     problem = check_template(template, tokenizer)
     if problem:
         raise EvalError(f"chat template '{template}' cannot be used: {problem}")
@@ -333,7 +334,7 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
     table = format_table(results)
     (run_dir / "table.md").write_text(table + "\n")
     if settings.plot:
-        plot_lengths(problems, done, run_dir / "lengths.png")
+        plot_lengths(problems, done, run_dir / "lengths.png", settings.n)
     if echo_table:
         print(table, flush=True)
     return EvalResult(run_dir, results, table, stats["generated"])
@@ -342,9 +343,11 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
 def _run_local(chunks: List[Chunk], factory, spec: EngineSpec, tokenizer, on_chunk) -> None:
     from mindrl.eval.engines import generate_chunk  # noqa: PLC0415
 
+    def decode(ids):
+        return tokenizer.decode(ids, skip_special_tokens=True)
+
     engine = factory(spec)
     try:
-        decode = (lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
         for chunk in chunks:
             on_chunk(chunk, generate_chunk(engine, chunk, spec, decode))
     finally:

@@ -27,7 +27,8 @@ class EvalError(RuntimeError):
 class EvalSettings:
     """Everything ``mindrl eval`` takes; the CLI and YAML (``--config``) fill these fields."""
 
-    model: str = field(default="builtin:tiny", metadata={"help": "Model directory or builtin:tiny."})
+    model: str = field(default="builtin:tiny",
+        metadata={"help": "Model directory or builtin:tiny."})
     benchmarks: List[str] = field(default_factory=lambda: list(DEFAULT_BENCHMARKS), metadata={
         "help": "Built-in names, .jsonl/.json/.parquet paths, or hf:owner/name[:config][@split]."})
     n: int = field(default=1, metadata={"help": "Samples per problem (the seeds use 64 on AIME)."})
@@ -47,22 +48,28 @@ class EvalSettings:
     device: str = field(default="cpu", metadata={"help": "cpu | cuda | ascend."})
     data_dir: Optional[str] = field(default=None, metadata={
         "help": "Directory with the benchmark files (default ../shared/data/eval)."})
-    problem_field: Optional[str] = field(default=None, metadata={"help": "Local/HF files: problem field."})
-    answer_field: Optional[str] = field(default=None, metadata={"help": "Local/HF files: answer field."})
+    problem_field: Optional[str] = field(default=None,
+        metadata={"help": "Local/HF files: problem field."})
+    answer_field: Optional[str] = field(default=None,
+        metadata={"help": "Local/HF files: answer field."})
     id_field: Optional[str] = field(default=None, metadata={"help": "Local/HF files: id field."})
     limit: int = field(default=0, metadata={"help": "First N problems per benchmark (0 = all)."})
     output_dir: Optional[str] = field(default=None, metadata={
         "help": "Run directory (default runs/eval/<model>-<settings hash>)."})
-    workers: int = field(default=1, metadata={"help": "Ray data-parallel workers (1 = in-process)."})
-    max_restarts: int = field(default=2, metadata={"help": "Restarts per Ray worker before a shard is lost."})
+    workers: int = field(default=1,
+        metadata={"help": "Ray data-parallel workers (1 = in-process)."})
+    max_restarts: int = field(default=2,
+        metadata={"help": "Restarts per Ray worker before a shard is lost."})
     batch_size: int = field(default=32, metadata={"help": "Prompts per engine.generate call."})
     extract_mode: str = field(default="auto", metadata={"help": "Answer extraction mode."})
     last_number_fallback: bool = field(default=False, metadata={
         "help": "Take the last number when no boxed/tagged answer is found."})
     grade_timeout: float = field(default=5.0, metadata={"help": "Seconds per symbolic check."})
-    grade_workers: int = field(default=2, metadata={"help": "Scoring processes of the rewards pool (0 = in-process)."})
+    grade_workers: int = field(default=2,
+        metadata={"help": "Scoring processes of the rewards pool (0 = in-process)."})
     plot: bool = field(default=True, metadata={"help": "Write lengths.png."})
-    cache_dir: Optional[str] = field(default=None, metadata={"help": "Where builtin models are built."})
+    cache_dir: Optional[str] = field(default=None,
+        metadata={"help": "Where builtin models are built."})
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any], where: str = "settings") -> "EvalSettings":

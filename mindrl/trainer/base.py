@@ -131,6 +131,7 @@ class Trainer:
         from mindrl.trainer.prompts import build_streams
 
         self.train_stream, self.val_rows = build_streams(cfg.data, cfg.train.seed)
+        self.scorer = build_scorer(cfg.reward)
         self.backend = build_backend(cfg.backend, cfg, with_reference=cfg.algorithm.kl.coef > 0)
         self.rank, self.world = self.backend.rank, self.backend.world_size
         self.is_main = self.rank == 0
@@ -144,7 +145,6 @@ class Trainer:
             self.pad_id = self.tokenizer.eos_token_id
         self.stop_ids = self._stop_token_ids()
         self.engine = self._build_engine()
-        self.scorer = build_scorer(cfg.reward)
         self.val_reward = cfg.validation.reward or cfg.reward.functions[0].name
         self.step = 0
         self._prompt_cache: Dict[str, List[int]] = {}
