@@ -116,7 +116,8 @@ class TrainBatch:
 
     tokens: TokenBatch
     advantages: np.ndarray               # (B, T) float32
-    old_logp: np.ndarray                 # (B, T) float32 log pi_old(a|s), trainer-computed
+    old_logp: Optional[np.ndarray]       # (B, T) float32 log pi_old(a|s), trainer-computed;
+    #                                      None = strictly on-policy (detached current logp)
     ref_logp: Optional[np.ndarray] = None      # (B, T) log pi_ref(a|s) (KL on)
     rollout_logp: Optional[np.ndarray] = None  # (B, T) engine log-probs (TIS correction)
 
@@ -125,7 +126,7 @@ class TrainBatch:
 
     def rows(self, idx) -> "TrainBatch":
         pick = (lambda a: None if a is None else a[idx])
-        return TrainBatch(self.tokens.rows(idx), self.advantages[idx], self.old_logp[idx],
+        return TrainBatch(self.tokens.rows(idx), self.advantages[idx], pick(self.old_logp),
                           pick(self.ref_logp), pick(self.rollout_logp))
 
 

@@ -102,8 +102,7 @@ def _corpus(seed: int, lines: int = 4000) -> List[str]:
 
 
 def _train_tokenizer(vocab: int, seed: int):
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, \
-        trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     tok.normalizer = normalizers.NFC()
@@ -140,8 +139,12 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
     if heads % kv_heads:
         raise ValueError(f"heads={heads} must be a multiple of kv_heads={kv_heads}")
     import torch
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, \
-        Qwen2ForCausalLM
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from mindrl.rollout.base import ENGINES, RolloutEngine  # noqa: F401
+from mindrl.rollout.base import ENGINES, RolloutEngine
 
 _MODULES = {"native": "mindrl.rollout.native_torch", "vllm": "mindrl.rollout.vllm_engine"}
 

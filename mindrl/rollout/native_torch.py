@@ -7,9 +7,10 @@ no extra forward pass. Top-k / top-p / min-p only choose which token is sampled;
 reported is under the full tempered distribution (what the trainer scores), so the
 rollout-vs-trainer gap stays ~1e-6 whatever the truncation.
 
-Seeding: each call draws from ``seed + 1_000_003 * call_index`` inside a forked torch RNG, so the
-trainer's RNG is untouched and a run is reproducible; ``state_dict()`` carries the call index
-for resume.
+Seeding (inside a forked torch RNG, so the trainer's RNG is untouched): a call with
+``sampling.seed`` set draws exactly from that seed (same seed, same prompts -> same samples;
+the trainer passes a per-step seed, which makes resume exact); with ``seed=None`` each call
+draws from ``1_000_003 * call_index``, and ``state_dict()`` carries the call index.
 """
 
 from __future__ import annotations
@@ -96,10 +97,12 @@ class NativeTorchEngine:
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.random.fork_rng(devices=[] if self.device.type == "cpu"
-                                       else [self.device]), torch.no_grad():
-                seed = 0 if sampling.seed is None else int(sampling.seed)
-                torch.manual_seed((seed + 1_000_003 * self.calls) % (2 ** 63))
+            on_cpu = self.device.type == "cpu"
+            with torch.random.fork_rng(devices=[] if on_cpu else [self.device.index or 0],
+                                       device_type="cuda" if on_cpu else self.device.type), \
+                    torch.no_grad():
+                seed = 1_000_003 * self.calls if sampling.seed is None else int(sampling.seed)
+                torch.manual_seed(seed % (2 ** 63))
                 out = self.model.generate(input_ids=ids.to(self.device),
                                           attention_mask=att.to(self.device), generation_config=gen)
                 seqs = out.sequences[:, P:]                          # (B, L)

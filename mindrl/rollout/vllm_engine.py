@@ -37,10 +37,13 @@ _SEED_STRIDE = 1_000_003
 class VLLMEngine:
     name = "vllm"
 
-    def __init__(self, cfg, model_path: Optional[str] = None, *, max_model_len: Optional[int] = None,
-                 kv_cache_gib: float = 1.0, enable_prefix_caching: bool = True):
+    def __init__(self, cfg, model_path: Optional[str] = None, *,
+                 max_model_len: Optional[int] = None, kv_cache_gib: float = 1.0,
+                 enable_prefix_caching: bool = True):
         from mindrl.models.tiny import check_model_dir, resolve_model_path
 
+        if isinstance(cfg, (str, os.PathLike)):     # also accept VLLMEngine(model_path, cfg)
+            cfg, model_path = model_path, str(cfg)
         path = resolve_model_path(model_path or cfg.model.path)
         check_model_dir(path)
         self.path = path
@@ -53,6 +56,13 @@ class VLLMEngine:
         import vllm
         from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
+        if cfg.device == "cpu" and cfg.model.dtype != "float32":
+            import warnings
+
+            warnings.warn(f"vLLM on CPU with model.dtype={cfg.model.dtype}: on AMX CPUs vLLM "
+                          "repacks bf16/fp16 linear weights (sgl kernels); check the "
+                          "rollout-vs-trainer log-prob gap after each weight load, or use "
+                          "float32", stacklevel=2)
         if cfg.device == "cpu" and os.environ.get("MINDRL_VLLM_ONEDNN", "0") != "1":
             import vllm._custom_ops as vllm_ops
 
@@ -96,8 +106,9 @@ class VLLMEngine:
             skip_special_tokens=True)
 
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
-        base = 0 if sampling.seed is None else int(sampling.seed)
-        call_seed = (base + _SEED_STRIDE * self.calls) % (2 ** 31)
+        # an explicit seed is used as is (same seed -> same samples); None: a per-call stream
+        base = _SEED_STRIDE * self.calls if sampling.seed is None else int(sampling.seed)
+        call_seed = base % (2 ** 31)
         prompts, params = [], []
         for i, p in enumerate(prompt_ids):
             prompts.append({"prompt_token_ids": list(map(int, p))})
@@ -150,8 +161,10 @@ class VLLMEngine:
         if llm is not None:
             try:
                 llm.llm_engine.engine_core.shutdown()
-            except Exception:  # noqa: BLE001 - best effort on teardown
-                pass
+            except Exception as e:  # best effort on teardown
+                import logging
+
+                logging.getLogger(__name__).debug("vLLM shutdown: %s", e)
             del llm
             import gc
 

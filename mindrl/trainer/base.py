@@ -165,7 +165,7 @@ class Trainer:
             return self.backend.native_engine()
         from mindrl.rollout.vllm_engine import VLLMEngine
 
-        engine = VLLMEngine(self.model_path, self.cfg)
+        engine = VLLMEngine(self.cfg, self.model_path)
         return engine
 
     def encode(self, problem: str) -> List[int]:

@@ -116,6 +116,7 @@ class RLTrainer(Trainer):
             base = old_logp if old_logp is not None else rollout_logp
             token_kl = kl_penalty_numpy(base, ref_logp, a.kl.estimator, a.kl.log_ratio_clip,
                                         a.kl.value_clip) * mask
+            metrics["kl"] = float(self.allsum(token_kl.sum()) / max(self.allsum(mask.sum()), 1))
         adv_T = cfg.rollout.max_new_tokens
         pad_T = lambda x: np.pad(x, ((0, 0), (0, adv_T - x.shape[1])))  # noqa: E731
         g_rewards = self.gather(sc.total)

@@ -405,24 +405,16 @@ class MindSporeBackend:
             return self._timed("train_step", (shape,) + flags + (self.train_mode,), fn,
                                *args), keys
 
-    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
-        """Forward/backward each micro-batch (compiled, bucket-padded), all-reduce (SUM) the
-        accumulated gradients across ranks, clip, AdamW, schedule. A non-finite loss or grad
-        norm skips the update (``update_skipped`` = 1). Metrics are global."""
+    def _accumulate(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
+        """Forward/backward every micro-batch into the gradient accumulators; returns the
+        merged metrics (sums, maxes, mins) and the response-token count of this rank."""
         first = micro_batches[0]
-        has_old = first.old_logp is not None
-        has_ref = first.ref_logp is not None
-        has_roll = first.rollout_logp is not None and bool(self.cfg.algorithm.tis_cap)
-        flags = (has_old, has_ref, has_roll)
+        flags = (first.old_logp is not None, first.ref_logp is not None,
+                 first.rollout_logp is not None and bool(self.cfg.algorithm.tis_cap))
         rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape
-        mode = self.cfg.algorithm.loss_agg_mode
-        inv_norm = Tensor(np.float32(1.0 / _normaliser(mode, norm)))
-        lr = self.cfg.train.lr * lr_factor(
-            self.optimizer_steps, warmup=self.cfg.train.warmup_steps, total=self.total_steps,
-            schedule=self.cfg.train.lr_schedule, min_ratio=self.cfg.train.min_lr_ratio)
-
+        inv_norm = Tensor(np.float32(1.0 / _normaliser(self.cfg.algorithm.loss_agg_mode, norm)))
         sums: Dict[str, float] = {}
         maxes: Dict[str, float] = {}
         mins: Dict[str, float] = {}
@@ -447,6 +439,26 @@ class MindSporeBackend:
                     mins[k] = min(mins.get(k, math.inf), v)
                 else:
                     sums[k] = sums.get(k, 0.0) + v * n_tok
+        return sums, maxes, mins, tokens
+
+    def gradients(self, micro_batches: List[TrainBatch], norm: LossNormalizers
+                  ) -> Dict[str, np.ndarray]:
+        """The summed loss gradient of these micro-batches by HF name, without a step (tests
+        and debugging; this rank only, no all-reduce). The accumulators are left zeroed."""
+        self._accumulate(micro_batches, norm)
+        out = {p.name: g.asnumpy().copy() for p, g in zip(self.params, self.optimizer.grads)}
+        self.optimizer.zero_grad()
+        return out
+
+    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
+        """Forward/backward each micro-batch (compiled, bucket-padded), all-reduce (SUM) the
+        accumulated gradients across ranks, clip, AdamW, schedule. A non-finite loss or grad
+        norm skips the update (``update_skipped`` = 1). Metrics are global."""
+        t = self.cfg.train
+        lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps,
+                              total=self.total_steps, schedule=t.lr_schedule,
+                              min_ratio=t.min_lr_ratio)
+        sums, maxes, mins, tokens = self._accumulate(micro_batches, norm)
         if self.world > 1:
             sums, maxes, mins, tokens = self._reduce_metrics(sums, maxes, mins, tokens)
         grad_norm = self.optimizer.grad_norm()
@@ -455,7 +467,7 @@ class MindSporeBackend:
         out.update(mins)
         finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
         if finite:
-            self.optimizer.apply(lr, self.cfg.train.grad_clip, grad_norm)
+            self.optimizer.apply(lr, t.grad_clip, grad_norm)
             self.optimizer_steps += 1
         else:
             self.optimizer.zero_grad()
@@ -477,11 +489,15 @@ class MindSporeBackend:
 
     def all_reduce_sum(self, x, op: str = "sum") -> np.ndarray:
         """Element-wise SUM (or MIN) of a NumPy array over ranks (float64 in, float64 out;
-        reduced in float32, MindSpore's CPU collectives have no float64)."""
+        reduced in float32: MindSpore's CPU collectives have no float64, and CPU AllReduce only
+        sums, so MIN goes through AllGather)."""
         x = np.asarray(x, dtype=np.float64)
         if self.world == 1 or x.size == 0:
             return x
-        red = ops.AllReduce(ops.ReduceOp.MIN if op == "min" else ops.ReduceOp.SUM)
+        if op == "min":
+            parts = ops.AllGather()(Tensor(x.astype(np.float32).reshape(1, -1))).asnumpy()
+            return parts.min(0).reshape(x.shape).astype(np.float64)
+        red = ops.AllReduce(ops.ReduceOp.SUM)
         return red(Tensor(x.astype(np.float32))).asnumpy().astype(np.float64)
 
     def all_gather(self, x) -> np.ndarray:

@@ -120,8 +120,9 @@ class MindSporeSampler:
         pos = np.clip(np.cumsum(key_mask[:, :P], 1) - 1, 0, None).astype(np.int32)
         Nk, D = self._cache_shape
         zeros = Tensor(np.zeros((Bp, Nk, S, D), np.float32), self.model.compute_dtype)
-        k_caches = tuple(zeros for _ in range(self._layers))
-        v_caches = tuple(zeros for _ in range(self._layers))
+        # mutable: a plain tuple input is a compile-time constant (one compile per call)
+        k_caches = ms.mutable(tuple(zeros for _ in range(self._layers)))
+        v_caches = ms.mutable(tuple(zeros for _ in range(self._layers)))
         write = np.zeros((1, 1, S, P), np.float32)
         write[0, 0, np.arange(P), np.arange(P)] = 1.0
         greedy = sp.temperature <= 0
@@ -133,6 +134,7 @@ class MindSporeSampler:
         logp, k_caches, v_caches = self._prefill(
             Tensor(ids), Tensor(pos), Tensor(key_mask), Tensor(np.arange(P, dtype=np.int32)),
             Tensor(write), k_caches, v_caches, inv_temp)
+        k_caches, v_caches = ms.mutable(k_caches), ms.mutable(v_caches)
         out_tokens = [[] for _ in range(B)]
         out_logp = [[] for _ in range(B)]
         finished = np.zeros(B, bool)
@@ -166,7 +168,8 @@ class MindSporeSampler:
             self._note("decode", (Bp, S))
             logp, k_caches, v_caches = self._decode(
                 Tensor(step_ids), Tensor(step_pos), Tensor(key_mask),
-                Tensor(np.array([slot], np.int32)), Tensor(onehot), k_caches, v_caches, inv_temp)
+                Tensor(np.array([slot], np.int32)), Tensor(onehot), ms.mutable(k_caches),
+                ms.mutable(v_caches), inv_temp)
         elapsed = time.perf_counter() - t0
         n_tok = sum(len(r) for r in out_tokens)
         self.last_stats = {"tokens": float(n_tok), "seconds": elapsed, "decode_steps": steps,

@@ -50,11 +50,11 @@ def total_optimizer_steps(cfg) -> int:
 
 def _device(cfg) -> torch.device:
     if cfg.device == "cuda":
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     if cfg.device == "ascend":       # torch-npu registers the "npu" device when imported
         import torch_npu  # noqa: F401
 
-        return torch.device("npu", int(os.environ.get("LOCAL_RANK", 0)))
+        return torch.device("npu", int(os.environ.get("LOCAL_RANK", "0")))
     return torch.device("cpu")
 
 
@@ -181,41 +181,75 @@ class TorchBackend:
                                          with_entropy=False)[0]
 
     # ---------------------------------------------------------------- training
+    def _const(self, a):
+        if a is None:
+            return None
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(self.device)
+
     def _micro_loss(self, mb: TrainBatch, norm: LossNormalizers):
+        """Scalar RL loss (this micro-batch's share of the global loss) and its metrics."""
         from algorithms.entropy import entropy_from_logits
         from algorithms.rl_loss import rl_loss
 
         acfg = self.cfg.algorithm
         logits = self._response_logits(self.model, mb.tokens, self.cfg.rollout.temperature)
-        logp = self._token_logp(logits, mb.tokens)
+        logp = self._token_logp(logits, mb.tokens)                  # (B, T)
         if acfg.entropy_coef:
             entropy = entropy_from_logits(self.ops, logits)
         else:                               # metric only: no graph through the softmax
             with torch.no_grad():
                 entropy = entropy_from_logits(self.ops, logits.detach())
-        const = lambda a: None if a is None else torch.from_numpy(  # noqa: E731
-            np.ascontiguousarray(a, dtype=np.float32)).to(self.device)
+        mask = self._const(mb.tokens.response_mask)
+        rollout_logp = self._const(mb.rollout_logp)
+        # old_logp None = strictly on-policy: the ratio is 1 in value, exp(logp - sg(logp))
+        old_logp = logp.detach() if mb.old_logp is None else self._const(mb.old_logp)
         loss, metrics = rl_loss(
-            self.ops, logp=logp, old_logp=const(mb.old_logp), advantages=const(mb.advantages),
-            response_mask=const(mb.tokens.response_mask), ref_logp=const(mb.ref_logp),
-            rollout_logp=const(mb.rollout_logp), entropy=entropy, cfg=acfg,
+            self.ops, logp=logp, old_logp=old_logp, advantages=self._const(mb.advantages),
+            response_mask=mask, ref_logp=self._const(mb.ref_logp),
+            rollout_logp=rollout_logp if acfg.tis_cap else None, entropy=entropy, cfg=acfg,
             global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
+        if mb.old_logp is None and rollout_logp is not None:
+            # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
+            gap = (logp.detach() - rollout_logp).abs() * mask
+            metrics["rollout/logprob_gap_mean"] = gap.sum() / mask.sum().clamp(min=1.0)
+            metrics["rollout/logprob_gap_max"] = gap.max()
         return loss, metrics
 
-    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
-        """Forward/backward every micro-batch, all-reduce (SUM) gradients across ranks, clip,
-        AdamW step, scheduler step. A non-finite loss or gradient norm skips the update
-        (``update_skipped`` = 1). Metrics are global (all micro-batches, all ranks)."""
+    def _sft_micro_loss(self, tokens: TokenBatch, norm: LossNormalizers):
+        """Masked next-token NLL of the response tokens, divided by the global token count."""
+        logp = self._token_logp(self._response_logits(self.model, tokens, 1.0), tokens)
+        mask = self._const(tokens.response_mask)
+        nll = -(logp * mask).sum()
+        return nll / norm.global_tokens, {"nll": nll.detach() / mask.sum().clamp(min=1.0)}
+
+    def train_step(self, micro_batches: List[TrainBatch],
+                   norm: LossNormalizers) -> Dict[str, float]:
+        """Forward/backward every micro-batch of the RL loss, all-reduce (SUM) gradients across
+        ranks, clip, AdamW step, scheduler step. ``old_logp is None`` = strictly on-policy
+        (then, with ``rollout_logp``, also reports ``rollout/logprob_gap_mean|max``). A
+        non-finite loss or gradient norm skips the update (``update_skipped`` = 1). Metrics
+        are global (all micro-batches, all ranks)."""
+        return self._step([(mb.tokens, lambda mb=mb: self._micro_loss(mb, norm))
+                           for mb in micro_batches])
+
+    def sft_step(self, micro_batches: List[TokenBatch], norm: LossNormalizers) -> Dict[str, float]:
+        """One optimizer step of masked next-token NLL on the response tokens (token mean over
+        ``norm.global_tokens``); metrics ``loss`` (the global mean NLL), ``nll``, grad_norm, lr."""
+        return self._step([(tb, lambda tb=tb: self._sft_micro_loss(tb, norm))
+                           for tb in micro_batches])
+
+    def _step(self, parts) -> Dict[str, float]:
+        """``parts`` = [(TokenBatch, () -> (loss, metrics))]: accumulate, reduce, clip, step."""
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]
         sums: Dict[str, float] = {}        # token-weighted sums (mean metrics) or plain sums
         maxes: Dict[str, float] = {}
         mins: Dict[str, float] = {}
         tokens = 0.0
-        for mb in micro_batches:
-            loss, metrics = self._micro_loss(mb, norm)
+        for tb, loss_fn in parts:
+            loss, metrics = loss_fn()
             loss.backward()
-            n_tok = float(mb.tokens.response_mask.sum())
+            n_tok = float(tb.response_mask.sum())
             tokens += n_tok
             metrics = {"loss": loss.detach(), **metrics}
             for k, v in metrics.items():
@@ -267,7 +301,8 @@ class TorchBackend:
 
         def reduce(d: Dict[str, float], op, extra=()):
             keys = sorted(d)
-            t = torch.tensor([d[k] for k in keys] + list(extra), dtype=torch.float64)
+            t = torch.tensor([d[k] for k in keys] + list(extra), dtype=torch.float64,
+                             device=self.device)
             dist.all_reduce(t, op=op)
             return dict(zip(keys, t[:len(keys)].tolist())), t[len(keys):].tolist()
 
@@ -275,6 +310,42 @@ class TorchBackend:
         maxes, _ = reduce(maxes, dist.ReduceOp.MAX)
         mins, _ = reduce(mins, dist.ReduceOp.MIN)
         return sums, maxes, mins, tokens
+
+    # ---------------------------------------------------------------- collectives
+    @property
+    def world_size(self) -> int:
+        return self.world
+
+    def all_reduce_sum(self, x, op: str = "sum") -> np.ndarray:
+        """Element-wise SUM (or MIN / MAX) of a NumPy array over ranks, float64."""
+        x = np.asarray(x, dtype=np.float64)
+        if self.world == 1 or x.size == 0:
+            return x
+        import torch.distributed as dist
+
+        red = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}[op]
+        t = torch.from_numpy(x.copy()).to(self.device)
+        dist.all_reduce(t, op=red)
+        return t.cpu().numpy()
+
+    def all_gather(self, x) -> np.ndarray:
+        """Concatenate equal-shaped arrays of all ranks along axis 0, in rank order."""
+        x = np.asarray(x)
+        if self.world == 1:
+            return x
+        import torch.distributed as dist
+
+        t = torch.from_numpy(np.ascontiguousarray(np.atleast_1d(x))).to(self.device)
+        parts = [torch.empty_like(t) for _ in range(self.world)]
+        dist.all_gather(parts, t)
+        out = torch.cat(parts).cpu().numpy()
+        return out if x.ndim else out.reshape(self.world)
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
 
     # ---------------------------------------------------------------- weights and state
     def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
@@ -312,6 +383,8 @@ class TorchBackend:
         if missing or unexpected:
             raise RuntimeError(f"weights in {directory} do not match the model: missing "
                                f"{missing[:5]}, unexpected {unexpected[:5]}")
+
+    load_pretrained_weights = load_pretrained
 
     def save_state(self, directory: str) -> None:
         """Optimizer + scheduler (rank 0: identical on all ranks) and each rank's RNG state."""
