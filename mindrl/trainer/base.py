@@ -194,8 +194,8 @@ class Trainer:
 
     def sampling(self, attempt: int = 0, **over) -> SamplingParams:
         seed = (self.cfg.rollout.seed * 1_000_003 + self.step * 101 + attempt) * 64 + self.rank
-        return SamplingParams.from_config(self.cfg.rollout, stop_token_ids=self.stop_ids,
-                                          seed=seed, **over)
+        over.setdefault("seed", seed)
+        return SamplingParams.from_config(self.cfg.rollout, stop_token_ids=self.stop_ids, **over)
 
     # ----------------------------------------------------------------- distributed helpers
     def gather(self, x: np.ndarray) -> np.ndarray:
@@ -259,7 +259,6 @@ class Trainer:
         self.step = int(st["step"])
         if self.cfg.rollout.engine != "native":
             self.engine.load_weights(self.backend.named_weights())
-        logger.truncate_after(self.step)
         if self.is_main:
             log.info("resumed from %s (step %d)", ckpt, self.step)
 
@@ -274,6 +273,7 @@ class Trainer:
             save_config(cfg, self.run_dir / "config.yaml")
         logger = MetricsLogger(self.run_dir, cfg.logging.tensorboard, enabled=self.is_main)
         self.maybe_resume(logger)
+        logger.truncate_after(self.step)  # rows after the checkpoint (or all, when starting) go
         if cfg.validation.before_training and self.step == 0 and self.val_rows:
             first = self.validate()
             logger.log(0, first)
