@@ -39,13 +39,13 @@ def _ratio(ops, logp, old_logp, log_ratio_clamp):
 def _tis(ops, loss, old_logp, rollout_logp, tis_cap, mask, metrics):
     """Multiply ``loss`` by the detached truncated IS weight; add its metrics."""
     if rollout_logp is None or not tis_cap or tis_cap <= 0:
-        return loss
+        return loss, metrics
     diff = ops.stop_gradient(old_logp - rollout_logp)
     weight = ops.exp(ops.minimum(diff, math.log(tis_cap)))
     metrics["tis_weight_mean"] = ops.masked_mean(weight, mask)
     metrics["tis_capped_frac"] = ops.masked_mean(ops.as_float(diff > math.log(tis_cap), mask),
                                                  mask)
-    return loss * weight
+    return loss * weight, metrics
 
 
 def _ratio_metrics(ops, log_ratio, ratio, mask, metrics):
@@ -57,6 +57,7 @@ def _ratio_metrics(ops, log_ratio, ratio, mask, metrics):
     ratio_max = ops.amax(r * mask)
     metrics["ratio_max"] = ratio_max
     metrics["ratio_min"] = ops.amin(r * mask + (1.0 - mask) * ratio_max)
+    return metrics
 
 
 @POLICY_LOSSES.register("ppo_clip")
@@ -90,8 +91,8 @@ def ppo_clip(ops, logp, old_logp, advantages, response_mask, *, clip_eps_low, cl
         binds = neg * ops.as_float(ops.stop_gradient(loss) > ops.stop_gradient(bound), mask)
         loss = ops.where(adv < 0, ops.minimum(loss, bound), loss)
         metrics["dual_clip_frac"] = ops.masked_mean(binds, mask)
-    _ratio_metrics(ops, log_ratio, ratio, mask, metrics)
-    loss = _tis(ops, loss, old_logp, rollout_logp, tis_cap, mask, metrics)
+    metrics = _ratio_metrics(ops, log_ratio, ratio, mask, metrics)
+    loss, metrics = _tis(ops, loss, old_logp, rollout_logp, tis_cap, mask, metrics)
     return loss, metrics
 
 
@@ -108,6 +109,6 @@ def vanilla_pg(ops, logp, old_logp, advantages, response_mask, *, clip_eps_low=0
     log_ratio, ratio = _ratio(ops, logp, old_logp, log_ratio_clamp)
     loss = -advantages * ratio
     metrics = {}
-    _ratio_metrics(ops, log_ratio, ratio, mask, metrics)
-    loss = _tis(ops, loss, old_logp, rollout_logp, tis_cap, mask, metrics)
+    metrics = _ratio_metrics(ops, log_ratio, ratio, mask, metrics)
+    loss, metrics = _tis(ops, loss, old_logp, rollout_logp, tis_cap, mask, metrics)
     return loss, metrics

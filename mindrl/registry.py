@@ -14,10 +14,16 @@ T = TypeVar("T")
 
 
 class RegistryError(KeyError):
-    """A name was not found (or registered twice). ``str()`` gives the full message."""
+    """A name registered twice, or a reward path that does not resolve. (A lookup miss raises
+    a plain ``KeyError`` with the same kind of message, which compiled MindSpore code accepts.)"""
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want plain text
         return str(self.args[0]) if self.args else ""
+
+
+def error_text(e: BaseException) -> str:
+    """The message of an exception without KeyError's quotes."""
+    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
 
 
 def closest(name: str, candidates: List[str]) -> Optional[str]:
@@ -35,7 +41,7 @@ class Registry(Generic[T]):
     >>> losses.get("vanila")
     Traceback (most recent call last):
     ...
-    mindrl.registry.RegistryError: unknown policy loss 'vanila'; did you mean 'vanilla'? valid names: vanilla
+    KeyError: "unknown policy loss 'vanila'; did you mean 'vanilla'? valid names: vanilla"
     """
 
     def __init__(self, kind: str):
@@ -56,11 +62,11 @@ class Registry(Generic[T]):
         return add
 
     def get(self, name: str) -> T:
-        # No try/except here: mindspore.jit's default (AST) capture cannot parse it, and
-        # losses look their parts up by name inside compiled steps.
+        # No try/except and a builtin exception type here: mindspore.jit's default (AST)
+        # capture accepts only those, and losses look their parts up inside compiled steps.
         if name in self._items:
             return self._items[name]
-        raise RegistryError(self._miss_message(name))
+        raise KeyError(self._miss_message(name))
 
     def _miss_message(self, name: str) -> str:
         valid = sorted(self._items)

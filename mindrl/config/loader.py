@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from mindrl.config.schema import ConfigError, RunConfig
-from mindrl.registry import closest
+from mindrl.registry import closest, error_text
 
 REPO_CONFIGS = Path(__file__).resolve().parents[2] / "yaml_configs"
 CLI = "the command line"
@@ -222,7 +222,7 @@ def _check_registered_names(cfg: RunConfig) -> None:
         try:
             reg.get(value)
         except KeyError as e:
-            raise ConfigError(f"{key}: {e}") from None
+            raise ConfigError(f"{key}: {error_text(e)}") from None
     try:
         from rewards.registry import resolve_reward
     except ImportError:
@@ -231,7 +231,8 @@ def _check_registered_names(cfg: RunConfig) -> None:
         try:
             resolve_reward(fn.name, fn.params)
         except (KeyError, ImportError, AttributeError, TypeError, ValueError) as e:
-            raise ConfigError(f"reward.functions[{i}].name='{fn.name}': {e}") from None
+            raise ConfigError(f"reward.functions[{i}].name='{fn.name}': {error_text(e)}") \
+                from None
 
 
 # --------------------------------------------------------------------------- output

@@ -73,6 +73,10 @@ class RolloutConfig:
     min_p: float = opt(0.0, "Min-p sampling (0 = off).")
     max_new_tokens: int = opt(128, "Maximum response length in tokens.")
     seed: int = opt(0, "Sampling seed.")
+    batch_invariant: bool = opt(False, "Sample each prompt's group in its own call, seeded by "
+                                "(seed, step, global prompt index), so the rollouts do not depend "
+                                "on how prompts are split across ranks (reproducible data-parallel "
+                                "runs; slower on small models).")
     gpu_memory_utilization: float = opt(0.5, "vLLM: fraction of accelerator memory to use.")
     logprob_gap_warn: float = opt(0.05, "Warn when the mean |rollout - trainer| log-prob gap of "
                                   "sampled tokens exceeds this many nats.")

@@ -27,6 +27,7 @@ BUILTIN_PREFIX = "builtin:"
 BUILTINS = {
     # name: builder keyword arguments
     "tiny": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024),
+    "mini": dict(hidden=128, layers=4, heads=4, kv_heads=2, vocab=1024),  # the CPU demo's model
     "small": dict(hidden=256, layers=4, heads=4, kv_heads=2, vocab=1024),
 }
 

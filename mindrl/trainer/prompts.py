@@ -6,7 +6,10 @@ uninterrupted one. Each rank of a data-parallel run takes its own slice of every
 
 Specs (``data.train_file`` / ``data.val_file``):
 
-- ``arithmetic:digits=3,ops=+``: generated multi-digit arithmetic (the CPU demo);
+- ``arithmetic:digits=3,ops=+``: generated multi-digit arithmetic (the CPU demo); options
+  ``digits`` (operand length, default 3), ``ops`` (any of ``+-*``, default ``+``),
+  ``reverse`` (answer digits least-significant first, default false) and ``min_digits``
+  (operands of ``min_digits``..``digits`` digits; default: all exactly ``digits``);
 - anything else goes to :func:`mindrl.data.load_prompts` (built-in names, JSONL/parquet paths).
 """
 
@@ -29,6 +32,28 @@ def parse_generator_spec(spec: str) -> Tuple[str, Dict[str, str]]:
         k, v = item.split("=", 1)
         opts[k.strip()] = v.strip()
     return name, opts
+
+
+_ARITH_OPTS = ("digits", "ops", "reverse", "min_digits")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def arithmetic_options(opts: Dict[str, str]) -> Dict:
+    """Typed keyword arguments of :func:`rewards.arithmetic.make_problem` from a spec's options."""
+    unknown = sorted(set(opts) - set(_ARITH_OPTS))
+    if unknown:
+        raise ValueError(f"arithmetic generator: unknown option(s) {', '.join(unknown)}; valid: "
+                         + ", ".join(_ARITH_OPTS))
+    rev = opts.get("reverse", "false").lower()
+    if rev not in _TRUE + _FALSE:
+        raise ValueError(f"arithmetic generator: reverse={opts['reverse']!r} is not a boolean")
+    out = {"digits": int(opts.get("digits", 3)), "ops": opts.get("ops", "+"),
+           "reverse": rev in _TRUE,
+           "min_digits": int(opts["min_digits"]) if "min_digits" in opts else None}
+    if out["digits"] < 1 or (out["min_digits"] is not None
+                             and not 1 <= out["min_digits"] <= out["digits"]):
+        raise ValueError(f"arithmetic generator: need 1 <= min_digits <= digits (got {opts})")
+    return out
 
 
 class ListStream:
@@ -68,8 +93,10 @@ class ArithmeticStream:
     """Row i is drawn from its own RNG (seed, i), so the position is the whole state."""
 
     def __init__(self, seed: int, digits: int = 3, ops: str = "+",
-                 exclude: Optional[set] = None):
+                 exclude: Optional[set] = None, reverse: bool = False,
+                 min_digits: Optional[int] = None):
         self.seed, self.digits, self.ops = seed, digits, ops
+        self.reverse, self.min_digits = reverse, min_digits
         self.exclude = exclude or set()
         self.pos = 0
 
@@ -79,7 +106,7 @@ class ArithmeticStream:
         out = []
         while len(out) < k:
             row = make_problem(random.Random(self.seed * VAL_SEED_OFFSET + self.pos), self.digits,
-                               self.ops)
+                               self.ops, self.reverse, self.min_digits)
             self.pos += 1
             if row["problem"] not in self.exclude:
                 out.append(row)
@@ -95,7 +122,7 @@ class ArithmeticStream:
 def arithmetic_val_rows(opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
     from rewards.arithmetic import generate
 
-    return generate(n, seed + VAL_SEED_OFFSET, int(opts.get("digits", 3)), opts.get("ops", "+"))
+    return generate(n, seed + VAL_SEED_OFFSET, **arithmetic_options(opts))
 
 
 def build_streams(data_cfg, seed: int):
@@ -111,7 +138,7 @@ def build_streams(data_cfg, seed: int):
         val = arithmetic_val_rows(vopts, data_cfg.max_val_samples or 256, seed) \
             if vname == "arithmetic" else _load(data_cfg, val_spec, data_cfg.max_val_samples)
         exclude = {r["problem"] for r in val}
-        train = ArithmeticStream(seed, int(opts.get("digits", 3)), opts.get("ops", "+"), exclude)
+        train = ArithmeticStream(seed, exclude=exclude, **arithmetic_options(opts))
         return train, val
     rows = _load(data_cfg, spec, data_cfg.max_train_samples)
     val = _load(data_cfg, data_cfg.val_file, data_cfg.max_val_samples) if data_cfg.val_file else []

@@ -49,7 +49,7 @@ class RLTrainer(Trainer):
             rows = self._take_rows()
             prompt_ids = [self.encode(r["problem"]) for r in rows]
             t0 = time.perf_counter()
-            ro = self.engine.generate(prompt_ids, self.sampling(attempt))
+            ro = self.generate(prompt_ids, attempt)
             t1 = time.perf_counter()
             sc = score_rollouts(self.scorer, rows, ro)
             m["time/rollout"] += t1 - t0
@@ -74,6 +74,17 @@ class RLTrainer(Trainer):
         ro = Rollouts.concat([k[1] for k in kept])
         sc = Scored.concat([k[2] for k in kept])
         return rows, ro, sc, m
+
+    def generate(self, prompt_ids: List[List[int]], attempt: int) -> Rollouts:
+        if not self.cfg.rollout.batch_invariant:
+            return self.engine.generate(prompt_ids, self.sampling(attempt))
+        parts = []
+        for g, ids in enumerate(prompt_ids):
+            index = self.rank * self.local_prompts + g          # global prompt index
+            seed = ((self.cfg.rollout.seed * 1_000_003 + self.step) * 1009 + attempt) * 65_537 \
+                + index
+            parts.append(self.engine.generate([ids], self.sampling(attempt, seed=seed)))
+        return Rollouts.concat(parts)
 
     def run_step(self) -> Dict[str, float]:
         from algorithms import compute_advantages, kl_penalty_numpy

@@ -169,7 +169,7 @@ def test_passk_threshold_mixed_groups_and_errors():
 
 # --- registry and argument errors -------------------------------------------------------------
 def test_registry_miss_lists_valid_names():
-    with pytest.raises(RegistryError) as err:
+    with pytest.raises(KeyError) as err:
         adv_of("grpoo", [1, 0], [0, 0])
     msg = str(err.value)
     assert "did you mean 'grpo'" in msg

@@ -224,13 +224,13 @@ def test_rl_loss_composite_by_hand():
     (lambda n: PREFERENCE_LOSSES.get(n), "simpo2", "simpo"),
 ])
 def test_registry_misses_list_valid_names(lookup, bad, valid):
-    with pytest.raises(RegistryError, match="valid names:") as err:
+    with pytest.raises(KeyError, match="valid names:") as err:
         lookup(bad)
     assert valid in str(err.value)
 
 
 def test_duplicate_registration_rejected():
-    with pytest.raises(RegistryError, match="already registered"):
+    with pytest.raises(KeyError, match="already registered"):
         POLICY_LOSSES.register("ppo_clip", lambda *a, **k: None)
 
 

@@ -135,8 +135,8 @@ def test_cli_config_error_exit_code():
 def test_registry_rejects_duplicates_and_lists_names():
     reg = Registry("widget")
     reg.register("alpha", 1)
-    with pytest.raises(RegistryError, match="already registered"):
+    with pytest.raises(KeyError, match="already registered"):
         reg.register("alpha", 2)
-    with pytest.raises(RegistryError) as e:
+    with pytest.raises(KeyError) as e:
         reg.get("alpah")
     assert "did you mean 'alpha'" in str(e.value) and "valid names: alpha" in str(e.value)

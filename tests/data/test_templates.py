@@ -54,5 +54,5 @@ def test_model_template_on_tiny_tokenizer(tiny_model_dir):
 def test_unknown_template_lists_names():
     assert set(TEMPLATES.names()) >= {"qwen25-math-cot", "qwen25-chat", "r1-think", "none",
                                       "model"}
-    with pytest.raises(RegistryError, match="valid names: .*qwen25-math-cot"):
+    with pytest.raises(KeyError, match="valid names: .*qwen25-math-cot"):
         render_prompt("Q", "qwen25-math")

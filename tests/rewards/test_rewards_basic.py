@@ -115,7 +115,7 @@ def test_registry_names_and_miss_message():
               "repetition_penalty", "soft_overlong", "kk_format", "kk_answer",
               "countdown_format", "countdown_equation", "gsm8k_accuracy", "gsm8k_format"]:
         assert n in names
-    with pytest.raises(RegistryError) as e:
+    with pytest.raises(KeyError) as e:
         resolve_reward("acuracy")
     assert "did you mean 'accuracy'" in str(e.value) and "tag_count" in str(e.value)
 
@@ -130,5 +130,5 @@ def test_resolve_params_and_paths_and_pickle():
     assert part is REWARDS.get("countdown_equation")
     with pytest.raises(TypeError, match="unknown params"):
         resolve_reward("format", {"bogus": 1})
-    with pytest.raises(RegistryError, match="cannot import"):
+    with pytest.raises(KeyError, match="cannot import"):
         resolve_reward("no_such_pkg.mod:fn")

@@ -1,0 +1,467 @@
+"""mindrl vs TRL GRPOTrainer: median RL step time on the same model, prompts and shapes (CPU).
+
+    .venv/bin/python bench/trl_compare.py                      # tiny + small, mindrl native / TRL, + vLLM
+    .venv/bin/python bench/trl_compare.py --sizes tiny --no-vllm --steps 5 --warmup 2
+    .venv/bin/python bench/trl_compare.py --profile runs/bench_prof   # + cProfile of each side
+
+TRL is NOT a mindrl dependency. It lives in ``bench/.trl_pkgs`` (kept out of the project venv)::
+
+    .venv/bin/pip install --target bench/.trl_pkgs --no-deps trl accelerate datasets pandas \\
+        pyarrow xxhash multiprocess python-dateutil tzdata
+
+(``--no-deps``, so torch / transformers / numpy are the venv's own and nothing in the venv
+changes; huggingface_hub, dill, fsspec, psutil, jinja2, pyyaml come from the venv.)
+
+What is held equal (each side runs in its own subprocess, OMP_NUM_THREADS=1 and
+``torch.set_num_threads(1)``):
+
+* model: ``builtin:tiny`` (hidden 64, 2 layers) or ``builtin:small`` (hidden 256, 4 layers),
+  float32, no gradient checkpointing, no reference model (beta / kl.coef = 0);
+* prompts: the same list in the same order (equal token length: no padding on either side),
+  8 per step, n samples each, temperature 1.0, top_p 1, no top_k;
+* response length: exactly ``max_new_tokens`` for every sample on both sides. The
+  reward does not depend on EOS, so EOS is suppressed the same way on both: HF
+  ``min_new_tokens = max_new_tokens`` (TRL: ``generation_kwargs``; mindrl native: the same
+  field set on the engine's GenerationConfig by a wrapper in this script; mindrl vLLM:
+  ``min_tokens = max_tokens``). Engine log-probs come from raw logits, so this changes only
+  which token is sampled, never a log-prob the loss sees;
+* reward: a cheap text hash in [0, 1) (``bench_reward``), in-process on both sides
+  (mindrl ``reward.num_workers=0``): non-zero advantages, no grading cost;
+* update: one AdamW step per rollout batch (TRL ``num_iterations=1``, ``steps_per_generation``
+  = gradient_accumulation_steps; mindrl ``ppo_epochs=1``, ``mini_batch_size=0``), micro-batches
+  of 8 rollouts (TRL ``per_device_train_batch_size=8`` x ``gradient_accumulation_steps``),
+  same lr (constant), betas, eps, weight decay 0, grad clip 1.0, clip eps 0.2, token-mean loss;
+* strict on-policy fast path on both: TRL with num_iterations=1 skips the old-log-prob
+  forward; mindrl with ``train.recompute_old_logp=false`` does too (ratio = exp(logp - sg(logp))).
+
+Step time = wall time between consecutive step ends (TRL: ``on_step_end`` callback; mindrl:
+end of ``run_step``), so each side's own logging is inside; the first ``--warmup`` steps are
+dropped; the table shows the median (and min-max) of the rest. mindrl's per-phase times are
+its own ``time/*`` metrics; TRL's are wall-clock wrappers around its methods (see _trl_worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+TRL_DIR = HERE / ".trl_pkgs"
+RESULT_TAG = "@@BENCH_RESULT "
+# bench/ holds a rewards.py that would shadow the `rewards` package: the repository goes first,
+# bench/ last (so that 'trl_compare:bench_reward' still imports for mindrl's reward registry).
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+SIZES = {  # model, prompts per step, samples per prompt, response tokens
+    "tiny": dict(model="builtin:tiny", prompts=8, n=4, tokens=32),
+    "small": dict(model="builtin:small", prompts=8, n=8, tokens=128),
+}
+MICRO = 8          # rollouts per forward/backward on both sides
+LR = 1e-5
+
+TRL_MISSING = f"""TRL is not installed for the benchmark. It is kept out of the project venv; install it
+into {TRL_DIR} (nothing in .venv changes):
+
+    .venv/bin/pip install --target bench/.trl_pkgs --no-deps trl accelerate datasets pandas \\
+        pyarrow xxhash multiprocess python-dateutil tzdata
+
+(run from the repository root; --no-deps keeps torch/transformers/numpy the venv's own)."""
+
+
+# --------------------------------------------------------------------------- shared pieces
+def bench_reward(completions, **_):
+    """A reward that costs nothing and does not depend on EOS: a hash of the text in [0, 1)."""
+    return [(zlib.crc32(str(c).encode()) % 1000) / 1000.0 for c in completions]
+
+
+def make_prompts(count: int, seed: int = 0):
+    """``count`` arithmetic prompts of identical token length (digits are single tokens)."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(count):
+        a, b = rng.randint(100, 999), rng.randint(100, 999)
+        rows.append({"problem": f"Compute {a} + {b}. Think, then give the answer.",
+                     "answer": str(a + b)})
+    return rows
+
+
+def loadavg() -> float:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except OSError:
+        return float("nan")
+
+
+def _threads_one():
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+
+
+def _emit(result: dict) -> None:
+    print(RESULT_TAG + json.dumps(result), flush=True)
+
+
+class _Profile:
+    """cProfile of the measured steps only (start after warm-up, stop at the end)."""
+
+    def __init__(self, path):
+        self.path, self.prof = path, None
+
+    def start(self):
+        if self.path and self.prof is None:
+            import cProfile
+
+            self.prof = cProfile.Profile()
+            self.prof.enable()
+
+    def stop(self):
+        if self.prof is not None:
+            import io
+            import pstats
+
+            self.prof.disable()
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self.prof.dump_stats(self.path)
+            s = io.StringIO()
+            pstats.Stats(self.prof, stream=s).sort_stats("cumulative").print_stats(45)
+            Path(str(self.path) + ".txt").write_text(s.getvalue())
+            s = io.StringIO()
+            pstats.Stats(self.prof, stream=s).sort_stats("tottime").print_stats(35)
+            Path(str(self.path) + ".tottime.txt").write_text(s.getvalue())
+            self.prof = None
+
+
+# --------------------------------------------------------------------------- mindrl side
+def _mindrl_worker(a) -> None:
+    _threads_one()
+    from mindrl.config.loader import load_config
+    from mindrl.trainer.rl import RLTrainer
+
+    size = SIZES[a.size]
+    steps = a.warmup + a.steps
+    work = Path(a.workdir)
+    data = work / "prompts.jsonl"
+    over = [
+        f"model.path={size['model']}", "model.chat_template=none", "model.dtype=float32",
+        f"data.train_file={data}", "data.shuffle=false", "data.max_val_samples=0",
+        f"rollout.engine={a.engine}", f"rollout.n={size['n']}",
+        f"rollout.max_new_tokens={size['tokens']}", "rollout.temperature=1.0",
+        "rollout.top_p=1.0", "rollout.top_k=-1",
+        f"train.steps={steps}", f"train.prompts_per_step={size['prompts']}",
+        f"train.micro_batch_size={MICRO}", "train.mini_batch_size=0", "train.ppo_epochs=1",
+        f"train.lr={LR}", "train.lr_schedule=constant", "train.warmup_steps=0",
+        "train.weight_decay=0.0", "train.grad_clip=1.0", "train.threads=1",
+        "train.recompute_old_logp=false", "algorithm.kl.coef=0.0",
+        "algorithm.adv_estimator=grpo", "algorithm.loss_agg_mode=token_mean",
+        "reward.num_workers=0", "reward.functions=[{name: 'trl_compare:bench_reward'}]",
+        "validation.every=0", "logging.tensorboard=false", "logging.progress_bar=false",
+        "logging.plot=false", "checkpoint.save_final=false", "checkpoint.every=0",
+        "checkpoint.resume=false", f"logging.output_dir={work / ('run_' + a.engine)}",
+    ]
+    t0 = time.perf_counter()
+    tr = RLTrainer(load_config(None, over))
+    setup_s = time.perf_counter() - t0
+    _force_length_mindrl(tr, size["tokens"])
+    prof = _Profile(a.profile)
+    ends, phases = [], []
+    original = RLTrainer.run_step
+
+    def timed_run_step(self):
+        if self.step == a.warmup:
+            prof.start()
+        m = original(self)
+        ends.append(time.perf_counter())
+        phases.append({k: float(v) for k, v in m.items()
+                       if k.startswith(("time/", "response_length/", "rollout/logprob_gap"))})
+        return m
+
+    RLTrainer.run_step = timed_run_step
+    start = time.perf_counter()
+    try:
+        tr.fit()                              # writes metrics.jsonl with the time/* phases
+    finally:
+        prof.stop()
+        tr.close()
+    step_times = [e - s for s, e in zip([start] + ends[:-1], ends)]
+    _emit({"side": f"mindrl-{a.engine}", "size": a.size, "setup_s": setup_s,
+           "step_times": step_times, "phases": phases, "warmup": a.warmup})
+
+
+def _force_length_mindrl(tr, tokens: int) -> None:
+    """Every sample exactly ``tokens`` long, EOS suppressed as in TRL's min_new_tokens."""
+    if tr.cfg.rollout.engine == "native":
+        model = tr.engine.model
+        gen = model.generate
+
+        def generate(*args, generation_config=None, **kw):
+            generation_config.min_new_tokens = generation_config.max_new_tokens
+            return gen(*args, generation_config=generation_config, **kw)
+
+        model.generate = generate
+    else:
+        engine = tr.engine
+        params = engine._vllm_params
+
+        def vllm_params(sampling, seed):
+            p = params(sampling, seed)
+            p.min_tokens = p.max_tokens
+            return p
+
+        engine._vllm_params = vllm_params
+
+
+# --------------------------------------------------------------------------- TRL side
+def _trl_worker(a) -> None:
+    _threads_one()
+    sys.path.insert(0, str(TRL_DIR))
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from mindrl.models.tiny import resolve_model_path
+
+    size = SIZES[a.size]
+    steps = a.warmup + a.steps
+    B = size["prompts"] * size["n"]
+    rows = [json.loads(x) for x in (Path(a.workdir) / "prompts.jsonl").read_text().splitlines()]
+    ds = Dataset.from_list([{"prompt": r["problem"], "answer": r["answer"]} for r in rows])
+    path = resolve_model_path(size["model"])
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    args = GRPOConfig(
+        output_dir=str(Path(a.workdir) / "trl_out"), report_to="none", save_strategy="no",
+        logging_steps=1, disable_tqdm=True, use_cpu=True, bf16=False, fp16=False, seed=0,
+        max_steps=steps, per_device_train_batch_size=MICRO,
+        gradient_accumulation_steps=B // MICRO, steps_per_generation=B // MICRO,
+        num_generations=size["n"], max_completion_length=size["tokens"],
+        temperature=1.0, top_p=1.0, top_k=0, beta=0.0, num_iterations=1, epsilon=0.2,
+        loss_type="dapo", scale_rewards="group", learning_rate=LR, lr_scheduler_type="constant",
+        warmup_steps=0, optim="adamw_torch", weight_decay=0.0, adam_beta1=0.9,
+        adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, gradient_checkpointing=False,
+        shuffle_dataset=False, dataloader_num_workers=0, log_completions=False,
+        model_init_kwargs={"dtype": torch.float32},
+        generation_kwargs={"min_new_tokens": size["tokens"]})
+    t0 = time.perf_counter()
+    trainer = GRPOTrainer(model=path, reward_funcs=bench_reward, args=args, train_dataset=ds,
+                          processing_class=tok)
+    setup_s = time.perf_counter() - t0
+
+    # per-phase wall clock: wrappers around TRL's own methods
+    acc = {}
+
+    def timed(obj, name, key):
+        fn = getattr(obj, name)
+
+        def wrapper(*x, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*x, **k)
+            finally:
+                acc[key] = acc.get(key, 0.0) + time.perf_counter() - t
+        setattr(obj, name, wrapper)
+
+    timed(trainer, "_generate_single_turn", "time/rollout")
+    timed(trainer, "_calculate_rewards", "time/reward")
+    timed(trainer, "_generate_and_score_completions", "_gen_and_score")
+    timed(trainer, "training_step", "_training_step")      # includes _prepare_inputs
+    timed(trainer, "_get_per_token_logps_and_entropies", "_logp_forwards")
+    prof = _Profile(a.profile)
+    ends, phases, lengths = [], [], []
+
+    class StepClock(TrainerCallback):
+        def on_step_begin(self, args_, state, control, **kw):
+            if state.global_step == a.warmup:
+                prof.start()
+
+        def on_optimizer_step(self, args_, state, control, **kw):
+            acc["_opt_end"] = time.perf_counter()
+
+        def on_step_end(self, args_, state, control, **kw):
+            now = time.perf_counter()
+            ends.append(now)
+            p = {k: v for k, v in acc.items() if not k.startswith("_")}
+            p["time/score_other"] = acc.get("_gen_and_score", 0) - p.get("time/rollout", 0) \
+                - p.get("time/reward", 0)
+            p["time/update_fwd_bwd"] = acc.get("_training_step", 0) - acc.get("_gen_and_score", 0)
+            phases.append(p)
+            acc.clear()
+
+        def on_log(self, args_, state, control, logs=None, **kw):
+            if logs and "completions/mean_length" in logs:
+                lengths.append(logs["completions/mean_length"])
+
+    trainer.add_callback(StepClock())
+    start = time.perf_counter()
+    try:
+        trainer.train()
+    finally:
+        prof.stop()
+    step_times = [e - s for s, e in zip([start] + ends[:-1], ends)]
+    for p, s, ln in zip(phases, step_times, lengths + [None] * len(phases)):
+        p["time/step"] = s
+        p["time/optimizer_and_rest"] = s - sum(v for k, v in p.items()
+                                               if k in ("time/rollout", "time/reward",
+                                                        "time/score_other",
+                                                        "time/update_fwd_bwd", "time/step"))
+        if ln is not None:
+            p["response_length/mean"] = ln
+    _emit({"side": "trl", "size": a.size, "setup_s": setup_s, "step_times": step_times,
+           "phases": phases, "warmup": a.warmup,
+           "versions": {"trl": __import__("trl").__version__, "torch": torch.__version__,
+                        "transformers": __import__("transformers").__version__}})
+
+
+# --------------------------------------------------------------------------- driver
+def trl_available() -> bool:
+    if not (TRL_DIR / "trl").is_dir():
+        return False
+    probe = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(TRL_DIR)!r});"
+                            " import trl, datasets, accelerate"], capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def run_side(side: str, engine: str, size: str, workdir: Path, a) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error",
+               VLLM_LOGGING_LEVEL="ERROR", HF_HUB_DISABLE_PROGRESS_BARS="1",
+               HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONWARNINGS="ignore",
+               GLOG_v="3", ACCELERATE_DISABLE_RICH="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, __file__, "--worker", side, "--engine", engine, "--size", size,
+           "--workdir", str(workdir), "--steps", str(a.steps), "--warmup", str(a.warmup)]
+    if a.profile:
+        cmd += ["--profile", str(Path(a.profile).resolve() / f"{side}-{engine}-{size}.prof")]
+    load0 = loadavg()
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(workdir),
+                       timeout=a.timeout)
+    wall = time.perf_counter() - t0
+    line = next((x for x in p.stdout.splitlines() if x.startswith(RESULT_TAG)), None)
+    if p.returncode != 0 or line is None:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-6000:])
+        raise RuntimeError(f"{side} ({engine}, {size}) failed with exit code {p.returncode}")
+    res = json.loads(line[len(RESULT_TAG):])
+    res.update(load_before=load0, load_after=loadavg(), wall_s=wall, engine=engine)
+    return res
+
+
+def summarize(res: dict) -> dict:
+    w = res["warmup"]
+    st = res["step_times"][w:]
+    ph = res["phases"][w:]
+    keys = sorted({k for p in ph for k in p})
+    med = {k: statistics.median([p[k] for p in ph if k in p]) for k in keys}
+    return {"median": statistics.median(st), "min": min(st), "max": max(st), "n": len(st),
+            "phases": med}
+
+
+def fmt_phases(phases: dict, side: str) -> str:
+    if side == "trl":
+        order = ["time/rollout", "time/reward", "time/score_other", "time/update_fwd_bwd",
+                 "time/optimizer_and_rest"]
+    else:
+        order = ["time/rollout", "time/reward", "time/old_logprobs", "time/ref_logprobs",
+                 "time/update", "time/weight_sync"]
+    parts = [f"{k.split('/', 1)[1]} {phases[k]:.3f}" for k in order if k in phases]
+    if side != "trl" and "time/step" in phases:
+        rest = phases["time/step"] - sum(phases.get(k, 0) for k in order)
+        parts.append(f"other {rest:.3f}")
+    return ", ".join(parts)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="tiny,small")
+    ap.add_argument("--steps", type=int, default=5, help="measured steps per run")
+    ap.add_argument("--warmup", type=int, default=2, help="warm-up steps, not counted")
+    ap.add_argument("--no-vllm", action="store_true", help="skip mindrl + vLLM (small size)")
+    ap.add_argument("--no-trl", action="store_true", help="mindrl only")
+    ap.add_argument("--profile", default="", help="directory for cProfile dumps of each side")
+    ap.add_argument("--json", default="", help="also write all results to this JSON file")
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--engine", default="native", help=argparse.SUPPRESS)
+    ap.add_argument("--size", default="tiny", help=argparse.SUPPRESS)
+    ap.add_argument("--workdir", default="", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker == "mindrl":
+        _mindrl_worker(a)
+        return 0
+    if a.worker == "trl":
+        _trl_worker(a)
+        return 0
+
+    if not a.no_trl and not trl_available():
+        print(TRL_MISSING, file=sys.stderr)
+        return 2
+    sizes = [s.strip() for s in a.sizes.split(",") if s.strip()]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mindrl_trl_bench_") as tmp:
+        for size in sizes:
+            cfg = SIZES[size]
+            work = Path(tmp) / size
+            work.mkdir()
+            rows = make_prompts(cfg["prompts"] * (a.warmup + a.steps + 2))
+            (work / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            plan = [("mindrl", "native")] + ([] if a.no_trl else [("trl", "native")])
+            if size == "small" and not a.no_vllm:
+                plan.append(("mindrl", "vllm"))
+            for side, engine in plan:
+                print(f"[bench] {size}: {side} ({engine}) ... load {loadavg():.2f}",
+                      file=sys.stderr, flush=True)
+                r = run_side(side, engine, size, work, a)
+                r["summary"] = summarize(r)
+                results.append(r)
+                s = r["summary"]
+                print(f"[bench]   median {s['median']:.3f} s/step (min {s['min']:.3f}, max "
+                      f"{s['max']:.3f}, n={s['n']}); load {r['load_before']:.2f} -> "
+                      f"{r['load_after']:.2f}", file=sys.stderr, flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    print(render(results, a))
+    return 0
+
+
+def render(results, a) -> str:
+    by = {(r["size"], r["side"]): r for r in results}
+    lines = [f"Median s/step over {a.steps} steps after {a.warmup} warm-up, 1 thread, "
+             f"float32 CPU; load = 1-min loadavg before -> after the run.", "",
+             "| size | shape (prompts x n x tokens) | mindrl native | TRL GRPOTrainer | "
+             "ratio mindrl/TRL | mindrl + vLLM | load |",
+             "|---|---|---|---|---|---|---|"]
+    for size in dict.fromkeys(r["size"] for r in results):
+        c = SIZES[size]
+        m, t, v = (by.get((size, k)) for k in ("mindrl-native", "trl", "mindrl-vllm"))
+        cell = lambda r: (f"{r['summary']['median']:.3f} ({r['summary']['min']:.3f}-"  # noqa
+                          f"{r['summary']['max']:.3f})" if r else "-")
+        ratio = f"**{m['summary']['median'] / t['summary']['median']:.2f}**" if m and t else "-"
+        loads = ", ".join(f"{r['load_before']:.1f}->{r['load_after']:.1f}" for r in (m, t, v) if r)
+        lines.append(f"| {size} | {c['prompts']} x {c['n']} x {c['tokens']} | {cell(m)} | "
+                     f"{cell(t)} | {ratio} | {cell(v)} | {loads} |")
+    lines += ["", "Where the time goes (median seconds per phase):", ""]
+    for r in results:
+        s = r["summary"]
+        ln = s["phases"].get("response_length/mean")
+        lines.append(f"- {r['size']} / {r['side']}: " + fmt_phases(s["phases"], r["side"])
+                     + (f" (mean response {ln:.0f} tokens)" if ln is not None else ""))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The ``mindrl data`` command line: training sets curated from an eval run's samples.
+
+    mindrl data filter    SAMPLES --lo 0.1 --hi 0.9 -o prompts.jsonl
+    mindrl data pairs     SAMPLES -o pairs.jsonl [--max-pairs 1] [--seed 0] [--prefer-shorter]
+    mindrl data rejection SAMPLES -o sft.jsonl [--max-per-problem 0] [--no-dedupe]
+    python -m mindrl.data.cli ...            (the same, without the top-level CLI)
+
+SAMPLES is an eval run directory or its ``samples.jsonl``. ``mindrl.cli`` calls
+:func:`add_data_parser` on its subparsers and then ``args.func(args)``; the library functions
+are in :mod:`mindrl.data.tools`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("samples", metavar="SAMPLES",
+                   help="an eval run directory or its samples.jsonl")
+    p.add_argument("-o", "--output", required=True, help="JSONL file to write (atomically)")
+    p.add_argument("--problems", default=None,
+                   help="benchmark specs the samples answer, comma-separated (default: the "
+                        "run's settings.json)")
+    p.add_argument("--data-dir", default=None,
+                   help="directory with the benchmark files (default: the run's, else "
+                        "../shared/data/eval)")
+    p.add_argument("--settings-hash", default=None,
+                   help="which samples to use when the file holds several settings")
+
+
+def add_data_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``data filter|pairs|rejection`` to an argparse subparsers object."""
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    p = subparsers.add_parser("data", help="build training sets from eval samples "
+                                           "(difficulty filter, DPO pairs, rejection sampling)")
+    sub = p.add_subparsers(dest="data_command", metavar="ACTION")
+    sub.required = True
+
+    f = sub.add_parser("filter", formatter_class=fmt,
+                       help="keep problems whose pass rate lies in [lo, hi] (a prompt file)")
+    _common(f)
+    f.add_argument("--lo", type=float, required=True, help="lowest pass rate kept (inclusive)")
+    f.add_argument("--hi", type=float, required=True, help="highest pass rate kept (inclusive)")
+    f.set_defaults(func=data_command)
+
+    pr = sub.add_parser("pairs", formatter_class=fmt,
+                        help="correct-vs-wrong preference pairs (prompt/chosen/rejected)")
+    _common(pr)
+    pr.add_argument("--max-pairs", type=int, default=1,
+                    help="pairs per problem at most (0 = as many as the samples allow)")
+    pr.add_argument("--seed", type=int, default=0, help="seed of the per-problem shuffles")
+    pr.add_argument("--prefer-shorter", action="store_true",
+                    help="choose the shortest correct samples")
+    pr.add_argument("--keep-truncated", action="store_true",
+                    help="keep samples cut off at max_new_tokens")
+    pr.set_defaults(func=data_command)
+
+    rj = sub.add_parser("rejection", formatter_class=fmt,
+                        help="correct samples as SFT rows (problem/response/answer)")
+    _common(rj)
+    rj.add_argument("--max-per-problem", type=int, default=0,
+                    help="rows per problem at most (0 = every distinct correct sample)")
+    rj.add_argument("--no-dedupe", action="store_true",
+                    help="keep samples whose text repeats another's")
+    rj.add_argument("--keep-truncated", action="store_true",
+                    help="keep samples cut off at max_new_tokens")
+    rj.set_defaults(func=data_command)
+    return p
+
+
+def data_command(args: argparse.Namespace) -> int:
+    """Entry point bound to ``args.func``; prints a one-line summary, returns the exit code."""
+    from mindrl.data import tools  # noqa: PLC0415
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
+    try:
+        samples = tools.load_eval_samples(args.samples, problems=args.problems,
+                                          data_dir=args.data_dir,
+                                          settings_hash=args.settings_hash)
+        if args.data_command == "filter":
+            res = tools.filter_by_difficulty(samples, args.lo, args.hi, out=args.output)
+        elif args.data_command == "pairs":
+            res = tools.build_preference_pairs(
+                samples, args.max_pairs, seed=args.seed, prefer_shorter=args.prefer_shorter,
+                drop_truncated=not args.keep_truncated, out=args.output)
+        else:
+            res = tools.build_rejection_sampling_set(
+                samples, args.max_per_problem, dedupe=not args.no_dedupe,
+                drop_truncated=not args.keep_truncated, out=args.output)
+    except (DataError, ValueError) as e:
+        print(f"mindrl data {args.data_command}: error: {e}", file=sys.stderr)
+        return 2
+    print(res.summary(f"data {args.data_command}"))
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="mindrl")
+    add_data_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""Training data built from an evaluation run's ``samples.jsonl``.
+
+``mindrl eval`` writes one record per sample (``benchmark``, ``problem_id``, ``sample_index``,
+``text``, ``score``, ``length`` in tokens, ``finish_reason`` "stop"|"length", ...). The problem
+text and gold answer are not in the records; they are read back from the benchmarks named in the
+run's ``settings.json`` (or from ``problems=``). Three curations, each a pure function of the
+samples that may also write its rows to JSONL (atomically: a temporary file, then a rename):
+
+``filter_by_difficulty``
+    Per-problem pass rate p = mean score over its samples; keep ``lo <= p <= hi``. Dropping the
+    always-solved (p = 1) and never-solved (p = 0) problems is the curation of SimpleRL-Zoo and
+    DAPO: under group-relative advantages such prompts give all-equal rewards and no gradient.
+    Rows ``{problem, answer, pass_rate, n, benchmark, problem_id}``: a prompt file for
+    ``data.train_file``.
+``build_preference_pairs``
+    Chosen = a correct sample, rejected = a wrong one of the same problem; each sample used at
+    most once, at most ``max_pairs_per_problem`` pairs (0 = no cap). Without ``prefer_shorter``
+    both sides are shuffled by a per-problem RNG seeded from ``(seed, benchmark, problem_id)``
+    (so the pairs of a problem do not depend on the other problems); with it the shortest correct
+    samples are chosen. Rows are the prompt/chosen/rejected format of TRL's ``DPOTrainer``
+    ("standard" format: ``prompt`` is the raw problem, ``chosen``/``rejected`` the completions
+    only), plus ``problem``, ``answer`` and provenance (``benchmark``, ``problem_id``,
+    ``chosen_index``, ``rejected_index``, ``chosen_length``, ``rejected_length``). Render the
+    prompt with the chat template the samples were generated under (``settings.json``:
+    ``generation.template``).
+``build_rejection_sampling_set``
+    Correct samples only (rejection-sampling fine-tuning, Yuan et al. 2023, RFT), optionally
+    without truncated ones and without duplicates (texts equal after collapsing whitespace), at
+    most ``max_per_problem`` per problem (0 = no cap), in sample order. Rows
+    ``{problem, response, answer, benchmark, problem_id, sample_index, length}``: an SFT file
+    for ``data.train_file`` with ``data.response_field=response``.
+
+Scores: 1.0 is correct, 0.0 wrong, None ungradeable (a timed-out symbolic check). As in the
+eval metrics, None counts as 0 in the pass rate; it is neither chosen, rejected nor kept for SFT.
+A sample is truncated when its ``finish_reason`` is ``"length"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from mindrl.data.io import DataError
+
+SAMPLES_FILE = "samples.jsonl"
+SETTINGS_FILE = "settings.json"
+REQUIRED_FIELDS = ("benchmark", "problem_id", "sample_index", "text", "score", "length",
+                   "finish_reason")
+
+Row = Dict[str, Any]
+ProblemKey = Tuple[str, str]          # (benchmark, problem id)
+
+
+@dataclass
+class EvalSamples:
+    """The samples of one eval run, grouped by problem, with each problem's text and answer."""
+
+    path: Path                                  # the samples.jsonl read
+    groups: "OrderedDict[ProblemKey, List[Row]]"  # problem -> its records by sample_index
+    problems: Dict[ProblemKey, Row]             # problem -> {"problem": str, "answer": str}
+
+    def problem_row(self, key: ProblemKey) -> Row:
+        return {"problem": self.problems[key]["problem"], "answer": self.problems[key]["answer"]}
+
+
+@dataclass
+class ToolResult:
+    """What a curation produced: its rows, counts, and the file written (if any)."""
+
+    rows: List[Row]
+    counts: Dict[str, int] = field(default_factory=dict)
+    out: Optional[Path] = None
+
+    def summary(self, what: str) -> str:
+        """One line: ``'<what>: 12 rows -> out.jsonl (problems=20, kept=12, ...)'``."""
+        where = f" -> {self.out}" if self.out else ""
+        detail = ", ".join(f"{k}={v}" for k, v in self.counts.items())
+        return f"{what}: {len(self.rows)} rows{where} ({detail})"
+
+
+# --------------------------------------------------------------------------- reading
+def _samples_path(source: Union[str, Path]) -> Path:
+    p = Path(source).expanduser()
+    if p.is_dir():
+        p = p / SAMPLES_FILE
+    if not p.is_file():
+        raise DataError(f"samples file not found: {p} (give an eval run directory or a "
+                        f"{SAMPLES_FILE} path)")
+    return p
+
+
+def _read_records(path: Path) -> List[Tuple[int, Row]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            if i == last:          # a torn last line: the eval run was interrupted mid-write
+                continue
+            raise DataError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise DataError(f"{path}:{i + 1}: expected a JSON object, got {type(rec).__name__}")
+        for name in REQUIRED_FIELDS:
+            if name not in rec:
+                raise DataError(f"{path}:{i + 1}: sample has no field '{name}'; its fields "
+                                f"are: {', '.join(sorted(rec))}")
+        score = rec["score"]
+        if score is not None and not isinstance(score, (int, float)):
+            raise DataError(f"{path}:{i + 1}: field 'score' must be a number or null, "
+                            f"got {score!r}")
+        out.append((i + 1, rec))
+    return out
+
+
+def _pick_hash(path: Path, records: List[Tuple[int, Row]], run_hash: Optional[str],
+               wanted: Optional[str]) -> Optional[str]:
+    hashes = sorted({str(r.get("settings_hash")) for _, r in records if "settings_hash" in r})
+    if wanted:
+        if wanted not in hashes:
+            raise DataError(f"{path}: no samples with settings_hash '{wanted}'; present: "
+                            f"{', '.join(hashes) or 'none'}")
+        return wanted
+    if run_hash and run_hash in hashes:
+        return run_hash
+    if len(hashes) > 1:
+        raise DataError(f"{path}: samples of {len(hashes)} different settings "
+                        f"({', '.join(hashes)}); choose one with settings_hash")
+    return hashes[0] if hashes else None
+
+
+def _load_problem_rows(specs: Sequence[str], data_dir, fields: Dict[str, Any]
+                       ) -> Dict[ProblemKey, Row]:
+    from mindrl.data.benchmarks import benchmark_name, load_benchmark  # noqa: PLC0415
+
+    out: Dict[ProblemKey, Row] = OrderedDict()
+    for spec in specs:
+        name = benchmark_name(spec)
+        for r in load_benchmark(spec, data_dir, problem_field=fields.get("problem_field"),
+                                answer_field=fields.get("answer_field"),
+                                id_field=fields.get("id_field")):
+            out[(name, str(r["id"]))] = {"problem": r["problem"], "answer": r["answer"]}
+    return out
+
+
+def load_eval_samples(source: Union[str, Path], problems: Union[str, Sequence[str], None] = None,
+                      data_dir: Optional[str] = None, settings_hash: Optional[str] = None
+                      ) -> EvalSamples:
+    """Read an eval run (its directory or its ``samples.jsonl``) with its problems.
+
+    The problems come from ``problems`` (benchmark specs as ``mindrl eval --benchmarks`` takes
+    them: built-in names or files; a comma-separated string or a list), else from the run's
+    ``settings.json`` (benchmarks, data_dir and field names). ``data_dir`` overrides the data
+    directory. When the file holds samples of several settings (a reused output directory), the
+    run's own hash is taken, or ``settings_hash``. A record appended later for the same
+    (benchmark, problem, sample index) replaces the earlier one (regrading appends).
+    """
+    path = _samples_path(source)
+    settings_file = path.parent / SETTINGS_FILE
+    run: Dict[str, Any] = {}
+    if settings_file.is_file():
+        try:
+            run = json.loads(settings_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{settings_file}: not valid JSON ({e.msg})") from None
+    records = _read_records(path)
+    if not records:
+        raise DataError(f"{path}: no samples")
+    shash = _pick_hash(path, records, run.get("settings_hash"), settings_hash)
+
+    latest: Dict[Tuple[str, str, int], Row] = {}
+    for _, r in records:
+        if shash is None or str(r.get("settings_hash")) == shash:
+            latest[(str(r["benchmark"]), str(r["problem_id"]), int(r["sample_index"]))] = r
+
+    settings = run.get("settings", {})
+    if problems is None:
+        if not settings.get("benchmarks"):
+            raise DataError(f"{path}: no {SETTINGS_FILE} beside it to say which benchmarks the "
+                            f"samples answer; pass problems= (--problems) with their specs")
+        problems = settings["benchmarks"]
+    specs = [s.strip() for s in problems.split(",") if s.strip()] \
+        if isinstance(problems, str) else list(problems)
+    table = _load_problem_rows(specs, data_dir or settings.get("data_dir"), settings)
+
+    groups: "OrderedDict[ProblemKey, List[Row]]" = OrderedDict()
+    for key in table:                         # problem order: the benchmark files' order
+        groups[key] = []
+    for (b, pid, _), r in sorted(latest.items(), key=lambda kv: kv[0][2]):
+        if (b, pid) not in table:
+            raise DataError(f"{path}: sample of benchmark '{b}' problem_id '{pid}' has no "
+                            f"problem among {', '.join(specs)} (wrong --problems or "
+                            f"--data-dir?)")
+        groups[(b, pid)].append(r)
+    groups = OrderedDict((k, v) for k, v in groups.items() if v)
+    return EvalSamples(path, groups, {k: table[k] for k in groups})
+
+
+def _as_samples(samples: Union[EvalSamples, str, Path]) -> EvalSamples:
+    return samples if isinstance(samples, EvalSamples) else load_eval_samples(samples)
+
+
+# --------------------------------------------------------------------------- writing
+def write_jsonl(rows: Iterable[Row], out: Union[str, Path]) -> Path:
+    """Write rows as JSONL atomically (a temporary file in the same directory, then rename)."""
+    out = Path(out).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return out
+
+
+def _finish(rows: List[Row], counts: Dict[str, int], out) -> ToolResult:
+    return ToolResult(rows, counts, write_jsonl(rows, out) if out is not None else None)
+
+
+def _is_correct(r: Row) -> bool:
+    return r["score"] is not None and r["score"] >= 1.0
+
+
+def _is_wrong(r: Row) -> bool:
+    return r["score"] is not None and r["score"] <= 0.0
+
+
+def _is_truncated(r: Row) -> bool:
+    return r["finish_reason"] == "length"
+
+
+def normalize_text(text: str) -> str:
+    """The dedupe key: whitespace runs collapsed to one space, ends stripped."""
+    return " ".join(str(text).split())
+
+
+# --------------------------------------------------------------------------- curations
+def filter_by_difficulty(samples: Union[EvalSamples, str, Path], lo: float, hi: float,
+                         out: Union[str, Path, None] = None) -> ToolResult:
+    """Problems whose pass rate p (mean score, None = 0) satisfies ``lo <= p <= hi``.
+
+    Counts: ``problems``, ``kept``, ``too_easy`` (p > hi), ``too_hard`` (p < lo).
+    """
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"need 0 <= lo <= hi <= 1, got lo={lo}, hi={hi}")
+    s = _as_samples(samples)
+    rows, easy, hard = [], 0, 0
+    for key, recs in s.groups.items():
+        rate = sum(float(r["score"] or 0.0) for r in recs) / len(recs)
+        if rate > hi:
+            easy += 1
+        elif rate < lo:
+            hard += 1
+        else:
+            rows.append({**s.problem_row(key), "pass_rate": rate, "n": len(recs),
+                         "benchmark": key[0], "problem_id": key[1]})
+    return _finish(rows, {"problems": len(s.groups), "kept": len(rows), "too_easy": easy,
+                          "too_hard": hard}, out)
+
+
+def build_preference_pairs(samples: Union[EvalSamples, str, Path], max_pairs_per_problem: int = 1,
+                           seed: int = 0, prefer_shorter: bool = False,
+                           drop_truncated: bool = True, out: Union[str, Path, None] = None
+                           ) -> ToolResult:
+    """(correct, wrong) pairs per problem; see the module docstring for the row format.
+
+    ``drop_truncated`` removes truncated samples from both sides (a cut-off response is neither
+    a finished answer to imitate nor a fair one to reject). Counts: ``problems``,
+    ``problems_paired``, ``pairs``, ``no_correct``, ``no_wrong`` (problems lacking a side),
+    ``dropped_truncated``.
+    """
+    if max_pairs_per_problem < 0:
+        raise ValueError(f"max_pairs_per_problem={max_pairs_per_problem} must be >= 0 "
+                         f"(0 = no cap)")
+    s = _as_samples(samples)
+    rows: List[Row] = []
+    paired = no_correct = no_wrong = truncated = 0
+    for key, recs in s.groups.items():
+        if drop_truncated:
+            truncated += sum(_is_truncated(r) for r in recs)
+            recs = [r for r in recs if not _is_truncated(r)]
+        good = [r for r in recs if _is_correct(r)]
+        bad = [r for r in recs if _is_wrong(r)]
+        no_correct += not good
+        no_wrong += not bad
+        rng = random.Random(f"pairs-{seed}-{key[0]}-{key[1]}")
+        if prefer_shorter:
+            good.sort(key=lambda r: (r["length"], r["sample_index"]))
+        else:
+            rng.shuffle(good)
+        rng.shuffle(bad)
+        k = min(len(good), len(bad))
+        if max_pairs_per_problem:
+            k = min(k, max_pairs_per_problem)
+        paired += k > 0
+        base = s.problem_row(key)
+        for c, r in zip(good[:k], bad[:k]):
+            rows.append({"prompt": base["problem"], "chosen": c["text"], "rejected": r["text"],
+                         **base, "benchmark": key[0], "problem_id": key[1],
+                         "chosen_index": c["sample_index"], "rejected_index": r["sample_index"],
+                         "chosen_length": c["length"], "rejected_length": r["length"]})
+    return _finish(rows, {"problems": len(s.groups), "problems_paired": paired,
+                          "pairs": len(rows), "no_correct": no_correct, "no_wrong": no_wrong,
+                          "dropped_truncated": truncated}, out)
+
+
+def build_rejection_sampling_set(samples: Union[EvalSamples, str, Path], max_per_problem: int = 0,
+                                 dedupe: bool = True, drop_truncated: bool = True,
+                                 out: Union[str, Path, None] = None) -> ToolResult:
+    """Correct samples as SFT rows ``{problem, response, answer, ...}``, in sample order.
+
+    Counts: ``problems``, ``problems_kept``, ``correct``, ``dropped_truncated``,
+    ``dropped_duplicates``, ``dropped_cap``, ``rows``.
+    """
+    if max_per_problem < 0:
+        raise ValueError(f"max_per_problem={max_per_problem} must be >= 0 (0 = no cap)")
+    s = _as_samples(samples)
+    rows: List[Row] = []
+    kept_problems = correct = truncated = dupes = capped = 0
+    for key, recs in s.groups.items():
+        seen, mine = set(), []
+        for r in recs:
+            if not _is_correct(r):
+                continue
+            correct += 1
+            if drop_truncated and _is_truncated(r):
+                truncated += 1
+                continue
+            norm = normalize_text(r["text"])
+            if dedupe and norm in seen:
+                dupes += 1
+                continue
+            seen.add(norm)
+            if max_per_problem and len(mine) >= max_per_problem:
+                capped += 1
+                continue
+            mine.append({"problem": s.problems[key]["problem"], "response": r["text"],
+                         "answer": s.problems[key]["answer"], "benchmark": key[0],
+                         "problem_id": key[1], "sample_index": r["sample_index"],
+                         "length": r["length"]})
+        kept_problems += bool(mine)
+        rows += mine
+    return _finish(rows, {"problems": len(s.groups), "problems_kept": kept_problems,
+                          "correct": correct, "dropped_truncated": truncated,
+                          "dropped_duplicates": dupes, "dropped_cap": capped,
+                          "rows": len(rows)}, out)

@@ -1,0 +1,58 @@
+"""Helpers shared by the MindSpore backend tests (imported as ``ms_helpers``)."""
+
+import numpy as np
+import torch
+import transformers
+
+VOCAB = 300
+
+
+def make_hf_model(directory, tie: bool, seed: int = 0, rope_theta: float = 5000.0):
+    """Random tiny Qwen2ForCausalLM (hidden 64, 2 layers, 2 heads, 1 kv head) saved to
+    ``directory``; returns the torch model."""
+    torch.manual_seed(seed)
+    cfg = transformers.Qwen2Config(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=tie,
+        rope_theta=rope_theta, max_position_embeddings=512)
+    model = transformers.Qwen2ForCausalLM(cfg).float().eval()
+    with torch.no_grad():                     # larger biases/norms than the init: a real test
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    model.save_pretrained(str(directory))
+    return model
+
+
+def ms_config(*overrides):
+    from mindrl.config.loader import load_config
+
+    return load_config(None, ["backend=mindspore", "rollout.max_new_tokens=16",
+                              "data.max_prompt_len=16", "train.micro_batch_size=4",
+                              *overrides])
+
+
+def random_batch(rng, B, max_prompt=9, max_resp=12, old=False, ref=False):
+    from mindrl.types import TrainBatch, pad_token_batch
+
+    prompts = [list(rng.integers(1, VOCAB, rng.integers(2, max_prompt + 1))) for _ in range(B)]
+    resps = [list(rng.integers(1, VOCAB, rng.integers(1, max_resp + 1))) for _ in range(B)]
+    tb = pad_token_batch(prompts, resps, 0)
+    m = tb.response_mask
+    adv = (rng.normal(size=m.shape) * m).astype(np.float32)
+    o = ((rng.normal(size=m.shape) * 0.1 - 5.0) * m).astype(np.float32) if old else None
+    r = ((rng.normal(size=m.shape) * 0.1 - 5.0) * m).astype(np.float32) if ref else None
+    return TrainBatch(tb, adv, o, r, None)
+
+
+def split(batch, size):
+    from mindrl.types import TrainBatch
+
+    out = []
+    for s in range(0, len(batch), size):
+        sl = slice(s, s + size)
+        pick = (lambda a: None if a is None else a[sl])  # noqa: E731
+        out.append(TrainBatch(batch.tokens.rows(sl), batch.advantages[sl],
+                              pick(batch.old_logp), pick(batch.ref_logp),
+                              pick(batch.rollout_logp)))
+    return out
