@@ -105,12 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("directory")
     bt.set_defaults(func=_build_tiny)
 
-    try:
-        from mindrl.eval.cli import add_eval_parser
-    except ImportError:
-        pass
-    else:
-        add_eval_parser(sub)
+    from mindrl.data.cli import add_data_parser
+    from mindrl.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
+    add_data_parser(sub)
     return parser
 
 

@@ -1,7 +1,10 @@
 """Multi-digit arithmetic: the synthetic task of the CPU demo.
 
 A prompt is ``"47+385="`` and the expected response is the number, ``"432"``, followed by the
-end-of-turn token. A tiny model trained from scratch gets partly right after a short SFT
+end-of-turn token. With ``reverse=True`` the answer is written least-significant digit first
+(``"234"``, sign kept in front): the order in which carries are computed, which lets a small
+transformer learn addition far faster (Lee et al. 2023, "Teaching Arithmetic to Small
+Transformers"; Zhou et al. 2024). ``min_digits`` lets operands have fewer digits than ``digits``. A tiny model trained from scratch gets partly right after a short SFT
 warm-up, which leaves GRPO room to show a gain on held-out problems within minutes on a CPU.
 
 Problems are generated from a seed, so the training stream and the held-out set are
@@ -19,15 +22,29 @@ from rewards.registry import REWARDS
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
 
-def make_problem(rng: random.Random, digits: int = 3, ops: str = "+") -> Dict[str, str]:
-    a = rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits)
-    b = rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits)
+def format_answer(value: int, reverse: bool = False) -> str:
+    """The gold response text: ``str(value)``, or its digits reversed (sign first)."""
+    text = str(abs(value))
+    return ("-" if value < 0 else "") + (text[::-1] if reverse else text)
+
+
+def _operand(rng: random.Random, digits: int, min_digits: Optional[int]) -> int:
+    if min_digits is not None and min_digits < digits:
+        digits = rng.randint(min_digits, digits)
+    return rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits)
+
+
+def make_problem(rng: random.Random, digits: int = 3, ops: str = "+", reverse: bool = False,
+                 min_digits: Optional[int] = None) -> Dict[str, str]:
+    a = _operand(rng, digits, min_digits)
+    b = _operand(rng, digits, min_digits)
     op = rng.choice(ops)
-    return {"problem": f"{a}{op}{b}=", "answer": str(_OPS[op](a, b))}
+    return {"problem": f"{a}{op}{b}=", "answer": format_answer(_OPS[op](a, b), reverse)}
 
 
 def generate(n: int, seed: int, digits: int = 3, ops: str = "+",
-             exclude: Optional[set] = None) -> List[Dict[str, str]]:
+             exclude: Optional[set] = None, reverse: bool = False,
+             min_digits: Optional[int] = None) -> List[Dict[str, str]]:
     """``n`` distinct problems from ``seed``, none of whose text is in ``exclude``."""
     rng = random.Random(seed)
     seen = set(exclude or ())
@@ -35,7 +52,7 @@ def generate(n: int, seed: int, digits: int = 3, ops: str = "+",
     budget = 50 * n + 1000
     while len(rows) < n and budget:
         budget -= 1
-        row = make_problem(rng, digits, ops)
+        row = make_problem(rng, digits, ops, reverse, min_digits)
         if row["problem"] in seen:
             continue
         seen.add(row["problem"])
@@ -47,10 +64,11 @@ def generate(n: int, seed: int, digits: int = 3, ops: str = "+",
 
 
 def stream(seed: int, digits: int = 3, ops: str = "+",
-           exclude: Optional[set] = None) -> Iterator[Dict[str, str]]:
+           exclude: Optional[set] = None, reverse: bool = False,
+           min_digits: Optional[int] = None) -> Iterator[Dict[str, str]]:
     rng = random.Random(seed)
     while True:
-        row = make_problem(rng, digits, ops)
+        row = make_problem(rng, digits, ops, reverse, min_digits)
         if not exclude or row["problem"] not in exclude:
             yield row
 

@@ -145,7 +145,11 @@ class Trainer:
             self.pad_id = self.tokenizer.eos_token_id
         self.stop_ids = self._stop_token_ids()
         self.engine = self._build_engine()
-        self.val_reward = cfg.validation.reward or cfg.reward.functions[0].name
+        keys = [c.key for c in self.scorer.components]
+        self.val_reward = cfg.validation.reward or keys[0]
+        if self.val_reward not in keys:
+            raise ValueError(f"validation.reward='{self.val_reward}' is not a reward component "
+                             f"of this run; components: {', '.join(keys)}")
         self.step = 0
         self._prompt_cache: Dict[str, List[int]] = {}
 

@@ -131,12 +131,14 @@ def build_streams(data_cfg, seed: int):
     if not spec:
         raise ValueError("data.train_file is empty: name a data set, a file, or a generator "
                          "such as 'arithmetic:digits=3,ops=+'")
-    name, opts = parse_generator_spec(spec)
-    if name == "arithmetic":
+    if spec.partition(":")[0] == "arithmetic":
+        _, opts = parse_generator_spec(spec)
         val_spec = data_cfg.val_file or spec
-        vname, vopts = parse_generator_spec(val_spec)
-        val = arithmetic_val_rows(vopts, data_cfg.max_val_samples or 256, seed) \
-            if vname == "arithmetic" else _load(data_cfg, val_spec, data_cfg.max_val_samples)
+        if val_spec.partition(":")[0] == "arithmetic":
+            val = arithmetic_val_rows(parse_generator_spec(val_spec)[1],
+                                      data_cfg.max_val_samples or 256, seed)
+        else:
+            val = _load(data_cfg, val_spec, data_cfg.max_val_samples)
         exclude = {r["problem"] for r in val}
         train = ArithmeticStream(seed, exclude=exclude, **arithmetic_options(opts))
         return train, val

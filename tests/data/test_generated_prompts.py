@@ -141,10 +141,6 @@ def test_recipe_data_section_builds_a_stream():
     assert len(train.take(3)) == 3
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="mindrl/trainer/prompts.py build_streams parses every spec with "
-                          "parse_generator_spec, which rejects the bare 'gen' option; fix there "
-                          "(parse only when the name is 'arithmetic'), then drop this marker")
 def test_recipe_countdown_gen_spelling():
     train, _ = build_streams(DataConfig(train_file="countdown:gen"), seed=0)
     assert len(train.take(2)) == 2
