@@ -187,6 +187,21 @@ class RLTrainer(Trainer):
                     acc.setdefault(k, []).append(float(v))
         return {k: float(np.mean(v)) for k, v in acc.items()}
 
+    def global_stats(self, prefix: str, x: np.ndarray) -> Dict[str, float]:
+        """Mean/std/max/min over all ranks' values (ranks may hold different counts)."""
+        x = np.asarray(x, dtype=np.float64)
+        if self.world == 1:
+            return stats(prefix, x)
+        n, s1, s2 = self.allsum([x.size, x.sum(), np.square(x).sum()])
+        hi = self.gather(np.array([x.max() if x.size else -np.inf]))
+        lo = self.gather(np.array([x.min() if x.size else np.inf]))
+        if n == 0:
+            return {}
+        mean = s1 / n
+        return {f"{prefix}/mean": float(mean),
+                f"{prefix}/std": float(np.sqrt(max(s2 / n - mean ** 2, 0.0))),
+                f"{prefix}/max": float(hi.max()), f"{prefix}/min": float(lo.min())}
+
     def rollout_metrics(self, ro: Rollouts, sc: Scored, adv: np.ndarray,
                         mask: np.ndarray) -> Dict[str, float]:
         lengths = ro.response_lengths.astype(np.float64)
@@ -205,8 +220,7 @@ class RLTrainer(Trainer):
             comp = g(sc.components[self.val_reward])
             m["accuracy"] = float(np.mean(np.nan_to_num(comp, nan=-np.inf) >=
                                           self.cfg.validation.correct_threshold))
-        tok_adv = adv[mask > 0]
-        m.update(stats("advantage", g(tok_adv) if self.world == 1 else tok_adv))
+        m.update(self.global_stats("advantage", adv[mask > 0]))
         for k, v in sc.metrics.items():
             m[f"reward/{k}"] = float(self.allsum(v))
         return m
