@@ -90,10 +90,11 @@ def test_dynamic_sampling_drops_flat_groups(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_equals_uninterrupted_and_sigterm_checkpoints(tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend", ["torch", "mindspore"])
+def test_resume_equals_uninterrupted_and_sigterm_checkpoints(tmp_path, monkeypatch, backend):
     from mindrl.trainer.rl import RLTrainer
 
-    extra = ["train.steps=4", "checkpoint.every=100", "rollout.temperature=1.0",
+    extra = [f"backend={backend}", "train.steps=4", "checkpoint.every=100", "rollout.temperature=1.0",
              "reward.functions=[{name: 'trainer_helpers:parity_reward'}]",
              "train.lr_schedule=cosine", "train.warmup_steps=1"]
     full = tmp_path / "full"
@@ -243,3 +244,24 @@ def test_vllm_engine_in_the_loop_stays_in_sync(tmp_path, backend):
         assert r["rollout/logprob_gap_mean"] < 2e-4, r["rollout/logprob_gap_mean"]
         assert r["grad_norm"] > 0
     assert m[-1]["time/weight_sync"] > 0
+
+
+@pytest.mark.slow
+def test_msrun_two_workers_equal_one_process(tmp_path):
+    """MindSpore backend: 2 msrun workers on halves of the prompts == 1 process."""
+    env = _launch_env()
+    one, two = tmp_path / "one", tmp_path / "two"
+    base = BASE + DP + ["backend=mindspore"]
+    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
+    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}"])
+    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
+                   timeout=300, capture_output=True, cwd=tmp_path)
+    msrun = Path(sys.executable).parent / "msrun"
+    res = subprocess.run([str(msrun), "--worker_num", "2", "--local_worker_num", "2",
+                          "--master_port", "8129", "--log_dir", str(tmp_path / "logs"),
+                          "--join", "True", str(REPO / "launch" / "train_entry.py"), "train",
+                          str(r2)], env=env, timeout=300, capture_output=True, text=True,
+                         cwd=tmp_path)
+    logs = "".join(p.read_text()[-2000:] for p in (tmp_path / "logs").glob("*.log"))
+    assert res.returncode == 0, logs
+    _compare_runs(one, two)
