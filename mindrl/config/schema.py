@@ -78,6 +78,9 @@ class RolloutConfig:
                                 "on how prompts are split across ranks (reproducible data-parallel "
                                 "runs; slower on small models).")
     gpu_memory_utilization: float = opt(0.5, "vLLM: fraction of accelerator memory to use.")
+    ascend_plugin: str = opt("auto", "vLLM platform plugin on Ascend (device=ascend): "
+                             "vllm-ascend, vllm-mindspore, or auto (by backend). Untested on "
+                             "hardware.", ["auto", "vllm-ascend", "vllm-mindspore"])
     logprob_gap_warn: float = opt(0.05, "Warn when the mean |rollout - trainer| log-prob gap of "
                                   "sampled tokens exceeds this many nats.")
 

@@ -53,6 +53,11 @@ class VLLMEngine:
 
         if cfg.device == "cpu":
             torch.set_num_threads(max(1, cfg.train.threads))  # vLLM makes it a no-op later
+        self.plugin = None
+        if cfg.device == "ascend":                 # untested on hardware: see rollout/ascend.py
+            from mindrl.rollout.ascend import prepare_ascend_vllm
+
+            self.plugin = prepare_ascend_vllm(cfg)
         import vllm
         from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
