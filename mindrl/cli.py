@@ -41,6 +41,18 @@ def _sft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pref(args: argparse.Namespace) -> int:
+    from mindrl.config.loader import load_config
+    from mindrl.trainer.preference import train_preference
+
+    overrides = list(args.overrides)
+    if args.command in ("dpo", "simpo"):
+        overrides = [f"preference.loss={args.command}"] + overrides
+    cfg = load_config(args.recipe, overrides)
+    train_preference(cfg)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from mindrl.trainer.demo import run_demo
 
@@ -90,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     sf.add_argument("recipe", help="recipe file or name in yaml_configs/")
     sf.add_argument("overrides", nargs="*", help="dotted overrides")
     sf.set_defaults(func=_sft)
+
+    for name, text in (("dpo", "DPO on preference pairs (prompt, chosen, rejected)"),
+                       ("simpo", "SimPO (+ optional SFT term, preference.pref_ftx) on pairs"),
+                       ("pref", "preference training with preference.loss from the recipe")):
+        pp = sub.add_parser(name, help=text)
+        pp.add_argument("recipe", help="recipe file or name in yaml_configs/")
+        pp.add_argument("overrides", nargs="*", help="dotted overrides")
+        pp.set_defaults(func=_pref)
 
     de = sub.add_parser("demo", help="the CPU demo: tiny model, SFT warm-up, GRPO, accuracy table")
     de.add_argument("--backend", default="torch", choices=["torch", "mindspore"])

@@ -128,11 +128,9 @@ class Trainer:
         cfg = self.cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model,
                                                                             path=model_path))
         # Data first: bad data paths fail before any model or engine starts.
-        from mindrl.trainer.prompts import build_streams
-
-        self.train_stream, self.val_rows = build_streams(cfg.data, cfg.train.seed)
+        self.train_stream, self.val_rows = self.build_streams()
         self.scorer = build_scorer(cfg.reward)
-        self.backend = build_backend(cfg.backend, cfg, with_reference=cfg.algorithm.kl.coef > 0)
+        self.backend = build_backend(cfg.backend, cfg, with_reference=self.needs_reference())
         self.rank, self.world = self.backend.rank, self.backend.world_size
         self.is_main = self.rank == 0
         if cfg.train.prompts_per_step % self.world:
@@ -154,6 +152,14 @@ class Trainer:
         self._prompt_cache: Dict[str, List[int]] = {}
 
     # ----------------------------------------------------------------- set-up pieces
+    def needs_reference(self) -> bool:
+        return self.cfg.algorithm.kl.coef > 0
+
+    def build_streams(self):
+        from mindrl.trainer.prompts import build_streams
+
+        return build_streams(self.cfg.data, self.cfg.train.seed)
+
     def _stop_token_ids(self) -> Tuple[int, ...]:
         ids = []
         for tok in ("<|im_end|>", "<|endoftext|>"):

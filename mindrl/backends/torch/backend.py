@@ -238,6 +238,26 @@ class TorchBackend:
         return self._step([(tb, lambda tb=tb: self._sft_micro_loss(tb, norm))
                            for tb in micro_batches])
 
+    def preference_step(self, micro_pairs, global_pairs: float) -> Dict[str, float]:
+        """One optimizer step of the preference loss (``algorithms.preference_loss``:
+        DPO / IPO / SimPO, plus ``pref_ftx`` x SFT). ``micro_pairs`` = [(chosen TokenBatch,
+        rejected TokenBatch, ref_chosen (B, T) or None, ref_rejected (B, T) or None)];
+        ``global_pairs`` = pairs in the whole step (all micro-batches, all ranks)."""
+        return self._step([(ch, lambda m=(ch, rj, rc, rr): self._pref_micro_loss(*m, global_pairs))
+                           for ch, rj, rc, rr in micro_pairs])
+
+    def _pref_micro_loss(self, chosen: TokenBatch, rejected: TokenBatch, ref_chosen, ref_rejected,
+                         global_pairs: float):
+        from algorithms.preference import preference_loss
+
+        logp_c = self._token_logp(self._response_logits(self.model, chosen, 1.0), chosen)
+        logp_r = self._token_logp(self._response_logits(self.model, rejected, 1.0), rejected)
+        return preference_loss(
+            self.ops, chosen_logp=logp_c, chosen_mask=self._const(chosen.response_mask),
+            rejected_logp=logp_r, rejected_mask=self._const(rejected.response_mask),
+            ref_chosen_logp=self._const(ref_chosen), ref_rejected_logp=self._const(ref_rejected),
+            cfg=self.cfg.preference, global_pairs=global_pairs)
+
     def _step(self, parts) -> Dict[str, float]:
         """``parts`` = [(TokenBatch, () -> (loss, metrics))]: accumulate, reduce, clip, step."""
         self.model.train()

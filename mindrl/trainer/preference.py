@@ -1,0 +1,111 @@
+"""Preference optimisation: DPO, IPO and SimPO (each with an optional SFT term, ``pref_ftx``).
+
+Data: JSONL/parquet rows with ``prompt`` (or ``problem``), ``chosen`` and ``rejected`` responses,
+the format ``mindrl data pairs`` writes (TRL's). The prompt is rendered with the run's chat
+template and each response is followed by the end-of-turn token, as in SFT and RL.
+
+Per step: a batch of pairs -> reference log-probs of both responses (DPO and IPO; SimPO needs no
+reference model) -> ``backend.preference_step`` over micro-batches, the loss divided by the
+number of pairs in the whole step (``algorithms.preference_loss``). Metrics: the preference loss
+and the SFT loss apart, reward accuracy and margin, chosen and rejected rewards.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Dict, List
+
+import numpy as np
+
+from mindrl.trainer.base import Trainer
+from mindrl.trainer.prompts import ListStream
+from mindrl.types import pad_token_batch
+
+log = logging.getLogger("mindrl.preference")
+
+REQUIRED = ("chosen", "rejected")
+
+
+def load_pairs(path: str, max_rows: int = 0) -> List[Dict]:
+    """Rows with ``problem``, ``chosen``, ``rejected``; a missing field names file and row."""
+    from mindrl.data.io import DataError, read_rows
+
+    rows = read_rows(path, max_rows or None)
+    out = []
+    for i, row in enumerate(rows):
+        problem = row.get("problem", row.get("prompt"))
+        if problem is None:
+            raise DataError(f"{path}: row {i + 1} has no 'prompt' (or 'problem') field")
+        for key in REQUIRED:
+            if not isinstance(row.get(key), str):
+                raise DataError(f"{path}: row {i + 1} has no string '{key}' field")
+        out.append({**row, "problem": str(problem)})
+    if not out:
+        raise DataError(f"{path}: no preference pairs")
+    return out
+
+
+class PreferenceTrainer(Trainer):
+    kind = "pref"
+
+    def __init__(self, cfg):
+        if cfg.backend != "torch":
+            raise NotImplementedError(f"preference training runs on backend=torch for now "
+                                      f"(got backend={cfg.backend}); the MindSpore backend has no "
+                                      "preference_step yet")
+        super().__init__(cfg)
+
+    def needs_reference(self) -> bool:
+        return self.cfg.preference.loss in ("dpo", "ipo")
+
+    def build_streams(self):
+        d = self.cfg.data
+        if not d.train_file:
+            raise ValueError("data.train_file is empty: point it at a JSONL of preference pairs "
+                             "(prompt, chosen, rejected), e.g. one written by `mindrl data pairs`")
+        train = ListStream(load_pairs(d.train_file, d.max_train_samples), self.cfg.train.seed,
+                           d.shuffle)
+        return train, []
+
+    def response(self, text: str) -> List[int]:
+        eot = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if not isinstance(eot, int) or eot == self.tokenizer.unk_token_id:
+            eot = self.stop_ids[0]
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return ids[:self.cfg.rollout.max_new_tokens - 1] + [eot]
+
+    def run_step(self) -> Dict[str, float]:
+        t0 = time.perf_counter()
+        rows = self._take_rows()
+        prompts = [self.encode(r["problem"]) for r in rows]
+        chosen = pad_token_batch(prompts, [self.response(r["chosen"]) for r in rows], self.pad_id)
+        rejected = pad_token_batch(prompts, [self.response(r["rejected"]) for r in rows],
+                                   self.pad_id)
+        mb = max(1, self.cfg.train.micro_batch_size)
+        ref_c = ref_r = None
+        if self.needs_reference():
+            ref_c = self.backend.logprobs(chosen, temperature=1.0, reference=True,
+                                          micro_batch_size=mb)
+            ref_r = self.backend.logprobs(rejected, temperature=1.0, reference=True,
+                                          micro_batch_size=mb)
+        t_ref = time.perf_counter() - t0
+        micro = []
+        for s in range(0, len(rows), mb):
+            idx = np.arange(s, min(s + mb, len(rows)))
+            micro.append((chosen.rows(idx), rejected.rows(idx),
+                          None if ref_c is None else ref_c[idx],
+                          None if ref_r is None else ref_r[idx]))
+        metrics = self.backend.preference_step(micro, float(self.allsum(len(rows))))
+        metrics["time/ref_logprobs"] = t_ref
+        metrics["time/step"] = time.perf_counter() - t0
+        return metrics
+
+
+def train_preference(cfg) -> Dict[str, float]:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    trainer = PreferenceTrainer(cfg)
+    try:
+        return trainer.fit()
+    finally:
+        trainer.close()
