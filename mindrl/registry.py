@@ -8,7 +8,7 @@ miss raises :class:`RegistryError` listing the valid names and the closest match
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Dict, Generic, Iterator, List, Optional, TypeVar
+from typing import Dict, Generic, Iterator, List, Optional, TypeVar
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ any backend without a mapping table.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+from typing import Any, Dict, Iterator, List, Protocol, Tuple
 
 import numpy as np
 

@@ -12,7 +12,6 @@ import pytest
 from algorithms import ADV_ESTIMATORS, advantage_params, compute_advantages
 from algorithms.advantages import passk_group_advantages
 from mindrl.config.schema import AlgorithmConfig, KLConfig
-from mindrl.registry import RegistryError
 
 ONES4 = np.ones((4, 3))
 

@@ -11,7 +11,6 @@ from algorithms import (AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSS
                         entropy_from_logits, get_ops, kl_penalty, kl_penalty_numpy,
                         preference_loss, rl_loss, sft_nll)
 from mindrl.config.schema import AlgorithmConfig, KLConfig, PreferenceConfig
-from mindrl.registry import RegistryError
 
 NP = get_ops("numpy")
 

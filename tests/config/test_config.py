@@ -9,7 +9,7 @@ import pytest
 
 from mindrl.config.loader import describe, dump_config, load_config, save_config
 from mindrl.config.schema import ConfigError, RunConfig
-from mindrl.registry import Registry, RegistryError
+from mindrl.registry import Registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def test_every_option_has_help():
 
 
 def test_extends_and_overrides(tmp_path):
-    base = write(tmp_path / "base.yaml", "train:\n  lr: 1.0e-5\n  steps: 7\nrollout:\n  n: 4\n")
+    write(tmp_path / "base.yaml", "train:\n  lr: 1.0e-5\n  steps: 7\nrollout:\n  n: 4\n")
     child = write(tmp_path / "child.yaml", "extends: base.yaml\ntrain:\n  steps: 9\n")
     cfg = load_config(str(child), ["algorithm.adv_estimator=rloo", "train.betas=[0.9, 0.95]",
                                    "algorithm.kl.coef=0.01"])

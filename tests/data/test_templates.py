@@ -3,7 +3,6 @@
 import pytest
 
 from mindrl.data import TEMPLATES, render_prompt
-from mindrl.registry import RegistryError
 
 
 def test_qwen25_math_cot_exact():

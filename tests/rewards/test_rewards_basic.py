@@ -7,7 +7,6 @@ import pickle
 import pytest
 
 import rewards
-from mindrl.registry import RegistryError
 from rewards import REWARDS, resolve_reward
 from rewards.gsm8k import extract_gsm8k_answer, gsm8k_accuracy, gsm8k_format, gsm8k_gold
 from rewards.open_r1 import (Accuracy, Cosine, KimiLength, RepetitionPenalty, SoftOverlong,
