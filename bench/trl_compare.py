@@ -1,13 +1,13 @@
 """mindrl vs TRL GRPOTrainer: median RL step time on the same model, prompts and shapes (CPU).
 
-    .venv/bin/python bench/trl_compare.py                      # tiny + small, mindrl native / TRL, + vLLM
+    .venv/bin/python bench/trl_compare.py              # tiny + small: mindrl, TRL, mindrl+vLLM
     .venv/bin/python bench/trl_compare.py --sizes tiny --no-vllm --steps 5 --warmup 2
     .venv/bin/python bench/trl_compare.py --profile runs/bench_prof   # + cProfile of each side
 
 TRL is NOT a mindrl dependency. It lives in ``bench/.trl_pkgs`` (kept out of the project venv)::
 
-    .venv/bin/pip install --target bench/.trl_pkgs --no-deps trl accelerate datasets pandas \\
-        pyarrow xxhash multiprocess python-dateutil tzdata
+    .venv/bin/pip install --target bench/.trl_pkgs --no-deps trl==1.16.0 accelerate datasets \\
+        pandas pyarrow==24.0.0 xxhash multiprocess python-dateutil tzdata
 
 (``--no-deps``, so torch / transformers / numpy are the venv's own and nothing in the venv
 changes; huggingface_hub, dill, fsspec, psutil, jinja2, pyyaml come from the venv.)
@@ -36,7 +36,10 @@ What is held equal (each side runs in its own subprocess, OMP_NUM_THREADS=1 and
 
 Step time = wall time between consecutive step ends (TRL: ``on_step_end`` callback; mindrl:
 end of ``run_step``), so each side's own logging is inside; the first ``--warmup`` steps are
-dropped; the table shows the median (and min-max) of the rest. mindrl's per-phase times are
+dropped; the table shows the median (and min-max) of the rest, pooled over ``--repeats``
+interleaved runs. It also shows the median CPU seconds per step (``time.process_time`` of
+the one-thread process): on a shared machine wall time mostly measures the other processes'
+load, CPU time much less so; the two agree on an idle machine. mindrl's per-phase times are
 its own ``time/*`` metrics; TRL's are wall-clock wrappers around its methods (see _trl_worker).
 """
 
@@ -55,26 +58,31 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-TRL_DIR = HERE / ".trl_pkgs"
+TRL_DIR = Path(os.environ.get("MINDRL_BENCH_TRL_DIR", HERE / ".trl_pkgs"))   # TRL lives here
 RESULT_TAG = "@@BENCH_RESULT "
 # bench/ holds a rewards.py that would shadow the `rewards` package: the repository goes first,
 # bench/ last (so that 'trl_compare:bench_reward' still imports for mindrl's reward registry).
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 SIZES = {  # model, prompts per step, samples per prompt, response tokens
-    "tiny": dict(model="builtin:tiny", prompts=8, n=4, tokens=32),
-    "small": dict(model="builtin:small", prompts=8, n=8, tokens=128),
+    "tiny": {"model": "builtin:tiny", "prompts": 8, "n": 4, "tokens": 32},
+    "small": {"model": "builtin:small", "prompts": 8, "n": 8, "tokens": 128},
 }
+MINDRL_PHASES = ("time/rollout", "time/reward", "time/old_logprobs", "time/ref_logprobs",
+                 "time/update", "time/weight_sync")
+TRL_PHASES = ("time/rollout", "time/reward", "time/score_other", "time/update_fwd_bwd",
+              "time/optimizer_and_rest")
 MICRO = 8          # rollouts per forward/backward on both sides
 LR = 1e-5
 
-TRL_MISSING = f"""TRL is not installed for the benchmark. It is kept out of the project venv; install it
-into {TRL_DIR} (nothing in .venv changes):
+TRL_MISSING = f"""TRL is not installed for the benchmark. It is kept out of the project venv:
+install it into {TRL_DIR} (nothing in .venv changes; run from the repository root):
 
-    .venv/bin/pip install --target bench/.trl_pkgs --no-deps trl accelerate datasets pandas \\
-        pyarrow xxhash multiprocess python-dateutil tzdata
+    .venv/bin/pip install --target {TRL_DIR} --no-deps trl==1.16.0 accelerate datasets \\
+        pandas pyarrow==24.0.0 xxhash multiprocess python-dateutil tzdata
 
-(run from the repository root; --no-deps keeps torch/transformers/numpy the venv's own)."""
+--no-deps keeps torch / transformers / numpy the venv's own; the remaining TRL/datasets
+dependencies (huggingface_hub, dill, fsspec, psutil, jinja2, pyyaml) come from the venv."""
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -179,7 +187,7 @@ def _mindrl_worker(a) -> None:
     setup_s = time.perf_counter() - t0
     _force_length_mindrl(tr, size["tokens"])
     prof = _Profile(a.profile)
-    ends, phases = [], []
+    ends, cpu_ends, phases = [], [], []
     original = RLTrainer.run_step
 
     def timed_run_step(self):
@@ -187,20 +195,24 @@ def _mindrl_worker(a) -> None:
             prof.start()
         m = original(self)
         ends.append(time.perf_counter())
-        phases.append({k: float(v) for k, v in m.items()
-                       if k.startswith(("time/", "response_length/", "rollout/logprob_gap"))})
+        cpu_ends.append(time.process_time())
+        p = {k: float(v) for k, v in m.items()
+             if k.startswith(("time/", "response_length/", "rollout/logprob_gap"))}
+        p["time/other"] = p["time/step"] - sum(p.get(k, 0.0) for k in MINDRL_PHASES)
+        phases.append(p)
         return m
 
     RLTrainer.run_step = timed_run_step
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     try:
         tr.fit()                              # writes metrics.jsonl with the time/* phases
     finally:
         prof.stop()
         tr.close()
     step_times = [e - s for s, e in zip([start] + ends[:-1], ends)]
+    cpu_times = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
     _emit({"side": f"mindrl-{a.engine}", "size": a.size, "setup_s": setup_s,
-           "step_times": step_times, "phases": phases, "warmup": a.warmup})
+           "step_times": step_times, "cpu_times": cpu_times, "phases": phases, "warmup": a.warmup})
 
 
 def _force_length_mindrl(tr, tokens: int) -> None:
@@ -230,8 +242,13 @@ def _force_length_mindrl(tr, tokens: int) -> None:
 def _trl_worker(a) -> None:
     _threads_one()
     sys.path.insert(0, str(TRL_DIR))
+    import datasets.arrow_dataset as _ad
     import torch
     from datasets import Dataset
+
+    # datasets' dill-based fingerprint of an in-memory table fails on this stack ("Can't pickle
+    # <class 'MonthDayNano'>"); the fingerprint only names cache files, so use a random one.
+    _ad.generate_fingerprint = lambda _ds: __import__("secrets").token_hex(8)
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -282,7 +299,7 @@ def _trl_worker(a) -> None:
     timed(trainer, "training_step", "_training_step")      # includes _prepare_inputs
     timed(trainer, "_get_per_token_logps_and_entropies", "_logp_forwards")
     prof = _Profile(a.profile)
-    ends, phases, lengths = [], [], []
+    ends, cpu_ends, phases, lengths = [], [], [], []
 
     class StepClock(TrainerCallback):
         def on_step_begin(self, args_, state, control, **kw):
@@ -293,8 +310,8 @@ def _trl_worker(a) -> None:
             acc["_opt_end"] = time.perf_counter()
 
         def on_step_end(self, args_, state, control, **kw):
-            now = time.perf_counter()
-            ends.append(now)
+            ends.append(time.perf_counter())
+            cpu_ends.append(time.process_time())
             p = {k: v for k, v in acc.items() if not k.startswith("_")}
             p["time/score_other"] = acc.get("_gen_and_score", 0) - p.get("time/rollout", 0) \
                 - p.get("time/reward", 0)
@@ -307,7 +324,7 @@ def _trl_worker(a) -> None:
                 lengths.append(logs["completions/mean_length"])
 
     trainer.add_callback(StepClock())
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     try:
         trainer.train()
     finally:
@@ -315,13 +332,12 @@ def _trl_worker(a) -> None:
     step_times = [e - s for s, e in zip([start] + ends[:-1], ends)]
     for p, s, ln in zip(phases, step_times, lengths + [None] * len(phases)):
         p["time/step"] = s
-        p["time/optimizer_and_rest"] = s - sum(v for k, v in p.items()
-                                               if k in ("time/rollout", "time/reward",
-                                                        "time/score_other",
-                                                        "time/update_fwd_bwd", "time/step"))
+        p["time/optimizer_and_rest"] = s - sum(p.get(k, 0.0) for k in TRL_PHASES[:-1])
         if ln is not None:
             p["response_length/mean"] = ln
+    cpu_times = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
     _emit({"side": "trl", "size": a.size, "setup_s": setup_s, "step_times": step_times,
+           "cpu_times": cpu_times,
            "phases": phases, "warmup": a.warmup,
            "versions": {"trl": __import__("trl").__version__, "torch": torch.__version__,
                         "transformers": __import__("transformers").__version__}})
@@ -331,8 +347,9 @@ def _trl_worker(a) -> None:
 def trl_available() -> bool:
     if not (TRL_DIR / "trl").is_dir():
         return False
-    probe = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(TRL_DIR)!r});"
-                            " import trl, datasets, accelerate"], capture_output=True, text=True)
+    code = f"import sys; sys.path.insert(0, {str(TRL_DIR)!r}); import trl, datasets, accelerate"
+    probe = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                           text=True)
     return probe.returncode == 0
 
 
@@ -349,8 +366,8 @@ def run_side(side: str, engine: str, size: str, workdir: Path, a) -> dict:
         cmd += ["--profile", str(Path(a.profile).resolve() / f"{side}-{engine}-{size}.prof")]
     load0 = loadavg()
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(workdir),
-                       timeout=a.timeout)
+    p = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True,
+                       cwd=str(workdir), timeout=a.timeout)
     wall = time.perf_counter() - t0
     line = next((x for x in p.stdout.splitlines() if x.startswith(RESULT_TAG)), None)
     if p.returncode != 0 or line is None:
@@ -361,28 +378,21 @@ def run_side(side: str, engine: str, size: str, workdir: Path, a) -> dict:
     return res
 
 
-def summarize(res: dict) -> dict:
-    w = res["warmup"]
-    st = res["step_times"][w:]
-    ph = res["phases"][w:]
+def summarize(runs) -> dict:
+    """Pool the measured steps (warm-up dropped) of every run of one (size, side)."""
+    st = [t for r in runs for t in r["step_times"][r["warmup"]:]]
+    ph = [p for r in runs for p in r["phases"][r["warmup"]:]]
     keys = sorted({k for p in ph for k in p})
     med = {k: statistics.median([p[k] for p in ph if k in p]) for k in keys}
+    cpu = [t for r in runs for t in r["cpu_times"][r["warmup"]:]]
     return {"median": statistics.median(st), "min": min(st), "max": max(st), "n": len(st),
-            "phases": med}
+            "cpu_median": statistics.median(cpu),
+            "phases": med, "loads": [(r["load_before"], r["load_after"]) for r in runs]}
 
 
 def fmt_phases(phases: dict, side: str) -> str:
-    if side == "trl":
-        order = ["time/rollout", "time/reward", "time/score_other", "time/update_fwd_bwd",
-                 "time/optimizer_and_rest"]
-    else:
-        order = ["time/rollout", "time/reward", "time/old_logprobs", "time/ref_logprobs",
-                 "time/update", "time/weight_sync"]
-    parts = [f"{k.split('/', 1)[1]} {phases[k]:.3f}" for k in order if k in phases]
-    if side != "trl" and "time/step" in phases:
-        rest = phases["time/step"] - sum(phases.get(k, 0) for k in order)
-        parts.append(f"other {rest:.3f}")
-    return ", ".join(parts)
+    order = TRL_PHASES if side == "trl" else MINDRL_PHASES + ("time/other",)
+    return ", ".join(f"{k.split('/', 1)[1]} {phases[k]:.3f}" for k in order if k in phases)
 
 
 def main(argv=None) -> int:
@@ -390,6 +400,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="tiny,small")
     ap.add_argument("--steps", type=int, default=5, help="measured steps per run")
     ap.add_argument("--warmup", type=int, default=2, help="warm-up steps, not counted")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="run each side this many times, interleaved; steps are pooled")
     ap.add_argument("--no-vllm", action="store_true", help="skip mindrl + vLLM (small size)")
     ap.add_argument("--no-trl", action="store_true", help="mindrl only")
     ap.add_argument("--profile", default="", help="directory for cProfile dumps of each side")
@@ -422,16 +434,16 @@ def main(argv=None) -> int:
             plan = [("mindrl", "native")] + ([] if a.no_trl else [("trl", "native")])
             if size == "small" and not a.no_vllm:
                 plan.append(("mindrl", "vllm"))
-            for side, engine in plan:
-                print(f"[bench] {size}: {side} ({engine}) ... load {loadavg():.2f}",
-                      file=sys.stderr, flush=True)
-                r = run_side(side, engine, size, work, a)
-                r["summary"] = summarize(r)
-                results.append(r)
-                s = r["summary"]
-                print(f"[bench]   median {s['median']:.3f} s/step (min {s['min']:.3f}, max "
-                      f"{s['max']:.3f}, n={s['n']}); load {r['load_before']:.2f} -> "
-                      f"{r['load_after']:.2f}", file=sys.stderr, flush=True)
+            for rep in range(a.repeats):       # interleaved, so load drift hits both sides
+                for side, engine in plan:
+                    print(f"[bench] {size} #{rep + 1}: {side} ({engine}) ... load "
+                          f"{loadavg():.2f}", file=sys.stderr, flush=True)
+                    r = run_side(side, engine, size, work, a)
+                    results.append(r)
+                    s = summarize([r])
+                    print(f"[bench]   median {s['median']:.3f} s/step (min {s['min']:.3f}, max "
+                          f"{s['max']:.3f}, n={s['n']}); load {r['load_before']:.2f} -> "
+                          f"{r['load_after']:.2f}", file=sys.stderr, flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     print(render(results, a))
@@ -439,26 +451,32 @@ def main(argv=None) -> int:
 
 
 def render(results, a) -> str:
-    by = {(r["size"], r["side"]): r for r in results}
-    lines = [f"Median s/step over {a.steps} steps after {a.warmup} warm-up, 1 thread, "
-             f"float32 CPU; load = 1-min loadavg before -> after the run.", "",
-             "| size | shape (prompts x n x tokens) | mindrl native | TRL GRPOTrainer | "
-             "ratio mindrl/TRL | mindrl + vLLM | load |",
-             "|---|---|---|---|---|---|---|"]
+    groups = {}
+    for r in results:
+        groups.setdefault((r["size"], r["side"]), []).append(r)
+    summ = {k: summarize(v) for k, v in groups.items()}
+    head = (f"Median wall s/step (min-max) over {a.repeats} x {a.steps} measured steps after "
+            f"{a.warmup} warm-up steps per run, 1 thread, float32 CPU; CPU = median process CPU "
+            "s/step (less sensitive to other load); load = 1-min loadavg during the runs.")
+    cols = ("| size | prompts x n x tokens | mindrl native | TRL GRPOTrainer | ratio mindrl/TRL "
+            "| mindrl + vLLM | CPU s/step mindrl / TRL / vLLM (ratio) | load |")
+    lines = [head, "", cols, "|---|---|---|---|---|---|---|---|"]
     for size in dict.fromkeys(r["size"] for r in results):
         c = SIZES[size]
-        m, t, v = (by.get((size, k)) for k in ("mindrl-native", "trl", "mindrl-vllm"))
-        cell = lambda r: (f"{r['summary']['median']:.3f} ({r['summary']['min']:.3f}-"  # noqa
-                          f"{r['summary']['max']:.3f})" if r else "-")
-        ratio = f"**{m['summary']['median'] / t['summary']['median']:.2f}**" if m and t else "-"
-        loads = ", ".join(f"{r['load_before']:.1f}->{r['load_after']:.1f}" for r in (m, t, v) if r)
+        m, t, v = (summ.get((size, k)) for k in ("mindrl-native", "trl", "mindrl-vllm"))
+        cell = lambda s: f"{s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f})" if s else "-"
+        ratio = f"**{m['median'] / t['median']:.2f}**" if m and t else "-"
+        loads = [x for s in (m, t, v) if s for x in s["loads"]]
+        load = f"{min(min(x) for x in loads):.1f}-{max(max(x) for x in loads):.1f}"
+        cpu = " / ".join(f"{s['cpu_median']:.3f}" if s else "-" for s in (m, t, v))
+        if m and t:
+            cpu += f" ({m['cpu_median'] / t['cpu_median']:.2f})"
         lines.append(f"| {size} | {c['prompts']} x {c['n']} x {c['tokens']} | {cell(m)} | "
-                     f"{cell(t)} | {ratio} | {cell(v)} | {loads} |")
-    lines += ["", "Where the time goes (median seconds per phase):", ""]
-    for r in results:
-        s = r["summary"]
+                     f"{cell(t)} | {ratio} | {cell(v)} | {cpu} | {load} |")
+    lines += ["", "Where the time goes (median seconds per phase over the measured steps):", ""]
+    for (size, side), s in summ.items():
         ln = s["phases"].get("response_length/mean")
-        lines.append(f"- {r['size']} / {r['side']}: " + fmt_phases(s["phases"], r["side"])
+        lines.append(f"- {size} / {side}: " + fmt_phases(s["phases"], side)
                      + (f" (mean response {ln:.0f} tokens)" if ln is not None else ""))
     return "\n".join(lines)
 
