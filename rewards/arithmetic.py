@@ -34,25 +34,43 @@ def _operand(rng: random.Random, digits: int, min_digits: Optional[int]) -> int:
     return rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits)
 
 
+def add_without_carry(a: int, b: int) -> int:
+    """The classic slip: add column by column and forget every carry (``47+38`` -> 75); the
+    leftmost column is written in full (``96+78`` -> 164)."""
+    out, place = 0, 1
+    while a >= 10 or b >= 10:
+        out += ((a % 10 + b % 10) % 10) * place
+        a, b, place = a // 10, b // 10, place * 10
+    return out + (a + b) * place
+
+
 def make_problem(rng: random.Random, digits: int = 3, ops: str = "+", reverse: bool = False,
-                 min_digits: Optional[int] = None) -> Dict[str, str]:
+                 min_digits: Optional[int] = None, slip: float = 0.0) -> Dict[str, str]:
+    """One row: ``problem``, the gold ``answer`` and ``teacher``, a demonstration for SFT that
+    equals the answer except that, with probability ``slip``, an addition forgets its carries
+    (an imperfect teacher: SFT imitates the slip, a correctness reward does not reward it)."""
     a = _operand(rng, digits, min_digits)
     b = _operand(rng, digits, min_digits)
     op = rng.choice(ops)
-    return {"problem": f"{a}{op}{b}=", "answer": format_answer(_OPS[op](a, b), reverse)}
+    value = _OPS[op](a, b)
+    taught = value
+    if slip > 0 and rng.random() < slip and op == "+":
+        taught = add_without_carry(a, b)
+    return {"problem": f"{a}{op}{b}=", "answer": format_answer(value, reverse),
+            "teacher": format_answer(taught, reverse)}
 
 
 def generate(n: int, seed: int, digits: int = 3, ops: str = "+",
-             exclude: Optional[set] = None, reverse: bool = False,
-             min_digits: Optional[int] = None) -> List[Dict[str, str]]:
-    """``n`` distinct problems from ``seed``, none of whose text is in ``exclude``."""
+             exclude: Optional[set] = None, **options) -> List[Dict[str, str]]:
+    """``n`` distinct problems from ``seed``, none of whose text is in ``exclude``;
+    ``options`` (reverse, min_digits, slip) go to :func:`make_problem`."""
     rng = random.Random(seed)
     seen = set(exclude or ())
     rows: List[Dict[str, str]] = []
     budget = 50 * n + 1000
     while len(rows) < n and budget:
         budget -= 1
-        row = make_problem(rng, digits, ops, reverse, min_digits)
+        row = make_problem(rng, digits, ops, **options)
         if row["problem"] in seen:
             continue
         seen.add(row["problem"])
@@ -64,11 +82,10 @@ def generate(n: int, seed: int, digits: int = 3, ops: str = "+",
 
 
 def stream(seed: int, digits: int = 3, ops: str = "+",
-           exclude: Optional[set] = None, reverse: bool = False,
-           min_digits: Optional[int] = None) -> Iterator[Dict[str, str]]:
+           exclude: Optional[set] = None, **options) -> Iterator[Dict[str, str]]:
     rng = random.Random(seed)
     while True:
-        row = make_problem(rng, digits, ops, reverse, min_digits)
+        row = make_problem(rng, digits, ops, **options)
         if not exclude or row["problem"] not in exclude:
             yield row
 

@@ -9,7 +9,9 @@ Specs (``data.train_file`` / ``data.val_file``):
 - ``arithmetic:digits=3,ops=+``: generated multi-digit arithmetic (the CPU demo); options
   ``digits`` (operand length, default 3), ``ops`` (any of ``+-*``, default ``+``),
   ``reverse`` (answer digits least-significant first, default false) and ``min_digits``
-  (operands of ``min_digits``..``digits`` digits; default: all exactly ``digits``);
+  (operands of ``min_digits``..``digits`` digits; default: all exactly ``digits``) and
+  ``slip`` (probability that the ``teacher`` column, the SFT demonstration, is an addition
+  that forgot its carries; the gold ``answer`` is always right; default 0);
 - anything else goes to :func:`mindrl.data.load_prompts` (built-in names, JSONL/parquet paths).
 """
 
@@ -34,7 +36,7 @@ def parse_generator_spec(spec: str) -> Tuple[str, Dict[str, str]]:
     return name, opts
 
 
-_ARITH_OPTS = ("digits", "ops", "reverse", "min_digits")
+_ARITH_OPTS = ("digits", "ops", "reverse", "min_digits", "slip")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -49,7 +51,10 @@ def arithmetic_options(opts: Dict[str, str]) -> Dict:
         raise ValueError(f"arithmetic generator: reverse={opts['reverse']!r} is not a boolean")
     out = {"digits": int(opts.get("digits", 3)), "ops": opts.get("ops", "+"),
            "reverse": rev in _TRUE,
-           "min_digits": int(opts["min_digits"]) if "min_digits" in opts else None}
+           "min_digits": int(opts["min_digits"]) if "min_digits" in opts else None,
+           "slip": float(opts.get("slip", 0.0))}
+    if not 0.0 <= out["slip"] <= 1.0:
+        raise ValueError(f"arithmetic generator: slip={opts['slip']} must be in [0, 1]")
     if out["digits"] < 1 or (out["min_digits"] is not None
                              and not 1 <= out["min_digits"] <= out["digits"]):
         raise ValueError(f"arithmetic generator: need 1 <= min_digits <= digits (got {opts})")
@@ -94,9 +99,9 @@ class ArithmeticStream:
 
     def __init__(self, seed: int, digits: int = 3, ops: str = "+",
                  exclude: Optional[set] = None, reverse: bool = False,
-                 min_digits: Optional[int] = None):
+                 min_digits: Optional[int] = None, slip: float = 0.0):
         self.seed, self.digits, self.ops = seed, digits, ops
-        self.reverse, self.min_digits = reverse, min_digits
+        self.options = {"reverse": reverse, "min_digits": min_digits, "slip": slip}
         self.exclude = exclude or set()
         self.pos = 0
 
@@ -106,7 +111,7 @@ class ArithmeticStream:
         out = []
         while len(out) < k:
             row = make_problem(random.Random(self.seed * VAL_SEED_OFFSET + self.pos), self.digits,
-                               self.ops, self.reverse, self.min_digits)
+                               self.ops, **self.options)
             self.pos += 1
             if row["problem"] not in self.exclude:
                 out.append(row)
