@@ -3,7 +3,7 @@
 Builds >= 1,000 (completion, gold) pairs from the MATH-500 answers in ../shared/data, in varied
 output formats (boxed, <answer> tags, "the answer is", wrong answers), plus a pathological set.
 Prints pairs/s (median of 3 runs), the pool/sequential ratio, and the worst-case latency of the
-pathological items.  Usage: python bench/reward_throughput.py [--workers 2] [--timeout 2]
+pathological items.  Usage: python bench/rewards.py [--workers 2] [--timeout 2]
 """
 
 import argparse
