@@ -185,6 +185,14 @@ DP = ["train.steps=2", "rollout.batch_invariant=true", "checkpoint.save_final=tr
       "data.max_val_samples=8"]
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _launch_env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests" / "trainer"), str(REPO),
@@ -220,7 +228,7 @@ def test_torchrun_two_ranks_equal_one_process(tmp_path):
     subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
                    timeout=300, capture_output=True)
     res = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2",
-                          "--master_port", "29533", "-m", "mindrl", "train", str(r2)], env=env,
+                          "--master_port", str(_free_port()), "-m", "mindrl", "train", str(r2)], env=env,
                          timeout=300, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     _compare_runs(one, two)
@@ -258,10 +266,11 @@ def test_msrun_two_workers_equal_one_process(tmp_path):
                    timeout=300, capture_output=True, cwd=tmp_path)
     msrun = Path(sys.executable).parent / "msrun"
     res = subprocess.run([str(msrun), "--worker_num", "2", "--local_worker_num", "2",
-                          "--master_port", "8129", "--log_dir", str(tmp_path / "logs"),
+                          "--master_port", str(_free_port()), "--log_dir", str(tmp_path / "logs"),
                           "--join", "True", str(REPO / "launch" / "train_entry.py"), "train",
                           str(r2)], env=env, timeout=300, capture_output=True, text=True,
                          cwd=tmp_path)
-    logs = "".join(p.read_text()[-2000:] for p in (tmp_path / "logs").glob("*.log"))
+    logs = "\n".join(f"== {p.name}\n" + p.read_text()[-6000:]
+                      for p in sorted((tmp_path / "logs").glob("*.log")))
     assert res.returncode == 0, logs
     _compare_runs(one, two)
