@@ -227,8 +227,9 @@ def test_torchrun_two_ranks_equal_one_process(tmp_path):
     r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}"])
     subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
                    timeout=300, capture_output=True)
-    res = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2",
-                          "--master_port", str(_free_port()), "-m", "mindrl", "train", str(r2)], env=env,
+    torchrun = Path(sys.executable).parent / "torchrun"
+    res = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port",
+                          str(_free_port()), "-m", "mindrl", "train", str(r2)], env=env,
                          timeout=300, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     _compare_runs(one, two)
