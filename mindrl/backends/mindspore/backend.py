@@ -113,6 +113,34 @@ def _pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:
     return out
 
 
+_THREADS_SET = False
+
+
+def _configure_threads(n: int, on_cpu: bool = True) -> None:
+    """Size MindSpore's CPU kernel thread pool to ``train.threads`` (as the torch backend does
+    with ``torch.set_num_threads``), once per process and before the first kernel runs: it is
+    read when the runtime starts. On a shared 2-core machine the default pool (main thread +
+    worker threads) makes a kernel wait one scheduler slice (4-8 ms) for a descheduled worker
+    whenever the cores are busy; with hundreds of small kernels per step that cost 5-10x the
+    step time (a train step of the tiny model: 1261 ms median vs 144 ms with one thread, same
+    load)."""
+    global _THREADS_SET
+    if _THREADS_SET:
+        return
+    _THREADS_SET = True
+    if on_cpu and os.environ.get("MINDRL_MS_HOST_BLOCKING", "1") == "1":
+        # Run MindSpore's host pipeline (frontend -> backend -> launch queues) in the calling
+        # thread instead of three queue threads: on CPU every hand-off between them waits for
+        # a scheduler slice when the cores are busy, and a train step of the tiny model showed
+        # bimodal 30 / 130 ms times with the queues vs a steady 25 ms without. CPU only: on
+        # Ascend the queues overlap host work with device execution (untested here).
+        os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
+    try:
+        ms.set_context(runtime_num_threads=n)
+    except (RuntimeError, ValueError, TypeError) as err:   # already started: keep the default
+        log.info("could not set MindSpore runtime_num_threads=%d: %s", n, err)
+
+
 def _in_msrun() -> bool:
     return "MS_WORKER_NUM" in os.environ or "MS_ROLE" in os.environ
 
@@ -136,7 +164,9 @@ class MindSporeBackend:
         from mindrl.models.tiny import resolve_model_path
 
         self.cfg = cfg
-        self.ops = get_ops("mindspore")        # first: absorbs MindSpore's numpy-2 warm-up error
+        _configure_threads(max(1, int(getattr(cfg.train, "threads", 1) or 1)),
+                           on_cpu=DEVICE_TARGETS.get(cfg.device, "CPU") == "CPU")
+        self.ops = get_ops("mindspore")        # absorbs MindSpore's numpy-2 warm-up error
         ms.set_context(mode=ms.PYNATIVE_MODE,
                        device_target=DEVICE_TARGETS.get(cfg.device, "CPU"))
         ms.set_seed(cfg.train.seed)
@@ -181,6 +211,8 @@ class MindSporeBackend:
         self.compile_seconds: Dict[str, float] = {}
         self._seen: Dict[str, set] = {}
         self._train_fns: Dict[Tuple, Tuple] = {}
+        self._loss_acc = ms.Parameter(Tensor(np.zeros(1, np.float32)), name="train.loss_acc",
+                                      requires_grad=False)
         self.train_mode = train_mode           # "fused" (rl_loss in the graph) or "split"
         self.fallback_reason: Optional[str] = None
         self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
@@ -301,11 +333,17 @@ class MindSporeBackend:
                              max_len=1.0)
         return sorted(metrics)
 
-    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool):
+    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, update: bool = False):
         """The compiled micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm) -> (loss, metrics)``
-        which adds the micro-batch gradient to the optimizer's accumulators."""
-        key = (has_old, has_ref, has_roll, self.train_mode)
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm[, hyper]) -> vector``.
+
+        Without ``update`` it adds the micro-batch gradient (and loss) to the accumulators and
+        returns ``[loss, *metrics]`` (``keys`` order) as ONE float32 vector (one host sync).
+        With ``update`` (fused mode, one rank) it also runs the optimizer step in the same graph
+        -- total gradient = accumulator + this micro-batch's, norm, finite check, clip, AdamW
+        (``hyper`` = lr, clip, bias corrections) -- and returns ``[loss, *metrics, grad_norm,
+        updated]``."""
+        key = (has_old, has_ref, has_roll, self.train_mode, update)
         if key in self._train_fns:
             return self._train_fns[key]
         from algorithms.entropy import entropy_from_logits
@@ -314,7 +352,11 @@ class MindSporeBackend:
         o, acfg = self.ops, self.cfg.algorithm
         keys = self._metric_keys(has_old, has_ref, has_roll)
         ent_grad = bool(acfg.entropy_coef)
-        accum = self.optimizer.grads
+        accumulate = self.optimizer.accumulate_in_graph
+        flatten = self.optimizer.flatten
+        update_fn = self.optimizer.update_in_graph
+        grad_flat = self.optimizer.grad_flat
+        loss_acc = self._loss_acc
         model = self.model
         temp = self.cfg.rollout.temperature
         inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
@@ -338,6 +380,12 @@ class MindSporeBackend:
                 out = out + (ops.stop_gradient(v),)
             return loss * inv_norm, out
 
+        def vector(loss, aux, extra=()):
+            parts = (loss.reshape((1,)),)
+            for v in aux + extra:
+                parts = parts + (v.astype(ms.float32).reshape((1,)),)
+            return ops.concat(parts, 0)
+
         if self.train_mode == "fused":
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
                 logp, entropy = token_logp_entropy(ids, pos, att, targets)
@@ -345,12 +393,23 @@ class MindSporeBackend:
 
             grad_fn = ms.value_and_grad(loss_fn, None, self.params, has_aux=True)
 
-            def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
-                (loss, aux), grads = grad_fn(ids, pos, att, targets, mask, adv, old, ref, roll,
-                                             inv_norm)
-                for acc, g in zip(accum, grads):       # gradient accumulation, in the graph
-                    ops.assign_add(acc, g.astype(ms.float32))
-                return loss, aux
+            if not update:
+                def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+                    (loss, aux), grads = grad_fn(ids, pos, att, targets, mask, adv, old, ref,
+                                                 roll, inv_norm)
+                    accumulate(grads)                       # gradient accumulation, in graph
+                    ops.assign_add(loss_acc, loss.reshape((1,)))
+                    return vector(loss, aux)
+            else:
+                def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm, hyper):
+                    (loss, aux), grads = grad_fn(ids, pos, att, targets, mask, adv, old, ref,
+                                                 roll, inv_norm)
+                    g = grad_flat.value() + flatten(grads)
+                    total_loss = (loss_acc.value() + loss.reshape((1,))).sum()
+                    norm, updated = update_fn(g, total_loss, hyper[0], hyper[1], hyper[2],
+                                              hyper[3])
+                    ops.assign(loss_acc, ops.zeros_like(loss_acc))
+                    return vector(loss, aux, (norm, updated))
 
             self._train_fns[key] = (ms.jit(step), keys)
             return self._train_fns[key]
@@ -369,8 +428,7 @@ class MindSporeBackend:
         @ms.jit
         def backward(ids, pos, att, targets, g_logp, g_ent):
             grads = sur_grad(ids, pos, att, targets, g_logp, g_ent)
-            for acc, g in zip(accum, grads):
-                ops.assign_add(acc, g.astype(ms.float32))
+            accumulate(grads)
             return g_logp.sum()
 
         def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
@@ -378,18 +436,23 @@ class MindSporeBackend:
             (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
                                                     inv_norm)
             backward(ids, pos, att, targets, g_logp, g_ent)
-            return loss, aux
+            return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
 
         self._train_fns[key] = (step, keys)
         return self._train_fns[key]
 
-    def _run_train_fn(self, flags, shape, args):
-        """Call the compiled step; if rl_loss cannot be compiled into the graph, fall back to the
-        split step once (logged) -- nothing was accumulated by the failed compile."""
-        fn, keys = self._train_fn(*flags)
+    def _run_train_fn(self, flags, shape, args, hyper=None):
+        """Call the compiled step (with the optimizer update when ``hyper`` is given and the
+        mode is fused); if rl_loss cannot be compiled into the graph, fall back to the split step
+        once (logged) -- nothing was accumulated or updated by the failed compile. Returns
+        (output vector, metric keys, whether the update ran in the graph)."""
+        fused_update = hyper is not None and self.train_mode == "fused"
+        fn, keys = self._train_fn(*flags, update=fused_update)
+        name = "train_step" if hyper is not None else "accumulate_step"
+        extra = (hyper,) if fused_update else ()
         try:
-            return self._timed("train_step", (shape,) + flags + (self.train_mode,), fn,
-                               *args), keys
+            return self._timed(name, (shape,) + flags + (self.train_mode,), fn,
+                               *args, *extra), keys, fused_update
         except (RuntimeError, TypeError, ValueError, KeyError) as err:
             if self.train_mode != "fused":
                 raise
@@ -400,14 +463,18 @@ class MindSporeBackend:
             self.fallback_reason = reason
             self.train_mode = "split"
             self._seen.pop("train_step", None)
+            self._seen.pop("accumulate_step", None)
             ms.runtime.launch_blocking()       # PyNative: ~6x faster (PLATFORM.md)
             fn, keys = self._train_fn(*flags)
-            return self._timed("train_step", (shape,) + flags + (self.train_mode,), fn,
-                               *args), keys
+            return self._timed(name, (shape,) + flags + (self.train_mode,), fn,
+                               *args), keys, False
 
-    def _accumulate(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
-        """Forward/backward every micro-batch into the gradient accumulators; returns the
-        merged metrics (sums, maxes, mins) and the response-token count of this rank."""
+    def _accumulate(self, micro_batches: List[TrainBatch], norm: LossNormalizers,
+                    hyper: Optional[Tensor] = None):
+        """Forward/backward every micro-batch into the gradient accumulators; with ``hyper``
+        (fused mode) the last micro-batch's graph also runs the optimizer update. Returns the
+        merged metrics (sums, maxes, mins), the response-token count of this rank and, when the
+        update ran in the graph, (grad_norm, updated)."""
         first = micro_batches[0]
         flags = (first.old_logp is not None, first.ref_logp is not None,
                  first.rollout_logp is not None and bool(self.cfg.algorithm.tis_cap))
@@ -415,22 +482,30 @@ class MindSporeBackend:
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape
         inv_norm = Tensor(np.float32(1.0 / _normaliser(self.cfg.algorithm.loss_agg_mode, norm)))
+        outputs = []
+        fused = None
+        for i, mb in enumerate(micro_batches):
+            tb = repad(mb.tokens, rows, P, T, self.pad_id)
+            ids, pos, att, targets, mask = self._inputs(tb)
+            f = lambda a: Tensor(_pad2(a, rows, T))  # noqa: E731
+            last = i == len(micro_batches) - 1
+            vec, keys, in_graph = self._run_train_fn(
+                flags, shape, (ids, pos, att, targets, mask, f(mb.advantages), f(mb.old_logp),
+                               f(mb.ref_logp), f(mb.rollout_logp), inv_norm),
+                hyper if last else None)
+            outputs.append((vec, float(mb.tokens.response_mask.sum())))
+        self._loss_acc_clear_if_split()
         sums: Dict[str, float] = {}
         maxes: Dict[str, float] = {}
         mins: Dict[str, float] = {}
         tokens = 0.0
-        for mb in micro_batches:
-            tb = repad(mb.tokens, rows, P, T, self.pad_id)
-            ids, pos, att, targets, mask = self._inputs(tb)
-            f = lambda a: Tensor(_pad2(a, rows, T))  # noqa: E731
-            (loss, aux), keys = self._run_train_fn(
-                flags, shape, (ids, pos, att, targets, mask, f(mb.advantages), f(mb.old_logp),
-                               f(mb.ref_logp), f(mb.rollout_logp), inv_norm))
-            n_tok = float(mb.tokens.response_mask.sum())
+        names = ["loss"] + list(keys)
+        for vec, n_tok in outputs:                   # one host sync per micro-batch
+            arr = vec.asnumpy().astype(np.float64)
+            if in_graph and vec is outputs[-1][0]:
+                fused = (float(arr[-2]), bool(arr[-1] > 0.5))
             tokens += n_tok
-            values = {"loss": float(loss.asnumpy())}
-            values.update({k: float(v.asnumpy()) for k, v in zip(keys, aux)})
-            for k, v in values.items():
+            for k, v in zip(names, arr.tolist()):
                 if k in SUM_METRICS:
                     sums[k] = sums.get(k, 0.0) + v
                 elif k.endswith("_max"):
@@ -439,38 +514,56 @@ class MindSporeBackend:
                     mins[k] = min(mins.get(k, math.inf), v)
                 else:
                     sums[k] = sums.get(k, 0.0) + v * n_tok
-        return sums, maxes, mins, tokens
+        return sums, maxes, mins, tokens, fused
+
+    def _loss_acc_clear_if_split(self) -> None:
+        # The split step and the accumulate-only graphs leave the loss sum in ``_loss_acc``;
+        # only the fused update graph consumes it. Zero it (a host write, no kernel).
+        if self.train_mode != "fused" or self.world > 1:
+            self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
 
     def gradients(self, micro_batches: List[TrainBatch], norm: LossNormalizers
                   ) -> Dict[str, np.ndarray]:
         """The summed loss gradient of these micro-batches by HF name, without a step (tests
         and debugging; this rank only, no all-reduce). The accumulators are left zeroed."""
         self._accumulate(micro_batches, norm)
-        out = {p.name: g.asnumpy().copy() for p, g in zip(self.params, self.optimizer.grads)}
+        self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
+        out = {p.name: g for p, g in zip(self.params, self.optimizer.grad_arrays())}
         self.optimizer.zero_grad()
         return out
 
     def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
         """Forward/backward each micro-batch (compiled, bucket-padded), all-reduce (SUM) the
         accumulated gradients across ranks, clip, AdamW, schedule. A non-finite loss or grad
-        norm skips the update (``update_skipped`` = 1). Metrics are global."""
+        norm skips the update (``update_skipped`` = 1). Metrics are global.
+
+        Fused mode on one rank: the last micro-batch's graph also runs the optimizer step, so a
+        one-micro-batch step is a single compiled call and a single host sync."""
         t = self.cfg.train
         lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps,
                               total=self.total_steps, schedule=t.lr_schedule,
                               min_ratio=t.min_lr_ratio)
-        sums, maxes, mins, tokens = self._accumulate(micro_batches, norm)
+        hyper = self.optimizer.hyper(lr, t.grad_clip) if self.world == 1 else None
+        sums, maxes, mins, tokens, fused = self._accumulate(micro_batches, norm, hyper)
         if self.world > 1:
             sums, maxes, mins, tokens = self._reduce_metrics(sums, maxes, mins, tokens)
-        grad_norm = self.optimizer.grad_norm()
         out = {k: (v if k in SUM_METRICS else v / max(tokens, 1.0)) for k, v in sums.items()}
         out.update(maxes)
         out.update(mins)
-        finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
+        if fused is not None:                        # the update already ran in the graph
+            grad_norm, finite = fused
+            if finite:
+                self.optimizer.step += 1
+        else:
+            grad_norm = self.optimizer.grad_norm()
+            finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
+            if finite:
+                self.optimizer.apply(lr, t.grad_clip, grad_norm)
+            else:
+                self.optimizer.zero_grad()
         if finite:
-            self.optimizer.apply(lr, t.grad_clip, grad_norm)
             self.optimizer_steps += 1
         else:
-            self.optimizer.zero_grad()
             self.skipped_steps += 1
         out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
                    response_tokens=tokens)

@@ -34,8 +34,10 @@ def rms_norm_portable(x, weight, eps: float):
 
 
 def _rotate_half(x):
-    half = x.shape[-1] // 2
-    return ops.concat((-x[..., half:], x[..., :half]), -1)
+    # ops.split, not x[..., half:] / x[..., :half]: two StridedSlice kernels on the last axis
+    # cost ~60 us on CPU (45% of a decode step's kernel time); one Split is ~free. Same values.
+    x1, x2 = ops.split(x, x.shape[-1] // 2, -1)
+    return ops.concat((-x2, x1), -1)
 
 
 def rope_portable(q, k, cos, sin):

@@ -274,5 +274,8 @@ class Qwen2ForCausalLM(nn.Cell):
             new_k = new_k + (kc,)
             new_v = new_v + (vc,)
             i = i + 1
-        h = self.model.norm(x[:, -1:])
-        return self.head(h)[:, 0], new_k, new_v
+        if x.shape[1] > 1:                   # prefill; a decode step has one position
+            x = x[:, -1:]
+        h = self.model.norm(x)
+        # reshape, not [:, 0]: a StridedSlice here cost ~0.7 ms per decode step on CPU
+        return self.head(h).reshape(x.shape[0], -1), new_k, new_v
