@@ -197,13 +197,26 @@ def _warm_up_mindspore(ms) -> None:
     ``SystemError: <method '__mul__' of 'TensorPy' objects> returned a result with an exception
     set``; every later call works. Spend that first call here, on a throwaway tensor.
     """
+    import os
+    import sys
+
     probe = ms.Tensor(np.ones(1, dtype=np.float32))
-    for _ in range(2):
-        try:
-            (probe * probe + 1.0).asnumpy()
-            return
-        except SystemError:
-            continue
+    sys.stderr.flush()
+    saved = os.dup(2)                       # the message is written to fd 2 by C code: mute it
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        for _ in range(2):
+            try:
+                (probe * probe + 1.0).asnumpy()
+                return
+            except SystemError:
+                continue
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 class MindSporeOps(Ops):
