@@ -275,7 +275,7 @@ class RunConfig:
         if t.mini_batch_size < 0 or (batch % mini):
             errors.append(f"train.mini_batch_size={t.mini_batch_size} must divide "
                           f"train.prompts_per_step * rollout.n = {batch}")
-        if t.micro_batch_size >= 1 and mini % t.micro_batch_size:
+        if 1 <= t.micro_batch_size < mini and mini % t.micro_batch_size:
             errors.append(f"train.micro_batch_size={t.micro_batch_size} must divide the "
                           f"mini-batch ({mini} rollouts)")
         if t.lr <= 0:
