@@ -49,13 +49,6 @@ def load_pairs(path: str, max_rows: int = 0) -> List[Dict]:
 class PreferenceTrainer(Trainer):
     kind = "pref"
 
-    def __init__(self, cfg):
-        if cfg.backend != "torch":
-            raise NotImplementedError(f"preference training runs on backend=torch for now "
-                                      f"(got backend={cfg.backend}); the MindSpore backend has no "
-                                      "preference_step yet")
-        super().__init__(cfg)
-
     def needs_reference(self) -> bool:
         return self.cfg.preference.loss in ("dpo", "ipo")
 

@@ -113,6 +113,20 @@ def _pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:
     return out
 
 
+def _token_logp(logits, targets):
+    """(B, T) log-softmax of ``logits`` at the ``targets`` ids (traced into graphs)."""
+    return ops.gather_elements(ops.log_softmax(logits, -1), 2,
+                               targets.expand_dims(-1)).squeeze(-1)
+
+
+def _vector(loss, aux, extra=()):
+    """``[loss, *aux, *extra]`` as one float32 vector (a single host sync per call)."""
+    parts = (loss.reshape((1,)),)
+    for v in aux + extra:
+        parts = parts + (v.astype(ms.float32).reshape((1,)),)
+    return ops.concat(parts, 0)
+
+
 _THREADS_SET = False
 
 
@@ -210,7 +224,7 @@ class MindSporeBackend:
         self.compile_counts: Dict[str, int] = {}
         self.compile_seconds: Dict[str, float] = {}
         self._seen: Dict[str, set] = {}
-        self._train_fns: Dict[Tuple, Tuple] = {}
+        self._train_fns: Dict[Tuple, object] = {}     # compiled steps by (loss, flags, ...)
         self._loss_acc = ms.Parameter(Tensor(np.zeros(1, np.float32)), name="train.loss_acc",
                                       requires_grad=False)
         self.train_mode = train_mode           # "fused" (rl_loss in the graph) or "split"
@@ -293,9 +307,7 @@ class MindSporeBackend:
         def logp_fn(ids, pos, att, targets, mask, inv_temp):
             T = targets.shape[1]
             logits = model.response_logits(ids, pos, att, T) * inv_temp
-            logp = ops.log_softmax(logits, -1)
-            tok = ops.gather_elements(logp, 2, targets.expand_dims(-1)).squeeze(-1)
-            return tok * mask
+            return _token_logp(logits, targets) * mask
         return logp_fn
 
     def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
@@ -333,38 +345,62 @@ class MindSporeBackend:
                              max_len=1.0)
         return sorted(metrics)
 
-    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, update: bool = False):
-        """The compiled micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm[, hyper]) -> vector``.
+    def _fused_step(self, key, loss_fn, update: bool):
+        """Compile ``loss_fn(*inputs) -> (loss, aux tuple)`` into a micro-batch step (cached
+        under ``key``), shared by every loss (RL, SFT, preference).
 
-        Without ``update`` it adds the micro-batch gradient (and loss) to the accumulators and
-        returns ``[loss, *metrics]`` (``keys`` order) as ONE float32 vector (one host sync).
-        With ``update`` (fused mode, one rank) it also runs the optimizer step in the same graph
-        -- total gradient = accumulator + this micro-batch's, norm, finite check, clip, AdamW
-        (``hyper`` = lr, clip, bias corrections) -- and returns ``[loss, *metrics, grad_norm,
-        updated]``."""
-        key = (has_old, has_ref, has_roll, self.train_mode, update)
+        Without ``update``: ``fn(*inputs) -> [loss, *aux]``, the gradient w.r.t. the policy
+        parameters added to the flat accumulator and the loss to ``_loss_acc``, one float32
+        vector (one host sync). With ``update`` (fused mode, one rank): ``fn(*inputs, hyper)``
+        also runs the whole optimizer step in the same graph -- total gradient = accumulator +
+        this micro-batch's, norm, finite check (norm and total loss), clip, AdamW (``hyper`` =
+        lr, clip, bias corrections) -- and returns ``[loss, *aux, grad_norm, updated]``."""
         if key in self._train_fns:
             return self._train_fns[key]
+        accumulate = self.optimizer.accumulate_in_graph
+        flatten = self.optimizer.flatten
+        update_fn = self.optimizer.update_in_graph
+        grad_flat = self.optimizer.grad_flat
+        loss_acc = self._loss_acc
+        grad_fn = ms.value_and_grad(loss_fn, None, self.params, has_aux=True)
+
+        if not update:
+            def step(*inputs):
+                (loss, aux), grads = grad_fn(*inputs)
+                accumulate(grads)                            # gradient accumulation, in graph
+                ops.assign_add(loss_acc, loss.reshape((1,)))
+                return _vector(loss, aux)
+        else:
+            def step(*args):
+                inputs, hyper = args[:-1], args[-1]
+                (loss, aux), grads = grad_fn(*inputs)
+                g = grad_flat.value() + flatten(grads)
+                total_loss = (loss_acc.value() + loss.reshape((1,))).sum()
+                norm, updated = update_fn(g, total_loss, hyper[0], hyper[1], hyper[2], hyper[3])
+                ops.assign(loss_acc, ops.zeros_like(loss_acc))
+                return _vector(loss, aux, (norm, updated))
+
+        self._train_fns[key] = ms.jit(step)
+        return self._train_fns[key]
+
+    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, update: bool = False):
+        """The compiled RL micro-batch step for this combination of optional inputs:
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm[, hyper]) -> vector``
+        (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
+        see :meth:`_fused_step`). Returns (fn, keys)."""
         from algorithms.entropy import entropy_from_logits
         from algorithms.rl_loss import rl_loss
 
         o, acfg = self.ops, self.cfg.algorithm
         keys = self._metric_keys(has_old, has_ref, has_roll)
         ent_grad = bool(acfg.entropy_coef)
-        accumulate = self.optimizer.accumulate_in_graph
-        flatten = self.optimizer.flatten
-        update_fn = self.optimizer.update_in_graph
-        grad_flat = self.optimizer.grad_flat
-        loss_acc = self._loss_acc
         model = self.model
         temp = self.cfg.rollout.temperature
         inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
 
         def token_logp_entropy(ids, pos, att, targets):
             logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
-            logp = ops.gather_elements(ops.log_softmax(logits, -1), 2,
-                                       targets.expand_dims(-1)).squeeze(-1)  # (B, T)
+            logp = _token_logp(logits, targets)                                # (B, T)
             entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
             return logp, entropy
 
@@ -380,42 +416,20 @@ class MindSporeBackend:
                 out = out + (ops.stop_gradient(v),)
             return loss * inv_norm, out
 
-        def vector(loss, aux, extra=()):
-            parts = (loss.reshape((1,)),)
-            for v in aux + extra:
-                parts = parts + (v.astype(ms.float32).reshape((1,)),)
-            return ops.concat(parts, 0)
-
         if self.train_mode == "fused":
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
                 logp, entropy = token_logp_entropy(ids, pos, att, targets)
                 return loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm)
 
-            grad_fn = ms.value_and_grad(loss_fn, None, self.params, has_aux=True)
+            key = ("rl", has_old, has_ref, has_roll, update)
+            return self._fused_step(key, loss_fn, update), keys
 
-            if not update:
-                def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
-                    (loss, aux), grads = grad_fn(ids, pos, att, targets, mask, adv, old, ref,
-                                                 roll, inv_norm)
-                    accumulate(grads)                       # gradient accumulation, in graph
-                    ops.assign_add(loss_acc, loss.reshape((1,)))
-                    return vector(loss, aux)
-            else:
-                def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm, hyper):
-                    (loss, aux), grads = grad_fn(ids, pos, att, targets, mask, adv, old, ref,
-                                                 roll, inv_norm)
-                    g = grad_flat.value() + flatten(grads)
-                    total_loss = (loss_acc.value() + loss.reshape((1,))).sum()
-                    norm, updated = update_fn(g, total_loss, hyper[0], hyper[1], hyper[2],
-                                              hyper[3])
-                    ops.assign(loss_acc, ops.zeros_like(loss_acc))
-                    return vector(loss, aux, (norm, updated))
-
-            self._train_fns[key] = (ms.jit(step), keys)
-            return self._train_fns[key]
-
+        key = ("rl", has_old, has_ref, has_roll, "split")
+        if key in self._train_fns:
+            return self._train_fns[key], keys
         # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
         # compiled backward of the surrogate sum(logp * dL/dlogp + entropy * dL/dH).
+        accumulate = self.optimizer.accumulate_in_graph
         forward = ms.jit(token_logp_entropy)
         loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
 
@@ -438,23 +452,88 @@ class MindSporeBackend:
             backward(ids, pos, att, targets, g_logp, g_ent)
             return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
 
-        self._train_fns[key] = (step, keys)
-        return self._train_fns[key]
+        self._train_fns[key] = step
+        return step, keys
 
-    def _run_train_fn(self, flags, shape, args, hyper=None):
-        """Call the compiled step (with the optimizer update when ``hyper`` is given and the
-        mode is fused); if rl_loss cannot be compiled into the graph, fall back to the split step
-        once (logged) -- nothing was accumulated or updated by the failed compile. Returns
-        (output vector, metric keys, whether the update ran in the graph)."""
-        fused_update = hyper is not None and self.train_mode == "fused"
-        fn, keys = self._train_fn(*flags, update=fused_update)
-        name = "train_step" if hyper is not None else "accumulate_step"
+    def _sft_fn(self, update: bool = False):
+        """The compiled SFT micro-batch step ``fn(ids, pos, att, targets, mask, inv_norm[,
+        hyper])``: loss = sum(mask * -logp) * inv_norm (``algorithms.sft_nll``, token mean over
+        the global token count given as its reciprocal), logits at temperature 1; aux = this
+        micro-batch's mean NLL. Returns (fn, ["nll"])."""
+        from algorithms.preference import sft_nll
+
+        o, model = self.ops, self.model
+
+        def loss_fn(ids, pos, att, targets, mask, inv_norm):
+            logp = _token_logp(model.response_logits(ids, pos, att, targets.shape[1]), targets)
+            loss = sft_nll(o, logp, mask, "token_mean", global_tokens=1.0) * inv_norm
+            nll = -(logp * mask).sum() / ops.maximum(mask.sum(), 1.0)
+            return loss, (ops.stop_gradient(nll),)
+
+        return self._fused_step(("sft", update), loss_fn, update), ["nll"]
+
+    def _pref_fn(self, has_ref: bool, update: bool = False):
+        """The compiled preference micro-batch step ``fn(chosen ids, pos, att, targets, mask,
+        rejected ids, pos, att, targets, mask, ref_chosen, ref_rejected, inv_pairs[, hyper])``:
+        ``algorithms.preference_loss`` (cfg.preference: DPO / IPO / SimPO + pref_ftx x SFT) on
+        one forward of the chosen and rejected rows stacked, logits at temperature 1, with
+        ``global_pairs`` = 1 and the result times ``inv_pairs`` (1 / pairs in the whole step),
+        exact because the loss is (a sum over pairs) / global_pairs. Returns (fn, keys)."""
+        from algorithms.ops import get_ops
+        from algorithms.preference import preference_loss
+
+        o, model, pcfg = self.ops, self.model, self.cfg.preference
+        npo, z = get_ops("numpy"), np.zeros((1, 2))
+        keys = sorted(preference_loss(npo, chosen_logp=z, chosen_mask=z + 1, rejected_logp=z,
+                                      rejected_mask=z + 1, ref_chosen_logp=z if has_ref else None,
+                                      ref_rejected_logp=z if has_ref else None, cfg=pcfg)[1])
+
+        def loss_fn(c_ids, c_pos, c_att, c_tgt, c_mask, r_ids, r_pos, r_att, r_tgt, r_mask,
+                    ref_c, ref_r, inv_pairs):
+            B = c_ids.shape[0]
+            tgt = ops.concat((c_tgt, r_tgt), 0)
+            logits = model.response_logits(ops.concat((c_ids, r_ids), 0),
+                                           ops.concat((c_pos, r_pos), 0),
+                                           ops.concat((c_att, r_att), 0), tgt.shape[1])
+            logp = _token_logp(logits, tgt)
+            loss, metrics = preference_loss(
+                o, chosen_logp=logp[:B], chosen_mask=c_mask, rejected_logp=logp[B:],
+                rejected_mask=r_mask, ref_chosen_logp=ref_c if has_ref else None,
+                ref_rejected_logp=ref_r if has_ref else None, cfg=pcfg, global_pairs=1.0)
+            aux = ()
+            for k in keys:
+                aux = aux + (ops.stop_gradient(metrics[k]),)
+            return loss * inv_pairs, aux
+
+        return self._fused_step(("pref", has_ref, update), loss_fn, update), keys
+
+    def _step_fn(self, kind: str, flags, update: bool):
+        if kind == "sft":
+            return self._sft_fn(update)
+        if kind == "pref":
+            return self._pref_fn(*flags, update=update)
+        return self._train_fn(*flags, update=update)
+
+    STEP_NAMES = {"rl": ("train_step", "accumulate_step"),
+                  "sft": ("sft_step", "sft_accumulate_step"),
+                  "pref": ("preference_step", "preference_accumulate_step")}
+
+    def _run_step_fn(self, kind: str, flags, shape, args, hyper=None):
+        """Call the compiled micro-batch step of ``kind`` (with the optimizer update when
+        ``hyper`` is given and the update can run in the graph); if rl_loss cannot be compiled
+        into the graph, fall back to the split RL step once (logged) -- nothing was accumulated
+        or updated by the failed compile. Returns (output vector, metric keys, whether the
+        update ran in the graph)."""
+        fused_update = hyper is not None and (kind != "rl" or self.train_mode == "fused")
+        fn, keys = self._step_fn(kind, flags, fused_update)
+        name = self.STEP_NAMES[kind][0 if hyper is not None else 1]
+        mode = self.train_mode if kind == "rl" else "fused"
         extra = (hyper,) if fused_update else ()
         try:
-            return self._timed(name, (shape,) + flags + (self.train_mode,), fn,
+            return self._timed(name, (shape,) + tuple(flags) + (mode,), fn,
                                *args, *extra), keys, fused_update
         except (RuntimeError, TypeError, ValueError, KeyError) as err:
-            if self.train_mode != "fused":
+            if kind != "rl" or self.train_mode != "fused":
                 raise
             reason = str(err).strip().splitlines()[0][:300]
             log.warning("algorithms.rl_loss does not compile into a MindSpore graph (%s); "
@@ -466,15 +545,11 @@ class MindSporeBackend:
             self._seen.pop("accumulate_step", None)
             ms.runtime.launch_blocking()       # PyNative: ~6x faster (PLATFORM.md)
             fn, keys = self._train_fn(*flags)
-            return self._timed(name, (shape,) + flags + (self.train_mode,), fn,
+            return self._timed(name, (shape,) + tuple(flags) + (self.train_mode,), fn,
                                *args), keys, False
 
-    def _accumulate(self, micro_batches: List[TrainBatch], norm: LossNormalizers,
-                    hyper: Optional[Tensor] = None):
-        """Forward/backward every micro-batch into the gradient accumulators; with ``hyper``
-        (fused mode) the last micro-batch's graph also runs the optimizer update. Returns the
-        merged metrics (sums, maxes, mins), the response-token count of this rank and, when the
-        update ran in the graph, (grad_norm, updated)."""
+    # --- per-loss inputs: (flags, padded shape, [(step arguments, response tokens)]) --------
+    def _rl_inputs(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
         first = micro_batches[0]
         flags = (first.old_logp is not None, first.ref_logp is not None,
                  first.rollout_logp is not None and bool(self.cfg.algorithm.tis_cap))
@@ -482,18 +557,56 @@ class MindSporeBackend:
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape
         inv_norm = Tensor(np.float32(1.0 / _normaliser(self.cfg.algorithm.loss_agg_mode, norm)))
+        inputs = []
+        for mb in micro_batches:
+            tb = repad(mb.tokens, rows, P, T, self.pad_id)
+            f = lambda a: Tensor(_pad2(a, rows, T))  # noqa: E731
+            args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
+                                       f(mb.rollout_logp), inv_norm)
+            inputs.append((args, float(mb.tokens.response_mask.sum())))
+        return flags, shape, inputs
+
+    def _sft_inputs(self, micro_batches: List[TokenBatch], norm: LossNormalizers):
+        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
+        shape = self._shape(micro_batches, rows)
+        _, P, T = shape
+        inv_norm = Tensor(np.float32(1.0 / _normaliser("token_mean", norm)))
+        inputs = [(self._inputs(repad(tb, rows, P, T, self.pad_id)) + (inv_norm,),
+                   float(tb.response_mask.sum())) for tb in micro_batches]
+        return (), shape, inputs
+
+    def _pref_inputs(self, micro_pairs, global_pairs: float):
+        """``micro_pairs`` = [(chosen, rejected, ref_chosen or None, ref_rejected or None)]:
+        chosen and rejected padded to one (prompt, response) bucket pair; rows are NOT padded
+        (a padding pair would add a constant to the DPO / IPO / SimPO loss), so a smaller last
+        micro-batch compiles its own shape."""
+        has_ref = micro_pairs[0][2] is not None
+        tbs = [tb for ch, rj, _, _ in micro_pairs for tb in (ch, rj)]
+        _, P, T = self._shape(tbs, max(len(tb) for tb in tbs))
+        inv_pairs = Tensor(np.float32(1.0 / max(float(global_pairs), 1.0)))
+        inputs = []
+        for ch, rj, ref_c, ref_r in micro_pairs:
+            B = len(ch)
+            args = (self._inputs(repad(ch, B, P, T, self.pad_id))
+                    + self._inputs(repad(rj, B, P, T, self.pad_id))
+                    + (Tensor(_pad2(ref_c, B, T)), Tensor(_pad2(ref_r, B, T)), inv_pairs))
+            inputs.append((args, float(ch.response_mask.sum())))
+        return (has_ref,), (None, P, T), inputs
+
+    def _accumulate(self, kind: str, flags, shape, inputs, hyper: Optional[Tensor] = None):
+        """Forward/backward every micro-batch (``inputs`` from ``_rl_inputs`` / ``_sft_inputs``)
+        into the gradient accumulators; with ``hyper`` the last micro-batch's graph also runs
+        the optimizer update. Returns the merged metrics (sums, maxes, mins), the
+        response-token count of this rank and, when the update ran in the graph,
+        (grad_norm, updated)."""
         outputs = []
         fused = None
-        for i, mb in enumerate(micro_batches):
-            tb = repad(mb.tokens, rows, P, T, self.pad_id)
-            ids, pos, att, targets, mask = self._inputs(tb)
-            f = lambda a: Tensor(_pad2(a, rows, T))  # noqa: E731
-            last = i == len(micro_batches) - 1
-            vec, keys, in_graph = self._run_train_fn(
-                flags, shape, (ids, pos, att, targets, mask, f(mb.advantages), f(mb.old_logp),
-                               f(mb.ref_logp), f(mb.rollout_logp), inv_norm),
-                hyper if last else None)
-            outputs.append((vec, float(mb.tokens.response_mask.sum())))
+        for i, (args, n_tok) in enumerate(inputs):
+            last = i == len(inputs) - 1
+            rows_shape = (int(args[0].shape[0]),) + tuple(shape[1:])
+            vec, keys, in_graph = self._run_step_fn(kind, flags, rows_shape, args,
+                                                    hyper if last else None)
+            outputs.append((vec, n_tok))
         self._loss_acc_clear_if_split()
         sums: Dict[str, float] = {}
         maxes: Dict[str, float] = {}
@@ -522,29 +635,56 @@ class MindSporeBackend:
         if self.train_mode != "fused" or self.world > 1:
             self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
 
-    def gradients(self, micro_batches: List[TrainBatch], norm: LossNormalizers
+    def _prepare(self, kind: str, micro_batches, norm):
+        prepare = {"rl": self._rl_inputs, "sft": self._sft_inputs, "pref": self._pref_inputs}
+        return prepare[kind](micro_batches, norm)
+
+    def gradients(self, micro_batches, norm: LossNormalizers, kind: str = "rl"
                   ) -> Dict[str, np.ndarray]:
         """The summed loss gradient of these micro-batches by HF name, without a step (tests
-        and debugging; this rank only, no all-reduce). The accumulators are left zeroed."""
-        self._accumulate(micro_batches, norm)
+        and debugging; this rank only, no all-reduce): ``kind`` "rl" (TrainBatches, norm),
+        "sft" (TokenBatches, norm) or "pref" (pairs as :meth:`preference_step`, global_pairs).
+        The accumulators are left zeroed."""
+        self._accumulate(kind, *self._prepare(kind, micro_batches, norm))
         self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
         out = {p.name: g for p, g in zip(self.params, self.optimizer.grad_arrays())}
         self.optimizer.zero_grad()
         return out
 
     def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
-        """Forward/backward each micro-batch (compiled, bucket-padded), all-reduce (SUM) the
-        accumulated gradients across ranks, clip, AdamW, schedule. A non-finite loss or grad
-        norm skips the update (``update_skipped`` = 1). Metrics are global.
+        """Forward/backward each micro-batch of the RL loss (compiled, bucket-padded),
+        all-reduce (SUM) the accumulated gradients across ranks, clip, AdamW, schedule. A
+        non-finite loss or grad norm skips the update (``update_skipped`` = 1). Metrics are
+        global.
 
         Fused mode on one rank: the last micro-batch's graph also runs the optimizer step, so a
         one-micro-batch step is a single compiled call and a single host sync."""
+        return self._optimizer_step("rl", *self._rl_inputs(micro_batches, norm))
+
+    def sft_step(self, micro_batches: List[TokenBatch], norm: LossNormalizers) -> Dict[str, float]:
+        """One optimizer step of masked next-token NLL on the response tokens (token mean over
+        ``norm.global_tokens``, logits at temperature 1), compiled once per bucket like
+        :meth:`train_step` and sharing its optimizer state, accumulation, all-reduce, clipping,
+        schedule and non-finite skip. Metrics as the torch backend's: ``loss`` (the global mean
+        NLL), ``nll``, grad_norm, lr, update_skipped, response_tokens."""
+        return self._optimizer_step("sft", *self._sft_inputs(micro_batches, norm))
+
+    def preference_step(self, micro_pairs, global_pairs: float) -> Dict[str, float]:
+        """One optimizer step of the preference loss (``algorithms.preference_loss``: DPO /
+        IPO / SimPO, plus ``pref_ftx`` x SFT), as the torch backend's: ``micro_pairs`` =
+        [(chosen TokenBatch, rejected TokenBatch, ref_chosen (B, T) or None, ref_rejected (B, T)
+        or None)], ``global_pairs`` = pairs in the whole step (all micro-batches, all ranks).
+        Compiled per bucket, same optimizer path as :meth:`train_step`."""
+        return self._optimizer_step("pref", *self._pref_inputs(micro_pairs, global_pairs))
+
+    def _optimizer_step(self, kind: str, flags, shape, inputs) -> Dict[str, float]:
+        """Accumulate ``inputs``, all-reduce, clip, AdamW at the scheduled lr, count."""
         t = self.cfg.train
         lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps,
                               total=self.total_steps, schedule=t.lr_schedule,
                               min_ratio=t.min_lr_ratio)
         hyper = self.optimizer.hyper(lr, t.grad_clip) if self.world == 1 else None
-        sums, maxes, mins, tokens, fused = self._accumulate(micro_batches, norm, hyper)
+        sums, maxes, mins, tokens, fused = self._accumulate(kind, flags, shape, inputs, hyper)
         if self.world > 1:
             sums, maxes, mins, tokens = self._reduce_metrics(sums, maxes, mins, tokens)
         out = {k: (v if k in SUM_METRICS else v / max(tokens, 1.0)) for k, v in sums.items()}

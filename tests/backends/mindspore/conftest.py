@@ -26,3 +26,15 @@ def hf_untied(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _in_tmp_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory):
+    """builtin:tiny (tokenizer + weights): both backends load it, so the torch backend's own
+    steps can be the reference."""
+    import os
+
+    from mindrl.models.tiny import resolve_model_path
+
+    cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
+    return resolve_model_path("builtin:tiny", cache_dir=cache)

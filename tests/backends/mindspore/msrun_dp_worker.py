@@ -1,5 +1,6 @@
-"""One msrun worker of test_ms_msrun.py: a data-parallel train step on this rank's half of a
-global batch, with global normalisers; rank 0 writes the resulting weights to OUT.npz."""
+"""One msrun worker of test_ms_msrun.py: data-parallel train steps (then an SFT step) on this
+rank's half of a global batch, with global normalisers; rank 0 writes the resulting weights to
+OUT.npz."""
 
 import os
 import sys
@@ -22,10 +23,12 @@ def main(model_dir: str, out: str) -> None:
     for _ in range(2):
         mine = split(batch, 4)[be.rank]
         metrics = be.train_step([mine], norm)
+    sft = be.sft_step([split(batch, 4)[be.rank].tokens], norm)    # SFT shares the all-reduce
     gathered = be.all_gather(np.array([be.rank], np.int64))
     assert gathered.tolist() == [0, 1], gathered
     if be.rank == 0:
         np.savez(out, grad_norm=metrics["grad_norm"], loss=metrics["loss"],
+                 sft_grad_norm=sft["grad_norm"], sft_loss=sft["loss"], sft_nll=sft["nll"],
                  **dict(be.named_weights()))
 
 

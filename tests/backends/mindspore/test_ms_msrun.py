@@ -1,4 +1,5 @@
-"""Data parallel under msrun: 2 CPU workers on halves of a global batch equal 1 process."""
+"""Data parallel under msrun: 2 CPU workers on halves of a global batch equal 1 process (RL
+train steps, then an SFT step)."""
 
 import os
 import shutil
@@ -51,8 +52,12 @@ def test_msrun_two_workers_equal_one_process(hf_tied, tmp_path):
     norm = LossNormalizers(float(batch.tokens.response_mask.sum()), 8.0, 16.0)
     for _ in range(2):
         metrics = be.train_step(split(batch, 4), norm)
+    sft = be.sft_step([mb.tokens for mb in split(batch, 4)], norm)
     dp = np.load(out)
     assert float(dp["grad_norm"]) == pytest.approx(metrics["grad_norm"], rel=1e-4)
     assert float(dp["loss"]) == pytest.approx(metrics["loss"], rel=1e-4, abs=1e-6)
+    assert float(dp["sft_grad_norm"]) == pytest.approx(sft["grad_norm"], rel=1e-4)
+    assert float(dp["sft_loss"]) == pytest.approx(sft["loss"], rel=1e-4)
+    assert float(dp["sft_nll"]) == pytest.approx(sft["nll"], rel=1e-4)
     for name, arr in be.named_weights():
         np.testing.assert_allclose(dp[name], arr, atol=1e-5, err_msg=name)
