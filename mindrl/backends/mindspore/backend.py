@@ -35,6 +35,7 @@ import mindspore as ms
 from mindspore import Tensor, ops
 
 from mindrl.backends.base import BACKENDS
+from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
 from mindrl.backends.mindspore.optim import AdamW
@@ -47,26 +48,6 @@ DEVICE_TARGETS = {"cpu": "CPU", "ascend": "Ascend", "cuda": "GPU"}
 
 
 # ------------------------------------------------------------------------------ helpers
-def lr_factor(step: int, *, warmup: int, total: int, schedule: str, min_ratio: float) -> float:
-    """Multiplier of the peak lr at optimizer step ``step`` (0-based): linear warm-up
-    ``(step + 1) / warmup``, then constant or cosine to ``min_ratio`` at ``total`` (the same
-    schedule as the torch backend)."""
-    if warmup > 0 and step < warmup:
-        return (step + 1) / warmup
-    if schedule == "constant":
-        return 1.0
-    if schedule == "cosine":
-        progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-    raise ValueError(f"unknown train.lr_schedule '{schedule}'; valid: constant, cosine")
-
-
-def total_optimizer_steps(cfg) -> int:
-    batch = cfg.train.prompts_per_step * cfg.rollout.n
-    mini = cfg.train.mini_batch_size or batch
-    return max(1, cfg.train.steps * cfg.train.ppo_epochs * max(1, batch // mini))
-
-
 def default_buckets(limit: int, smallest: int = 16) -> List[int]:
     """Powers of two from ``smallest`` up to and including ``limit``."""
     out, b = [], smallest
