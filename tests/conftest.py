@@ -82,3 +82,25 @@ def make_cfg():
 @pytest.fixture(scope="session")
 def fixed_batch():
     return _fixed_batch
+
+
+def _forward_logprobs(model, rollouts, temperature):
+    """Reference for the engines: one plain transformers forward of prompt+response,
+    log_softmax(logits / T), gathered at the sampled tokens -> (B, T) numpy."""
+    import torch
+
+    from mindrl.types import pad_token_batch
+
+    b = pad_token_batch(rollouts.prompt_ids, rollouts.response_ids, pad_id=0)
+    ids = torch.from_numpy(b.input_ids)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=torch.from_numpy(b.attention_mask),
+                       position_ids=torch.from_numpy(b.position_ids)).logits
+    P, T = b.prompt_len, b.response_len
+    lp = torch.log_softmax(logits[:, P - 1:P - 1 + T].float() / temperature, -1)
+    return lp.gather(-1, ids[:, P:].unsqueeze(-1)).squeeze(-1).numpy()
+
+
+@pytest.fixture(scope="session")
+def forward_logprobs():
+    return _forward_logprobs

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from mindrl.types import SamplingParams, pad_token_batch
+from mindrl.types import SamplingParams
 
 PROMPTS = [[1, 328, 201, 329, 267, 223, 19, 20, 21, 13, 22, 23, 33, 2, 201],
            [1, 328, 201, 19],
@@ -26,21 +26,9 @@ def engine(backend, make_cfg, tiny_dir):
     return build_engine("native", make_cfg(tiny_dir), backend=backend)
 
 
-def forward_logprobs(model, rollouts, temperature):
-    """Reference: one plain forward of prompt+response, log_softmax(logits / T), gather."""
-    b = pad_token_batch(rollouts.prompt_ids, rollouts.response_ids, pad_id=0)
-    ids = torch.from_numpy(b.input_ids)
-    with torch.no_grad():
-        logits = model(input_ids=ids, attention_mask=torch.from_numpy(b.attention_mask),
-                       position_ids=torch.from_numpy(b.position_ids)).logits
-    P, T = b.prompt_len, b.response_len
-    lp = torch.log_softmax(logits[:, P - 1:P - 1 + T].float() / temperature, -1)
-    return lp.gather(-1, ids[:, P:].unsqueeze(-1)).squeeze(-1).numpy()
-
-
 @pytest.mark.parametrize("opts", [dict(temperature=0.7), dict(temperature=1.3, top_k=20,
                                                                 top_p=0.9, min_p=0.01)])
-def test_logprobs_equal_a_plain_forward(engine, backend, opts):
+def test_logprobs_equal_a_plain_forward(engine, backend, opts, forward_logprobs):
     r = engine.generate(PROMPTS, SamplingParams(n=4, max_new_tokens=12, seed=0, **opts))
     want = forward_logprobs(backend.model, r, opts["temperature"])
     for i, lp in enumerate(r.logprobs):

@@ -34,38 +34,30 @@ def engine(tiny_dir, make_cfg):
     eng.close()
 
 
-def _forward_logprobs(model, r, temperature):
-    from mindrl.types import pad_token_batch
-
-    b = pad_token_batch(r.prompt_ids, r.response_ids, pad_id=0)
-    ids = torch.from_numpy(b.input_ids)
-    with torch.no_grad():
-        logits = model(input_ids=ids, attention_mask=torch.from_numpy(b.attention_mask),
-                       position_ids=torch.from_numpy(b.position_ids)).logits
-    P, T = b.prompt_len, b.response_len
-    lp = torch.log_softmax(logits[:, P - 1:P - 1 + T].float() / temperature, -1)
-    lp = lp.gather(-1, ids[:, P:].unsqueeze(-1)).squeeze(-1).numpy()
+def _max_gap(forward_logprobs, model, r, temperature):
+    lp = forward_logprobs(model, r, temperature)
     return max(float(np.abs(lp[i, :len(x)] - x).max()) for i, x in enumerate(r.logprobs))
 
 
-def _check_in_sync(engine, backend):
+def _check_in_sync(engine, backend, forward_logprobs):
     sp = SamplingParams(n=3, temperature=0.7, max_new_tokens=10, seed=0)
     r = engine.generate(PROMPTS, sp)
-    assert _forward_logprobs(backend.model, r, 0.7) < 1e-4
+    assert _max_gap(forward_logprobs, backend.model, r, 0.7) < 1e-4
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=10)
     assert engine.generate(PROMPTS, greedy).response_ids == \
         backend.native_engine().generate(PROMPTS, greedy).response_ids
 
 
-def test_vllm_matches_transformers_before_and_after_weight_loads(engine, backend):
-    _check_in_sync(engine, backend)
+def test_vllm_matches_transformers_before_and_after_weight_loads(engine, backend,
+                                                                forward_logprobs):
+    _check_in_sync(engine, backend, forward_logprobs)
     gen = torch.Generator().manual_seed(0)
     for _ in range(2):           # perturb every tensor (linear layers included), push, compare
         with torch.no_grad():
             for p in backend.model.parameters():
                 p.add_(0.05 * torch.randn(p.shape, generator=gen))
         engine.load_weights(backend.named_weights())
-        _check_in_sync(engine, backend)
+        _check_in_sync(engine, backend, forward_logprobs)
 
 
 def test_sampling_options_and_finish_reasons(engine):

@@ -35,6 +35,7 @@ import mindspore as ms
 from mindspore import Tensor, ops
 
 from mindrl.backends.base import BACKENDS
+from mindrl.backends.metrics import MetricMerger, finish
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
@@ -43,7 +44,6 @@ from mindrl.types import LossNormalizers, TokenBatch, TrainBatch, bucket
 
 log = logging.getLogger(__name__)
 
-SUM_METRICS = ("loss", "pg_loss")   # partial sums over micro-batches and ranks
 DEVICE_TARGETS = {"cpu": "CPU", "ascend": "Ascend", "cuda": "GPU"}
 
 
@@ -589,26 +589,14 @@ class MindSporeBackend:
                                                     hyper if last else None)
             outputs.append((vec, n_tok))
         self._loss_acc_clear_if_split()
-        sums: Dict[str, float] = {}
-        maxes: Dict[str, float] = {}
-        mins: Dict[str, float] = {}
-        tokens = 0.0
+        merger = MetricMerger()
         names = ["loss"] + list(keys)
         for vec, n_tok in outputs:                   # one host sync per micro-batch
             arr = vec.asnumpy().astype(np.float64)
             if in_graph and vec is outputs[-1][0]:
                 fused = (float(arr[-2]), bool(arr[-1] > 0.5))
-            tokens += n_tok
-            for k, v in zip(names, arr.tolist()):
-                if k in SUM_METRICS:
-                    sums[k] = sums.get(k, 0.0) + v
-                elif k.endswith("_max"):
-                    maxes[k] = max(maxes.get(k, -math.inf), v)
-                elif k.endswith("_min"):
-                    mins[k] = min(mins.get(k, math.inf), v)
-                else:
-                    sums[k] = sums.get(k, 0.0) + v * n_tok
-        return sums, maxes, mins, tokens, fused
+            merger.add(zip(names, arr.tolist()), n_tok)
+        return (*merger.parts(), fused)
 
     def _loss_acc_clear_if_split(self) -> None:
         # The split step and the accumulate-only graphs leave the loss sum in ``_loss_acc``;
@@ -668,9 +656,7 @@ class MindSporeBackend:
         sums, maxes, mins, tokens, fused = self._accumulate(kind, flags, shape, inputs, hyper)
         if self.world > 1:
             sums, maxes, mins, tokens = self._reduce_metrics(sums, maxes, mins, tokens)
-        out = {k: (v if k in SUM_METRICS else v / max(tokens, 1.0)) for k, v in sums.items()}
-        out.update(maxes)
-        out.update(mins)
+        out = finish(sums, maxes, mins, tokens)
         if fused is not None:                        # the update already ran in the graph
             grad_norm, finite = fused
             if finite:

@@ -20,12 +20,12 @@ import torch
 import torch.nn.functional as F
 
 from mindrl.backends.base import BACKENDS
+from mindrl.backends.metrics import MetricMerger, finish
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.models.tiny import check_model_dir, resolve_model_path
 from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-SUM_METRICS = ("loss", "pg_loss")     # partial sums over micro-batches and ranks (global norms)
 
 
 def _device(cfg) -> torch.device:
@@ -242,26 +242,12 @@ class TorchBackend:
         """``parts`` = [(TokenBatch, () -> (loss, metrics))]: accumulate, reduce, clip, step."""
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]
-        sums: Dict[str, float] = {}        # token-weighted sums (mean metrics) or plain sums
-        maxes: Dict[str, float] = {}
-        mins: Dict[str, float] = {}
-        tokens = 0.0
+        merger = MetricMerger()
         for tb, loss_fn in parts:
             loss, metrics = loss_fn()
             loss.backward()
-            n_tok = float(tb.response_mask.sum())
-            tokens += n_tok
-            metrics = {"loss": loss.detach(), **metrics}
-            for k, v in metrics.items():
-                v = float(v)
-                if k in SUM_METRICS:
-                    sums[k] = sums.get(k, 0.0) + v
-                elif k.endswith("_max"):
-                    maxes[k] = max(maxes.get(k, -math.inf), v)
-                elif k.endswith("_min"):
-                    mins[k] = min(mins.get(k, math.inf), v)
-                else:
-                    sums[k] = sums.get(k, 0.0) + v * n_tok
+            merger.add({"loss": loss.detach(), **metrics}.items(), float(tb.response_mask.sum()))
+        sums, maxes, mins, tokens = merger.parts()
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         if self.world > 1:
             self._all_reduce_grads(grads)
@@ -269,9 +255,7 @@ class TorchBackend:
         clip = self.cfg.train.grad_clip
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, clip if clip > 0 else math.inf)
         grad_norm = float(grad_norm)
-        out = {k: (v if k in SUM_METRICS else v / max(tokens, 1.0)) for k, v in sums.items()}
-        out.update(maxes)
-        out.update(mins)
+        out = finish(sums, maxes, mins, tokens)
         finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
         if finite:
             self.optimizer.step()
