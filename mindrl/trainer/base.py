@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import math
 import random
 import signal
@@ -342,3 +343,15 @@ class Trainer:
 
     def run_step(self) -> Dict[str, float]:  # pragma: no cover - defined by subclasses
         raise NotImplementedError
+
+
+def run_trainer(trainer_cls, cfg) -> Dict[str, float]:
+    """Build a trainer from a resolved config, run it to the end, always release its workers
+    and engine; returns the last step's metrics."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    trainer = trainer_cls(cfg)
+    try:
+        return trainer.fit()
+    finally:
+        trainer.close()

@@ -18,7 +18,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from mindrl.trainer.base import Trainer
+from mindrl.trainer.base import Trainer, run_trainer
 from mindrl.trainer.prompts import ListStream
 from mindrl.types import pad_token_batch
 
@@ -96,9 +96,5 @@ class PreferenceTrainer(Trainer):
 
 
 def train_preference(cfg) -> Dict[str, float]:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    trainer = PreferenceTrainer(cfg)
-    try:
-        return trainer.fit()
-    finally:
-        trainer.close()
+    """Run DPO / IPO / SimPO from a resolved config; returns the last step's metrics."""
+    return run_trainer(PreferenceTrainer, cfg)

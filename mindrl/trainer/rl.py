@@ -20,13 +20,13 @@ computes.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Dict, List, Tuple
 
 import numpy as np
 
-from mindrl.trainer.base import Scored, Trainer, group_all_equal, score_rollouts, stats
+from mindrl.trainer.base import (Scored, Trainer, group_all_equal, run_trainer, score_rollouts,
+                                 stats)
 from mindrl.types import LossNormalizers, Rollouts, TrainBatch, pad_token_batch
 
 log = logging.getLogger("mindrl.train")
@@ -228,10 +228,4 @@ class RLTrainer(Trainer):
 
 def train(cfg) -> Dict[str, float]:
     """Run RL training from a resolved config; returns the last step's metrics."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    trainer = RLTrainer(cfg)
-    try:
-        return trainer.fit()
-    finally:
-        trainer.close()
+    return run_trainer(RLTrainer, cfg)

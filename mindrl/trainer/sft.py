@@ -15,7 +15,7 @@ from typing import Dict
 
 import numpy as np
 
-from mindrl.trainer.base import Trainer
+from mindrl.trainer.base import Trainer, run_trainer
 from mindrl.types import LossNormalizers, pad_token_batch
 
 log = logging.getLogger("mindrl.sft")
@@ -55,9 +55,5 @@ class SFTTrainer(Trainer):
 
 
 def train_sft(cfg) -> Dict[str, float]:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    trainer = SFTTrainer(cfg)
-    try:
-        return trainer.fit()
-    finally:
-        trainer.close()
+    """Run SFT from a resolved config; returns the last step's metrics."""
+    return run_trainer(SFTTrainer, cfg)
