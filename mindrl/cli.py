@@ -53,6 +53,17 @@ def _pref(args: argparse.Namespace) -> int:
     return 0
 
 
+def _launch(args: argparse.Namespace) -> int:
+    from mindrl.distributed.launch import launch
+    from mindrl.distributed.ray_launch import LaunchError
+
+    try:
+        return launch(args.recipe, args.overrides, command=args.run)
+    except LaunchError as e:
+        print(f"mindrl: launch error: {e}", file=sys.stderr)
+        return 2
+
+
 def _demo(args: argparse.Namespace) -> int:
     from mindrl.trainer.demo import run_demo
 
@@ -110,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
         pp.add_argument("recipe", help="recipe file or name in yaml_configs/")
         pp.add_argument("overrides", nargs="*", help="dotted overrides")
         pp.set_defaults(func=_pref)
+
+    la = sub.add_parser("launch", help="start a recipe's workers as distributed.* asks: one "
+                        "process, torchrun, msrun, or a launcher per node on a Ray cluster")
+    la.add_argument("recipe", help="recipe file or name in yaml_configs/")
+    la.add_argument("overrides", nargs="*", help="dotted overrides, passed on to every worker")
+    la.add_argument("--run", default="train", choices=["train", "sft", "dpo", "simpo", "pref"],
+                    help="what each worker runs (default: train)")
+    la.set_defaults(func=_launch)
 
     de = sub.add_parser("demo", help="the CPU demo: tiny model, SFT warm-up, GRPO, accuracy table")
     de.add_argument("--backend", default="torch", choices=["torch", "mindspore"])

@@ -198,12 +198,23 @@ class LoggingConfig:
 @dataclass(frozen=True)
 class DistributedConfig:
     launcher: str = opt("none", "How workers are started: none (one process, or the backend's "
-                        "default launcher when nproc > 1), torchrun, msrun.",
-                        ["none", "torchrun", "msrun"])
-    nproc: int = opt(1, "Worker processes per node.")
-    nnodes: int = opt(1, "Number of nodes.")
-    master_addr: str = opt("127.0.0.1", "Rendezvous address.")
-    master_port: int = opt(29500, "Rendezvous port.")
+                        "launcher when nproc > 1 or nnodes > 1), torchrun, msrun, or ray (a Ray "
+                        "driver runs the backend's launcher on each of nnodes cluster nodes).",
+                        ["none", "torchrun", "msrun", "ray"])
+    nproc: int = opt(1, "Worker processes per node (one per accelerator).")
+    nnodes: int = opt(1, "Number of nodes (env NNODES overrides; NODE_RANK gives this node's "
+                      "rank for torchrun/msrun started on every node by hand or a scheduler).")
+    master_addr: str = opt("127.0.0.1", "Rendezvous address (env MASTER_ADDR overrides; Ray "
+                           "uses node 0's address).")
+    master_port: int = opt(29500, "Rendezvous port (env MASTER_PORT overrides; 0 with "
+                           "launcher=ray picks a free port on node 0).")
+    ray_address: str = opt("auto", "launcher=ray: the cluster to join: 'auto' (the one `ray "
+                           "start` made on this node), host:port, or 'local' (a one-machine Ray).")
+    ray_resource: str = opt("auto", "launcher=ray: accelerator resource each node bundle asks "
+                            "nproc of: auto (NPU on ascend, GPU on cuda, none on cpu), or a "
+                            "resource name ('' = CPU only).")
+    ray_placement_timeout_s: float = opt(120.0, "launcher=ray: give up (naming the cluster's "
+                                         "resources) when the nodes cannot be placed in time.")
 
 
 @dataclass(frozen=True)
@@ -288,6 +299,13 @@ class RunConfig:
             errors.append(f"reward.timeout={self.reward.timeout} must be > 0")
         if self.distributed.nproc < 1 or self.distributed.nnodes < 1:
             errors.append("distributed.nproc and distributed.nnodes must be >= 1")
+        d = self.distributed
+        if d.launcher == "msrun" and self.backend != "mindspore":
+            errors.append(f"distributed.launcher=msrun starts MindSpore workers and needs "
+                          f"backend=mindspore (got backend={self.backend}; torch uses torchrun)")
+        if not 0 <= d.master_port <= 65535 or (d.master_port == 0 and d.launcher != "ray"):
+            errors.append(f"distributed.master_port={d.master_port} must be a port in 1..65535 "
+                          "(0 = a free port on node 0, only with distributed.launcher=ray)")
         if self.checkpoint.keep_last < 1:
             errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
         if errors:

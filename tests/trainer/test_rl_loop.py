@@ -275,3 +275,58 @@ def test_msrun_two_workers_equal_one_process(tmp_path):
                       for p in sorted((tmp_path / "logs").glob("*.log")))
     assert res.returncode == 0, logs
     _compare_runs(one, two)
+
+
+@pytest.fixture
+def ray_two_nodes():
+    """A Ray cluster of two nodes (two raylets on this machine, 1 CPU each)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                             "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_two_nodes_equal_one_process(tmp_path, ray_two_nodes):
+    """launcher=ray: a torchrun per Ray node (nnodes=2, rendezvous on node 0's address, free port)
+    trains exactly like 1 process on the global batch; each node's output is kept in a log."""
+    env = _launch_env()
+    one, two = tmp_path / "one", tmp_path / "two"
+    base = BASE + DP
+    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
+    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}"])
+    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
+                   timeout=300, capture_output=True)
+    res = subprocess.run([sys.executable, "-m", "mindrl", "launch", str(r2),
+                          "distributed.launcher=ray", "distributed.nnodes=2",
+                          "distributed.master_port=0",
+                          f"distributed.ray_address={ray_two_nodes.address}"],
+                         env=env, timeout=400, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    _compare_runs(one, two)
+    logs = sorted((two / "launch_logs").glob("ray_node*.log"))
+    assert [p.name for p in logs] == ["ray_node0.log", "ray_node1.log"]
+    assert "--node_rank 1" in logs[1].read_text()
+
+
+@pytest.mark.slow
+def test_ray_reports_a_cluster_too_small_and_a_failing_node(tmp_path, ray_two_nodes):
+    env = _launch_env()
+    recipe = _write_recipe(tmp_path / "r.yaml", BASE + [f"logging.output_dir={tmp_path}"])
+    ray_args = ["distributed.launcher=ray", f"distributed.ray_address={ray_two_nodes.address}"]
+    res = subprocess.run([sys.executable, "-m", "mindrl", "launch", str(recipe), *ray_args,
+                          "distributed.nnodes=3", "distributed.ray_placement_timeout_s=3"],
+                         env=env, timeout=200, capture_output=True, text=True)
+    assert res.returncode != 0
+    assert "cannot place 3 node(s)" in res.stderr and "the cluster has 2 node(s)" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "mindrl", "launch", str(recipe), *ray_args,
+                          "distributed.nnodes=2", "model.path=/nonexistent/model"],
+                         env=env, timeout=300, capture_output=True, text=True)
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert "/nonexistent/model" in out and "exited with" in out

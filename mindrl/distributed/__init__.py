@@ -1,0 +1,1 @@
+"""Launching workers: torchrun / msrun per node, Ray across nodes (:mod:`.launch`)."""

@@ -1,0 +1,78 @@
+"""The launcher plan: which command each node runs, environment overrides, early config errors,
+and a Ray cluster that cannot hold the run failing with its resources named."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mindrl.config.loader import load_config
+from mindrl.config.schema import ConfigError
+from mindrl.distributed.launch import REPO, node_argv, plan_launch
+
+BIN = Path(sys.executable).parent
+
+
+def plan(overrides, env=None, command="train"):
+    cfg = load_config(None, overrides)
+    return plan_launch(cfg, "r.yaml", ["train.lr=1e-6"], command, env=env or {})
+
+
+def test_single_process_when_one_worker():
+    p = plan([])
+    assert p.launcher == "single"
+    assert node_argv(p, 0, p.master_addr, p.master_port) == [
+        sys.executable, "-m", "mindrl", "train", "r.yaml", "train.lr=1e-6"]
+
+
+def test_torchrun_flags_and_environment_overrides():
+    p = plan(["distributed.nproc=8", "distributed.nnodes=2", "distributed.master_addr=10.0.0.1"],
+             env={"NODE_RANK": "1", "MASTER_PORT": "6000"}, command="sft")
+    assert (p.launcher, p.node_rank, p.master_addr, p.master_port) == ("torchrun", 1, "10.0.0.1", 6000)
+    assert node_argv(p, p.node_rank, p.master_addr, p.master_port) == [
+        str(BIN / "torchrun"), "--nproc_per_node", "8", "--nnodes", "2", "--node_rank", "1",
+        "--master_addr", "10.0.0.1", "--master_port", "6000", "-m", "mindrl", "sft", "r.yaml",
+        "train.lr=1e-6"]
+
+
+def test_msrun_counts_all_workers_and_logs_per_node(monkeypatch):
+    monkeypatch.delenv("MSRUN_JOIN", raising=False)
+    p = plan(["backend=mindspore", "distributed.nproc=8", "logging.output_dir=/runs/x"],
+             env={"NNODES": "4", "NODE_RANK": "3", "MASTER_ADDR": "node0"})
+    assert (p.launcher, p.nnodes) == ("msrun", 4)
+    argv = node_argv(p, 3, "node0", 29500)
+    assert argv[:13] == [str(BIN / "msrun"), "--worker_num", "32", "--local_worker_num", "8",
+                         "--master_addr", "node0", "--master_port", "29500", "--node_rank", "3",
+                         "--log_dir", "/runs/x/launch_logs/node3"]
+    assert argv[13:] == ["--join", "True", str(REPO / "launch" / "train_entry.py"), "train",
+                         "r.yaml", "train.lr=1e-6"]
+
+
+def test_ray_runs_the_backend_launcher_on_each_node():
+    p = plan(["backend=mindspore", "device=ascend", "distributed.launcher=ray",
+              "distributed.nnodes=4", "distributed.nproc=8"])
+    assert (p.launcher, p.node_launcher) == ("ray", "msrun")
+    assert p.ray["resource"] == "NPU" and p.ray["address"] == "auto"
+    assert plan(["distributed.launcher=ray", "device=cuda"]).ray["resource"] == "GPU"
+    assert plan(["distributed.launcher=ray"]).ray["resource"] == ""
+    assert plan(["distributed.launcher=ray"]).node_launcher == "torchrun"
+
+
+@pytest.mark.parametrize("overrides, env, needle", [
+    (["distributed.launcher=msrun"], {}, "backend=mindspore"),
+    (["distributed.master_port=0"], {}, "distributed.master_port=0"),
+    (["distributed.nnodes=2"], {"NODE_RANK": "2"}, "NODE_RANK=2"),
+])
+def test_bad_launch_settings_are_named(overrides, env, needle):
+    with pytest.raises(ConfigError, match=needle):
+        plan(overrides, env=env)
+
+
+def test_launch_stops_on_a_bad_key_before_any_worker(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "mindrl", "launch", "grpo_tiny_demo",
+                          "distributed.nprocs=2"], capture_output=True, text=True, timeout=120,
+                         cwd=REPO)
+    assert res.returncode == 2
+    assert "distributed.nprocs" in res.stderr and "distributed.nproc" in res.stderr
+    assert "torchrun" not in res.stderr
