@@ -72,7 +72,8 @@ def build_backend(name: str, cfg, **kwargs) -> Backend:
     """Import the backend's module lazily (it registers itself) and construct it."""
     import importlib
 
-    module = {"torch": "mindrl.backends.torch", "mindspore": "mindrl.backends.mindspore"}
+    module = {"torch": "mindrl.backends.torch", "mindspore": "mindrl.backends.mindspore",
+              "mindformers": "mindrl.backends.mindformers.backend"}
     if name not in BACKENDS and name in module:
         importlib.import_module(module[name])
     return BACKENDS.get(name)(cfg, **kwargs)

@@ -228,8 +228,38 @@ class PreferenceConfig:
 
 
 @dataclass(frozen=True)
+class MindformersConfig:
+    tensor_parallel: int = opt(1, "backend=mindformers: tensor (model) parallel size; divides "
+                               "the attention and key/value heads and the vocabulary.")
+    pipeline_stages: int = opt(1, "backend=mindformers: pipeline stages.")
+    micro_batch_num: int = opt(1, "backend=mindformers: micro-batches per step (>= "
+                               "pipeline_stages keeps every stage busy).")
+    sequence_parallel: bool = opt(True, "backend=mindformers: shard norms/dropout activations "
+                                  "over the tensor-parallel group.")
+    vocab_emb_dp: bool = opt(False, "backend=mindformers: replicate the embedding over data "
+                             "parallel instead of sharding the vocabulary (no effect with "
+                             "pipeline_stages > 1).")
+    recompute: bool = opt(True, "backend=mindformers: recompute every layer's activations in "
+                          "backward.")
+    optimizer_shard: bool = opt(True, "backend=mindformers: shard AdamW state over data "
+                                "parallel (MindSpore parallel optimizer).")
+    use_flash_attention: bool = opt(True, "backend=mindformers: FlashAttentionScore kernel.")
+    seq_length: int = opt(0, "backend=mindformers: padded sequence length of the compiled "
+                          "graph (0 = data.max_prompt_len + rollout.max_new_tokens).")
+    stage_layer_offset: List[int] = opt([], "backend=mindformers: per-stage layer offsets "
+                                        "(mindformers 'offset'; [] = even split).")
+    rollout_tensor_parallel: int = opt(1, "backend=mindformers: devices per rollout group "
+                                       "(one vLLM tensor-parallel engine; its members get the "
+                                       "same prompts).")
+    extra_model_config: Dict[str, Any] = opt({}, "backend=mindformers: extra LlamaConfig "
+                                             "keys, applied last.")
+
+
+@dataclass(frozen=True)
 class RunConfig:
-    backend: str = opt("torch", "Training backend: torch or mindspore.", ["torch", "mindspore"])
+    backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
+                       "with tensor/pipeline parallelism through mindformers, Ascend only, "
+                       "untested here).", ["torch", "mindspore", "mindformers"])
     device: str = opt("cpu", "Device: cpu, cuda, ascend.", ["cpu", "cuda", "ascend"])
     model: ModelConfig = section(ModelConfig, "The policy model.")
     data: DataConfig = section(DataConfig, "Prompt data.")
@@ -242,6 +272,8 @@ class RunConfig:
     logging: LoggingConfig = section(LoggingConfig, "Metrics and plots.")
     distributed: DistributedConfig = section(DistributedConfig, "Multi-process launch.")
     preference: PreferenceConfig = section(PreferenceConfig, "DPO / SimPO options.")
+    mindformers: MindformersConfig = section(MindformersConfig, "backend=mindformers: "
+                                             "tensor/pipeline parallel layout.")
 
     def check(self) -> None:
         """Cross-field checks; raises :class:`ConfigError` naming the keys involved."""
@@ -300,9 +332,17 @@ class RunConfig:
         if self.distributed.nproc < 1 or self.distributed.nnodes < 1:
             errors.append("distributed.nproc and distributed.nnodes must be >= 1")
         d = self.distributed
-        if d.launcher == "msrun" and self.backend != "mindspore":
-            errors.append(f"distributed.launcher=msrun starts MindSpore workers and needs "
-                          f"backend=mindspore (got backend={self.backend}; torch uses torchrun)")
+        if d.launcher == "msrun" and self.backend == "torch":
+            errors.append("distributed.launcher=msrun starts MindSpore workers and needs "
+                          "backend=mindspore or mindformers (torch uses torchrun)")
+        if self.backend == "mindformers":
+            if self.device != "ascend":
+                errors.append(f"backend=mindformers runs on Ascend only (device={self.device}); "
+                              "its fused kernels have no CPU/GPU versions here. On CPU use "
+                              "backend=mindspore")
+            if r.engine != "vllm":
+                errors.append("backend=mindformers has no native sampler: set "
+                              "rollout.engine=vllm (vllm-ascend / vllm-mindspore)")
         if not 0 <= d.master_port <= 65535 or (d.master_port == 0 and d.launcher != "ray"):
             errors.append(f"distributed.master_port={d.master_port} must be a port in 1..65535 "
                           "(0 = a free port on node 0, only with distributed.launcher=ray)")

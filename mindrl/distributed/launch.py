@@ -64,7 +64,7 @@ def plan_launch(cfg, recipe: str, overrides: Sequence[str], command: str = "trai
     if not 0 <= node_rank < nnodes:
         raise ConfigError(f"NODE_RANK={node_rank} is outside 0..{nnodes - 1} "
                           f"(distributed.nnodes / NNODES = {nnodes})")
-    native = "msrun" if cfg.backend == "mindspore" else "torchrun"
+    native = "torchrun" if cfg.backend == "torch" else "msrun"
     launcher = d.launcher
     if launcher == "none":
         launcher = "single" if d.nproc == 1 and nnodes == 1 else native

@@ -31,7 +31,7 @@ PLUGINS = {
 def choose_plugin(cfg) -> str:
     plugin = cfg.rollout.ascend_plugin
     if plugin == "auto":
-        plugin = "vllm-mindspore" if cfg.backend == "mindspore" else "vllm-ascend"
+        plugin = "vllm-mindspore" if cfg.backend in ("mindspore", "mindformers") else "vllm-ascend"
     if plugin not in PLUGINS:
         raise ValueError(f"rollout.ascend_plugin='{plugin}'; valid: auto, "
                          + ", ".join(PLUGINS))

@@ -133,7 +133,7 @@ class Trainer:
         self.scorer = build_scorer(cfg.reward)
         self.backend = build_backend(cfg.backend, cfg, with_reference=self.needs_reference())
         self.rank, self.world = self.backend.rank, self.backend.world_size
-        self.is_main = self.rank == 0
+        self.is_main = bool(getattr(self.backend, "is_main", self.rank == 0))
         if cfg.train.prompts_per_step % self.world:
             raise ValueError(f"train.prompts_per_step={cfg.train.prompts_per_step} must be a "
                              f"multiple of the number of ranks ({self.world})")
@@ -247,6 +247,9 @@ class Trainer:
     def save(self) -> Path:
         from mindrl.trainer.checkpoint import save_checkpoint
 
+        stage = getattr(self.backend, "stage_checkpoint", None)
+        if stage is not None:           # sharded backends gather on every rank first
+            stage()
         path = save_checkpoint(self.run_dir / "checkpoints", self.step, self.backend,
                                self.trainer_state(), self.cfg.checkpoint.keep_last,
                                is_main=self.is_main,

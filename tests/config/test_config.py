@@ -80,7 +80,7 @@ def test_wrong_type_names_key_value_and_expected_type():
 
 
 def test_choices_are_enforced():
-    with pytest.raises(ConfigError, match=r"backend='jax'.*must be one of \['torch', 'mindspore'\]"):
+    with pytest.raises(ConfigError, match=r"backend='jax'.*must be one of \['torch', 'mindspore', 'mindformers'\]"):
         load_config(None, ["backend=jax"])
 
 

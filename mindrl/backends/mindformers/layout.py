@@ -1,0 +1,216 @@
+"""The pure part of the mindformers adapter: names, model config, parallel layout, packing.
+
+Nothing here imports mindspore or mindformers, so all of it is tested on any machine
+(``tests/backends/mindformers``). The facts it encodes were read from the mindformers 2.0.0
+wheel (the release that pairs with MindSpore 2.10):
+
+* Qwen2/Qwen2.5 train through the legacy ``LlamaForCausalLM`` with ``qkv_has_bias=True``
+  (mindformers' own Qwen2.5 fine-tune recipes do; its ``Qwen2ForCausalLM`` raises in train mode).
+* With ``qkv_concat=False`` every parameter is one Hugging Face tensor under another name
+  (``LlamaForCausalLM.convert_name``); both layouts store linear weights ``[out, in]`` like HF,
+  so conversion is a rename, never a transpose or a fused split.
+* The model is causal with no padding mask in training: sequences must be right-padded (real
+  tokens first), which :func:`pack_right` does for mindrl's left-padded prompts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Mapping, Tuple
+
+import numpy as np
+
+# (HF regex, mindformers replacement); applied to names that start with "model." or "lm_head."
+_HF_TO_MF: List[Tuple[str, str]] = [
+    (r"^model\.embed_tokens\.weight$", "model.tok_embeddings.embedding_weight"),
+    (r"^model\.layers\.(\d+)\.self_attn\.q_proj\.(weight|bias)$", r"model.layers.\1.attention.wq.\2"),
+    (r"^model\.layers\.(\d+)\.self_attn\.k_proj\.(weight|bias)$", r"model.layers.\1.attention.wk.\2"),
+    (r"^model\.layers\.(\d+)\.self_attn\.v_proj\.(weight|bias)$", r"model.layers.\1.attention.wv.\2"),
+    (r"^model\.layers\.(\d+)\.self_attn\.o_proj\.weight$", r"model.layers.\1.attention.wo.weight"),
+    (r"^model\.layers\.(\d+)\.mlp\.gate_proj\.weight$", r"model.layers.\1.feed_forward.w1.weight"),
+    (r"^model\.layers\.(\d+)\.mlp\.down_proj\.weight$", r"model.layers.\1.feed_forward.w2.weight"),
+    (r"^model\.layers\.(\d+)\.mlp\.up_proj\.weight$", r"model.layers.\1.feed_forward.w3.weight"),
+    (r"^model\.layers\.(\d+)\.input_layernorm\.weight$", r"model.layers.\1.attention_norm.weight"),
+    (r"^model\.layers\.(\d+)\.post_attention_layernorm\.weight$", r"model.layers.\1.ffn_norm.weight"),
+    (r"^model\.norm\.weight$", "model.norm_out.weight"),
+    (r"^lm_head\.weight$", "lm_head.weight"),
+]
+_MF_TO_HF: List[Tuple[str, str]] = [
+    (r"^model\.tok_embeddings\.embedding_weight$", "model.embed_tokens.weight"),
+    (r"^model\.layers\.(\d+)\.attention\.wq\.(weight|bias)$", r"model.layers.\1.self_attn.q_proj.\2"),
+    (r"^model\.layers\.(\d+)\.attention\.wk\.(weight|bias)$", r"model.layers.\1.self_attn.k_proj.\2"),
+    (r"^model\.layers\.(\d+)\.attention\.wv\.(weight|bias)$", r"model.layers.\1.self_attn.v_proj.\2"),
+    (r"^model\.layers\.(\d+)\.attention\.wo\.weight$", r"model.layers.\1.self_attn.o_proj.weight"),
+    (r"^model\.layers\.(\d+)\.feed_forward\.w1\.weight$", r"model.layers.\1.mlp.gate_proj.weight"),
+    (r"^model\.layers\.(\d+)\.feed_forward\.w2\.weight$", r"model.layers.\1.mlp.down_proj.weight"),
+    (r"^model\.layers\.(\d+)\.feed_forward\.w3\.weight$", r"model.layers.\1.mlp.up_proj.weight"),
+    (r"^model\.layers\.(\d+)\.attention_norm\.weight$", r"model.layers.\1.input_layernorm.weight"),
+    (r"^model\.layers\.(\d+)\.ffn_norm\.weight$", r"model.layers.\1.post_attention_layernorm.weight"),
+    (r"^model\.norm_out\.weight$", "model.norm.weight"),
+    (r"^lm_head\.weight$", "lm_head.weight"),
+]
+
+
+def _rename(name: str, rules: List[Tuple[str, str]], what: str) -> str:
+    for pattern, repl in rules:
+        new, n = re.subn(pattern, repl, name)
+        if n:
+            return new
+    raise KeyError(f"{what} parameter {name!r} has no counterpart in the mindformers Qwen2 "
+                   "(LlamaForCausalLM, qkv_concat=False) layout")
+
+
+def hf_to_mf(name: str) -> str:
+    """Hugging Face Qwen2 parameter name -> mindformers ``LlamaForCausalLM`` name."""
+    return _rename(name, _HF_TO_MF, "Hugging Face")
+
+
+def mf_to_hf(name: str) -> str:
+    """mindformers ``LlamaForCausalLM`` parameter name -> Hugging Face Qwen2 name."""
+    return _rename(name, _MF_TO_HF, "mindformers")
+
+
+def to_hf(named: Iterable[Tuple[str, np.ndarray]], tied: bool) -> Iterator[Tuple[str, np.ndarray]]:
+    """mindformers (name, array) pairs as HF pairs; a tied model has no separate lm_head, so it
+    is yielded as the embedding (what ``state_dict()`` of a tied HF model shows)."""
+    for name, arr in named:
+        hf = mf_to_hf(name)
+        if tied and hf == "lm_head.weight":
+            continue
+        yield hf, arr
+        if tied and hf == "model.embed_tokens.weight":
+            yield "lm_head.weight", arr
+
+
+# ---------------------------------------------------------------------------- parallel layout
+@dataclass(frozen=True)
+class ParallelLayout:
+    """How ``world`` devices split one training step: dp x tp x pp; rollout blocks of ``k``."""
+
+    world: int
+    dp: int
+    tp: int
+    pp: int
+    micro_batches: int
+    rollout_tp: int
+
+    @property
+    def blocks(self) -> int:
+        """Rollout data-parallel groups (each a vLLM tensor-parallel group of rollout_tp ranks)."""
+        return self.world // self.rollout_tp
+
+
+def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_batches: int,
+                    rollout_tp: int, global_rollouts: int) -> ParallelLayout:
+    """Check that the model and the batch split as asked; errors name the config keys."""
+    from mindrl.config.schema import ConfigError
+
+    errors = []
+    heads = int(hf_config.get("num_attention_heads", 0))
+    kv = int(hf_config.get("num_key_value_heads", heads))
+    layers = int(hf_config.get("num_hidden_layers", 0))
+    vocab = int(hf_config.get("vocab_size", 0))
+    if tp < 1 or pp < 1 or micro_batches < 1 or rollout_tp < 1:
+        errors.append("mindformers.tensor_parallel, pipeline_stages, micro_batch_num and "
+                      "rollout_tensor_parallel must be >= 1")
+    elif world % (tp * pp):
+        errors.append(f"{world} devices (distributed.nproc x nnodes) are not a multiple of "
+                      f"mindformers.tensor_parallel x pipeline_stages = {tp} x {pp}")
+    else:
+        if heads % tp or kv % tp:
+            errors.append(f"mindformers.tensor_parallel={tp} must divide the attention heads "
+                          f"({heads}) and the key/value heads ({kv}) of the model")
+        if vocab % tp:
+            errors.append(f"mindformers.tensor_parallel={tp} does not divide vocab_size={vocab} "
+                          "(the output layer would not be sharded)")
+        if layers < pp:
+            errors.append(f"mindformers.pipeline_stages={pp} exceeds the model's {layers} layers")
+        if pp > 1 and micro_batches < pp:
+            errors.append(f"mindformers.micro_batch_num={micro_batches} < pipeline_stages={pp} "
+                          "leaves pipeline stages idle; use at least one micro-batch per stage")
+        if world % rollout_tp:
+            errors.append(f"mindformers.rollout_tensor_parallel={rollout_tp} must divide the "
+                          f"{world} devices")
+        dp = world // (tp * pp)
+        if global_rollouts % (dp * micro_batches):
+            errors.append(f"train.prompts_per_step x rollout.n = {global_rollouts} rollouts per "
+                          f"step must split into data_parallel ({dp}) x "
+                          f"mindformers.micro_batch_num ({micro_batches}) equal parts")
+    if errors:
+        raise ConfigError("mindformers layout:\n  - " + "\n  - ".join(errors))
+    return ParallelLayout(world=world, dp=world // (tp * pp), tp=tp, pp=pp,
+                          micro_batches=micro_batches, rollout_tp=rollout_tp)
+
+
+def llama_config_kwargs(hf_config: Mapping, mf, layout: ParallelLayout, *, dtype: str,
+                        seq_length: int) -> Dict:
+    """Keyword arguments of mindformers ``LlamaConfig`` for a Qwen2/Qwen2.5 ``config.json``.
+
+    ``mf`` is the recipe's ``mindformers`` section. Compute in ``dtype`` (bf16 on Ascend),
+    parameters and norms in float32 (mindformers' Qwen2.5 recipes), q/k/v bias on, no fused
+    q/k/v so names map one to one. ``mf.extra_model_config`` is applied last (expert knobs).
+    """
+    heads = int(hf_config["num_attention_heads"])
+    recompute = {"recompute": bool(mf.recompute), "select_recompute": False,
+                 "parallel_optimizer_comm_recompute": False, "mp_comm_recompute": True,
+                 "recompute_slice_activation": True}
+    kwargs = dict(
+        batch_size=1, seq_length=int(seq_length),
+        hidden_size=int(hf_config["hidden_size"]), num_layers=int(hf_config["num_hidden_layers"]),
+        num_heads=heads, n_kv_heads=int(hf_config.get("num_key_value_heads", heads)),
+        intermediate_size=int(hf_config["intermediate_size"]),
+        vocab_size=int(hf_config["vocab_size"]),
+        max_position_embedding=int(hf_config.get("max_position_embeddings", seq_length)),
+        rms_norm_eps=float(hf_config.get("rms_norm_eps", 1e-6)),
+        theta=float(hf_config.get("rope_theta", 10000.0)),
+        tie_word_embeddings=bool(hf_config.get("tie_word_embeddings", False)),
+        pad_token_id=int(hf_config.get("pad_token_id") or 0),
+        bos_token_id=int(hf_config.get("bos_token_id") or 0),
+        eos_token_id=int(hf_config.get("eos_token_id") or 0),
+        compute_dtype=dtype, layernorm_compute_type="float32", softmax_compute_type="float32",
+        rotary_dtype="float32", param_init_type="float32",
+        qkv_has_bias=True, qkv_concat=False, use_past=False,
+        use_flash_attention=bool(mf.use_flash_attention), fused_rms_norm=True,
+        offset=list(mf.stage_layer_offset) if mf.stage_layer_offset else 0,
+        parallel_config=dict(
+            data_parallel=layout.dp, model_parallel=layout.tp, pipeline_stage=layout.pp,
+            micro_batch_num=layout.micro_batches, use_seq_parallel=bool(mf.sequence_parallel),
+            vocab_emb_dp=bool(mf.vocab_emb_dp) and layout.pp == 1,
+            gradient_aggregation_group=4, recompute=recompute),
+    )
+    kwargs.update(dict(mf.extra_model_config))
+    return kwargs
+
+
+# ---------------------------------------------------------------------------- packing
+def pack_right(input_ids: np.ndarray, attention_mask: np.ndarray, prompt_len: int,
+               seq_length: int, pad_id: int) -> Tuple[np.ndarray, np.ndarray]:
+    """A :class:`mindrl.types.TokenBatch` layout (prompts left-padded to ``prompt_len``,
+    responses right-padded) -> right-padded sequences for a causal model without a padding mask,
+    and where each response token's log-prob sits.
+
+    Returns ``ids`` (B, seq_length + 1) int32 (the model reads ``ids[:, :-1]`` and predicts
+    ``ids[:, 1:]``) and ``gather`` (B, T) int32: the log-prob of response token j of row b is
+    ``logp[b, gather[b, j]]`` where ``logp[b, t] = log p(ids[b, t + 1] | ids[b, :t + 1])``.
+    Padding response slots point at position 0 (their response mask is 0).
+    """
+    B, total_len = input_ids.shape
+    T = total_len - prompt_len
+    att = attention_mask.astype(bool)
+    ids = np.full((B, seq_length + 1), pad_id, dtype=np.int32)
+    gather = np.zeros((B, T), dtype=np.int32)
+    for b in range(B):
+        prompt = input_ids[b, :prompt_len][att[b, :prompt_len]]
+        response = input_ids[b, prompt_len:][att[b, prompt_len:]]
+        n = len(prompt) + len(response)
+        if n > seq_length + 1:
+            raise ValueError(f"row {b}: {len(prompt)} prompt + {len(response)} response tokens "
+                             f"exceed mindformers.seq_length + 1 = {seq_length + 1}")
+        if len(prompt) == 0:
+            raise ValueError(f"row {b} has an empty prompt; the first response token would "
+                             "have no prefix to condition on")
+        ids[b, :len(prompt)] = prompt
+        ids[b, len(prompt):n] = response
+        gather[b, :len(response)] = np.arange(len(prompt) - 1, n - 1)
+    return ids, gather
