@@ -343,6 +343,16 @@ class RunConfig:
             if r.engine != "vllm":
                 errors.append("backend=mindformers has no native sampler: set "
                               "rollout.engine=vllm (vllm-ascend / vllm-mindspore)")
+            from mindrl.backends.mindformers.layout import parallel_layout
+
+            m = self.mindformers
+            try:
+                parallel_layout(d.nproc * d.nnodes, {}, tp=m.tensor_parallel,
+                                pp=m.pipeline_stages, micro_batches=m.micro_batch_num,
+                                rollout_tp=m.rollout_tensor_parallel,
+                                global_rollouts=t.mini_batch_size or batch)
+            except ConfigError as e:
+                errors.extend(str(e).split("\n  - ")[1:])
         if not 0 <= d.master_port <= 65535 or (d.master_port == 0 and d.launcher != "ray"):
             errors.append(f"distributed.master_port={d.master_port} must be a port in 1..65535 "
                           "(0 = a free port on node 0, only with distributed.launcher=ray)")

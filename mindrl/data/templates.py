@@ -13,6 +13,9 @@ up to 28 points on GSM8K (64.4 vs 92.6) by evaluating under a different template
                      an <answer> tag; the assistant turn is opened with "<think>".
 ``none``             the raw problem, nothing added.
 ``model``            the tokenizer's own ``apply_chat_template`` (needs ``tokenizer``).
+``model-boxed``      the tokenizer's own template with the boxed instruction after the problem
+                     (DeepSeek-R1-Distill's recommended prompt: no system message, the
+                     instruction in the user turn).
 
 ``system_prompt`` (non-empty) replaces the template's system message (for ``r1-think`` it
 replaces the preamble).
@@ -90,6 +93,12 @@ def _model(problem: str, system_prompt: str = "", tokenizer=None) -> str:
     messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + \
         [{"role": "user", "content": problem}]
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+@_register("model-boxed", "the tokenizer's own chat template, the boxed instruction after the "
+           "problem (DeepSeek-R1-Distill usage)", needs_tokenizer=True)
+def _model_boxed(problem: str, system_prompt: str = "", tokenizer=None) -> str:
+    return _model(f"{problem}\n{BOXED_INSTRUCTION}", system_prompt, tokenizer)
 
 
 def render_prompt(problem: str, template: str, tokenizer=None, system_prompt: str = "") -> str:

@@ -40,6 +40,9 @@ def test_model_template_uses_tokenizer():
     assert render_prompt("Q", "model", _Tok(), system_prompt="S") == "system:S|user:Q|assistant:"
     with pytest.raises(ValueError, match="needs a tokenizer"):
         render_prompt("Q", "model")
+    assert render_prompt("Q", "model-boxed", _Tok()) == (
+        "user:Q\nPlease reason step by step, and put your final answer within \\boxed{}."
+        "|assistant:")
 
 
 def test_model_template_on_tiny_tokenizer(tiny_model_dir):

@@ -165,7 +165,7 @@ class MindformersBackend:
         self.layout = parallel_layout(
             self.devices, self.hf_config, tp=mf.tensor_parallel, pp=mf.pipeline_stages,
             micro_batches=mf.micro_batch_num, rollout_tp=mf.rollout_tensor_parallel,
-            global_rollouts=cfg.train.prompts_per_step * cfg.rollout.n)
+            global_rollouts=cfg.train.mini_batch_size or cfg.train.prompts_per_step * cfg.rollout.n)
         k = self.layout.rollout_tp
         self.rank, self.world = self.global_rank // k, self.devices // k
         self.is_main = self.global_rank == 0

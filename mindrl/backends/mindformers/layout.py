@@ -103,7 +103,9 @@ class ParallelLayout:
 
 def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_batches: int,
                     rollout_tp: int, global_rollouts: int) -> ParallelLayout:
-    """Check that the model and the batch split as asked; errors name the config keys."""
+    """Check that the model and the batch split as asked; errors name the config keys.
+    ``hf_config`` may be empty (config-load time, before the model directory is read): then
+    only the device and batch arithmetic is checked."""
     from mindrl.config.schema import ConfigError
 
     errors = []
@@ -121,10 +123,10 @@ def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_b
         if heads % tp or kv % tp:
             errors.append(f"mindformers.tensor_parallel={tp} must divide the attention heads "
                           f"({heads}) and the key/value heads ({kv}) of the model")
-        if vocab % tp:
+        if vocab and vocab % tp:
             errors.append(f"mindformers.tensor_parallel={tp} does not divide vocab_size={vocab} "
                           "(the output layer would not be sharded)")
-        if layers < pp:
+        if layers and layers < pp:
             errors.append(f"mindformers.pipeline_stages={pp} exceeds the model's {layers} layers")
         if pp > 1 and micro_batches < pp:
             errors.append(f"mindformers.micro_batch_num={micro_batches} < pipeline_stages={pp} "
@@ -134,9 +136,10 @@ def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_b
                           f"{world} devices")
         dp = world // (tp * pp)
         if global_rollouts % (dp * micro_batches):
-            errors.append(f"train.prompts_per_step x rollout.n = {global_rollouts} rollouts per "
-                          f"step must split into data_parallel ({dp}) x "
-                          f"mindformers.micro_batch_num ({micro_batches}) equal parts")
+            errors.append(f"{global_rollouts} rollouts per optimizer step (train.mini_batch_size, "
+                          "or train.prompts_per_step x rollout.n) must split into "
+                          f"data_parallel ({dp}) x mindformers.micro_batch_num ({micro_batches}) "
+                          "equal parts")
     if errors:
         raise ConfigError("mindformers layout:\n  - " + "\n  - ".join(errors))
     return ParallelLayout(world=world, dp=world // (tp * pp), tp=tp, pp=pp,
