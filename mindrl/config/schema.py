@@ -78,6 +78,9 @@ class RolloutConfig:
                                 "on how prompts are split across ranks (reproducible data-parallel "
                                 "runs; slower on small models).")
     gpu_memory_utilization: float = opt(0.5, "vLLM: fraction of accelerator memory to use.")
+    tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
+                                    "external_launcher SPMD mode; the group's ranks get the same "
+                                    "prompts). > 1 needs backend=mindformers.")
     ascend_plugin: str = opt("auto", "vLLM platform plugin on Ascend (device=ascend): "
                              "vllm-ascend, vllm-mindspore, or auto (by backend). Untested on "
                              "hardware.", ["auto", "vllm-ascend", "vllm-mindspore"])
@@ -248,9 +251,6 @@ class MindformersConfig:
                           "graph (0 = data.max_prompt_len + rollout.max_new_tokens).")
     stage_layer_offset: List[int] = opt([], "backend=mindformers: per-stage layer offsets "
                                         "(mindformers 'offset'; [] = even split).")
-    rollout_tensor_parallel: int = opt(1, "backend=mindformers: devices per rollout group "
-                                       "(one vLLM tensor-parallel engine; its members get the "
-                                       "same prompts).")
     extra_model_config: Dict[str, Any] = opt({}, "backend=mindformers: extra LlamaConfig "
                                              "keys, applied last.")
 
@@ -335,6 +335,10 @@ class RunConfig:
         if d.launcher == "msrun" and self.backend == "torch":
             errors.append("distributed.launcher=msrun starts MindSpore workers and needs "
                           "backend=mindspore or mindformers (torch uses torchrun)")
+        if r.tensor_parallel_size > 1 and self.backend != "mindformers":
+            errors.append(f"rollout.tensor_parallel_size={r.tensor_parallel_size} needs "
+                          "backend=mindformers (the torch and mindspore backends run one engine "
+                          "per rank)")
         if self.backend == "mindformers":
             if self.device != "ascend":
                 errors.append(f"backend=mindformers runs on Ascend only (device={self.device}); "
@@ -349,7 +353,7 @@ class RunConfig:
             try:
                 parallel_layout(d.nproc * d.nnodes, {}, tp=m.tensor_parallel,
                                 pp=m.pipeline_stages, micro_batches=m.micro_batch_num,
-                                rollout_tp=m.rollout_tensor_parallel,
+                                rollout_tp=r.tensor_parallel_size,
                                 global_rollouts=t.mini_batch_size or batch)
             except ConfigError as e:
                 errors.extend(str(e).split("\n  - ")[1:])

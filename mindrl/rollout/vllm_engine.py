@@ -89,6 +89,10 @@ class VLLMEngine:
             max_model_len=min(limit, want), logprobs_mode="processed_logprobs",
             enable_prefix_caching=enable_prefix_caching,
             gpu_memory_utilization=cfg.rollout.gpu_memory_utilization)
+        tp = int(getattr(cfg.rollout, "tensor_parallel_size", 1) or 1)
+        if tp > 1:      # untested here: one engine spans tp ranks of this SPMD job (torchrun /
+            #             msrun env), each rank of the group submits the same prompts
+            kwargs.update(tensor_parallel_size=tp, distributed_executor_backend="external_launcher")
         if cfg.device == "cpu":
             kwargs.update(enforce_eager=True)
             if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):

@@ -21,7 +21,7 @@ mindformers 2.0.0 wheel and the MindSpore 2.10 sources:
 
 How it meets the trainer. The trainer splits prompts over ``backend.world_size`` ranks and
 gathers batch statistics with ``backend.all_gather``. Here that "rank" is a rollout group of
-``mindformers.rollout_tensor_parallel`` devices (one vLLM tensor-parallel group; every member
+``rollout.tensor_parallel_size`` devices (one vLLM tensor-parallel group; every member
 gets the same prompts and returns the same rollouts), and the collectives read one member per
 group. ``train_step`` and ``logprobs`` gather the groups' micro-batches into the global batch,
 which every device feeds to the parallel graph (``full_batch=True``); MindSpore splits it over
@@ -164,7 +164,7 @@ class MindformersBackend:
         self.hf_config = json.loads((Path(self.model_path) / "config.json").read_text())
         self.layout = parallel_layout(
             self.devices, self.hf_config, tp=mf.tensor_parallel, pp=mf.pipeline_stages,
-            micro_batches=mf.micro_batch_num, rollout_tp=mf.rollout_tensor_parallel,
+            micro_batches=mf.micro_batch_num, rollout_tp=cfg.rollout.tensor_parallel_size,
             global_rollouts=cfg.train.mini_batch_size or cfg.train.prompts_per_step * cfg.rollout.n)
         k = self.layout.rollout_tp
         self.rank, self.world = self.global_rank // k, self.devices // k

@@ -115,7 +115,7 @@ def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_b
     vocab = int(hf_config.get("vocab_size", 0))
     if tp < 1 or pp < 1 or micro_batches < 1 or rollout_tp < 1:
         errors.append("mindformers.tensor_parallel, pipeline_stages, micro_batch_num and "
-                      "rollout_tensor_parallel must be >= 1")
+                      "rollout.tensor_parallel_size must be >= 1")
     elif world % (tp * pp):
         errors.append(f"{world} devices (distributed.nproc x nnodes) are not a multiple of "
                       f"mindformers.tensor_parallel x pipeline_stages = {tp} x {pp}")
@@ -132,7 +132,7 @@ def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_b
             errors.append(f"mindformers.micro_batch_num={micro_batches} < pipeline_stages={pp} "
                           "leaves pipeline stages idle; use at least one micro-batch per stage")
         if world % rollout_tp:
-            errors.append(f"mindformers.rollout_tensor_parallel={rollout_tp} must divide the "
+            errors.append(f"rollout.tensor_parallel_size={rollout_tp} must divide the "
                           f"{world} devices")
         dp = world // (tp * pp)
         if global_rollouts % (dp * micro_batches):

@@ -98,7 +98,7 @@ def test_layout_of_the_32b_recipe_and_its_errors():
         (dict(tp=8, pp=4, micro_batches=2, rollout_tp=8), 32, "micro_batch_num=2 < pipeline_stages=4"),
         (dict(tp=8, pp=80, micro_batches=80, rollout_tp=8), 640, "exceeds the model's 64 layers"),
         (dict(tp=8, pp=1, micro_batches=3, rollout_tp=8), 16, "equal parts"),
-        (dict(tp=8, pp=1, micro_batches=1, rollout_tp=3), 16, "rollout_tensor_parallel=3"),
+        (dict(tp=8, pp=1, micro_batches=1, rollout_tp=3), 16, "rollout.tensor_parallel_size=3"),
     ]
     for kw, world, needle in bad:
         with pytest.raises(ConfigError, match=needle):
