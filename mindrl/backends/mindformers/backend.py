@@ -87,8 +87,9 @@ def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: b
     dp, mp = layout.dp, layout.tp
 
     class TokenLogProbs(nn.Cell):
-        """log softmax(lm_head(h) / T) at the next token, vocab-parallel: max, sum-exp and the
-        target logit are reductions over the vocab axis that stays sharded over ``mp``."""
+        """log softmax(lm_head(h) / T) at the next token, vocabulary-parallel: logits are
+        flattened to (B*S, V) with V sharded over ``mp`` (the layout of mindformers'
+        CrossEntropyLoss), and max, sum-exp and the target logit are reductions over it."""
 
         def __init__(self, model):
             super().__init__(auto_prefix=False)
@@ -96,30 +97,31 @@ def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: b
             self.lm_head = model.lm_head
             self.scale = ms.Tensor(np.float32(inv_temp))
             self.cast = ops.Cast()
-            self.mul = ops.Mul().shard(((dp, 1, mp), ()))
-            self.max = ops.ReduceMax(keep_dims=True).shard(((dp, 1, mp),))
-            self.sub = ops.Sub().shard(((dp, 1, mp), (dp, 1, 1)))
-            self.exp = ops.Exp().shard(((dp, 1, mp),))
-            self.sum = ops.ReduceSum(keep_dims=True).shard(((dp, 1, mp),))
-            self.onehot = ops.OneHot(-1).shard(((dp, 1, mp), (), ()))
-            self.pick = ops.Mul().shard(((dp, 1, mp), (dp, 1, mp)))
-            self.sum2 = ops.ReduceSum(keep_dims=False).shard(((dp, 1, mp),))
+            self.reshape = ops.Reshape()
+            self.mul = ops.Mul().shard(((dp, mp), ()))
+            self.max = ops.ReduceMax(keep_dims=True).shard(((dp, mp),))
+            self.sub = ops.Sub().shard(((dp, mp), (dp, 1)))
+            self.exp = ops.Exp().shard(((dp, mp),))
+            self.sum = ops.ReduceSum(keep_dims=False).shard(((dp, mp),))
+            self.onehot = ops.OneHot(-1).shard(((dp, mp), (), ()))
+            self.pick = ops.Mul().shard(((dp, mp), (dp, mp)))
+            self.pick_sum = ops.ReduceSum(keep_dims=False).shard(((dp, mp),))
             self.gather = ops.GatherD().shard(((dp, 1), (dp, 1)))
             self.on = ms.Tensor(1.0, ms.float32)
             self.off = ms.Tensor(0.0, ms.float32)
 
         def construct(self, ids, positions):
             tokens = ids[:, :-1]
-            targets = ids[:, 1:]
+            B, S = tokens.shape
+            targets = self.reshape(ids[:, 1:], (-1,))
             hidden = self.backbone(tokens)
-            logits = self.mul(self.cast(self.lm_head(hidden), ms.float32), self.scale)
-            top = ops.stop_gradient(self.max(logits, -1))
-            shifted = self.sub(logits, top)
-            lse = ops.log(self.sum(self.exp(shifted), -1)).squeeze(-1)          # (B, S)
-            vocab = logits.shape[-1]
-            hit = self.onehot(targets, vocab, self.on, self.off)
-            token = self.sum2(self.pick(shifted, hit), -1)                       # (B, S)
-            return self.gather(token - lse, 1, positions)                        # (B, T)
+            logits = self.cast(self.lm_head(hidden), ms.float32)
+            logits = self.mul(self.reshape(logits, (B * S, -1)), self.scale)      # (B*S, V)
+            shifted = self.sub(logits, ops.stop_gradient(self.max(logits, -1)))
+            lse = ops.log(self.sum(self.exp(shifted), -1))                         # (B*S,)
+            hit = self.onehot(targets, logits.shape[-1], self.on, self.off)
+            token = self.pick_sum(self.pick(shifted, hit), -1)                     # (B*S,)
+            return self.gather(self.reshape(token - lse, (B, S)), 1, positions)    # (B, T)
 
     class RLLoss(nn.Cell):
         """Scalar RL loss of one (micro-)batch, already divided by the global normaliser."""
@@ -172,6 +174,8 @@ class MindformersBackend:
         self.seq_length = mf.seq_length or (cfg.data.max_prompt_len + cfg.rollout.max_new_tokens)
         self.work_dir = Path(cfg.logging.output_dir) / "mindformers"
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.work_dir / "strategy").mkdir(parents=True, exist_ok=True)
+        # every compile rewrites this file; each graph's copy is kept (see _compile)
         self.strategy_file = str(self.work_dir / "strategy" / f"rank_{self.global_rank}.ckpt")
         ms.set_auto_parallel_context(
             parallel_mode="semi_auto_parallel", full_batch=True, gradients_mean=False,
@@ -180,8 +184,14 @@ class MindformersBackend:
                                   "only_trainable_params": False})
         dtype = {"float32": "float32", "bfloat16": "bfloat16",
                  "float16": "float16"}[cfg.model.dtype]
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path,
+                                                       trust_remote_code=cfg.model.trust_remote_code)
+        pid = self.tokenizer.pad_token_id
+        self.pad_id = pid if pid is not None else (self.tokenizer.eos_token_id or 0)
         kwargs = llama_config_kwargs(self.hf_config, mf, self.layout, dtype=dtype,
-                                     seq_length=self.seq_length)
+                                     seq_length=self.seq_length, pad_id=self.pad_id)
         self.model = LlamaForCausalLM(LlamaConfig(**kwargs))
         if self.layout.pp > 1:
             self.model.lm_head.pipeline_stage = self.layout.pp - 1
@@ -191,13 +201,6 @@ class MindformersBackend:
             for p in self.reference.get_parameters():
                 p.requires_grad = False
 
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path,
-                                                       trust_remote_code=cfg.model.trust_remote_code)
-        pid = self.tokenizer.pad_token_id
-        self.pad_id = pid if pid is not None else (self.tokenizer.eos_token_id or 0)
-
         t, temp = cfg.train, cfg.rollout.temperature
         inv_temp = 1.0 / (temp if temp > 0 else 1.0)
         has_ref = cfg.algorithm.kl.coef > 0 and not cfg.algorithm.kl.in_reward
@@ -206,9 +209,11 @@ class MindformersBackend:
                               has_old=t.recompute_old_logp or not single_pass)
         self.head = Head(self.model)
         self.ref_head = Head(self.reference) if self.reference is not None else None
-        self.lr = ms.Parameter(ms.Tensor(np.float32(t.lr)), name="mindrl_lr", requires_grad=False)
-        self.optimizer = MFAdamW(self.model.trainable_params(), learning_rate=self.lr,
-                                 betas=tuple(t.betas), eps=t.adam_eps, weight_decay=t.weight_decay)
+        self.optimizer = MFAdamW(self.model.trainable_params(), learning_rate=float(t.lr),
+                                 betas=tuple(t.betas), eps=t.adam_eps,
+                                 weight_decay=float(t.weight_decay))
+        # the optimizer keeps its own Parameter; the schedule writes into that one
+        self.lr = self.optimizer.learning_rate
         net = RLLoss(self.head)
         if self.layout.pp > 1:
             net = nn.PipelineCell(net, micro_size=self.layout.micro_batches)
@@ -255,12 +260,23 @@ class MindformersBackend:
         return (parts.min(0) if op == "min" else parts.sum(0)).astype(np.float64)
 
     def barrier(self) -> None:
-        self.all_reduce_sum(np.zeros(1))
+        if self.devices > 1:
+            self._gather_devices(np.zeros(1, np.float32))
+
+    def _from_last_stage(self, x: np.ndarray) -> np.ndarray:
+        """With pipeline stages, outputs are valid on the last stage only: its last device
+        broadcasts them."""
+        if self.layout.pp == 1:
+            return x
+        ms, ops = self.ms, self.ops_mod
+        out = ops.Broadcast(self.devices - 1)((ms.Tensor(np.ascontiguousarray(x)),))
+        return out[0].asnumpy()
 
     # ------------------------------------------------------------------ weights
     def _load_view(self, directory: str) -> Tuple[str, Dict[str, str]]:
         """A directory MindSpore's distributed loader reads: links to the HF shards and a
-        ``param_name_map.json`` {mindformers name: file}; plus the {HF: mindformers} map."""
+        ``param_name_map.json`` {mindformers name: file}; plus the name map it expects,
+        {network (mindformers) name: file (HF) name}."""
         src = Path(directory)
         view = self.work_dir / "load_view"
         if self.global_rank == 0:
@@ -283,24 +299,46 @@ class MindformersBackend:
             (view / "param_name_map.json").write_text(json.dumps(names))
         self.barrier()
         weight_map = json.loads((view / "param_name_map.json").read_text())
-        return str(view), {mf_to_hf(k): k for k in weight_map}
+        return str(view), {k: mf_to_hf(k) for k in weight_map}
+
+    def _compile(self, cell, inputs, tag: str) -> str:
+        """Compile ``cell`` and keep this graph's strategy file under its own name."""
+        import shutil
+
+        cell.compile(*inputs)
+        kept = Path(self.strategy_file).parent / tag / f"rank_{self.global_rank}.ckpt"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.strategy_file, kept)
+        return str(kept)
+
+    def _load_into(self, net, strategy: str, view: str, name_map: Dict[str, str], what: str):
+        """Read this device's slices; the loader skips names it cannot match without a word, so
+        check that the RMSNorm weights (initialised to ones, never all ones in a trained
+        checkpoint) changed on this device's stage."""
+        ms = self.ms
+        norms = [p for p in net.get_parameters() if "norm" in p.name]
+        before = [bool(np.all(p.asnumpy() == 1.0)) for p in norms]
+        ms.parallel.load_distributed_checkpoint(
+            net, predict_strategy=strategy, format="safetensors", unified_safetensors_dir=view,
+            name_map=name_map)
+        after = [bool(np.all(p.asnumpy() == 1.0)) for p in norms]
+        if norms and all(before) and all(after):
+            raise RuntimeError(f"{what}: no weight of {view} reached the mindformers model (its "
+                               "norm weights are still the initial ones): check the name map")
 
     def _compile_and_load(self, directory: Optional[str] = None) -> None:
-        """First compile (writes this run's strategy file), then read each device's slices."""
+        """First compile (writes the strategy files), then read each device's slices."""
         if self._loaded and directory is None:
             return
-        ms = self.ms
         view, name_map = self._load_view(directory or self.model_path)
         if not self._loaded:
-            ids, pos, mask, adv, old, ref, inv = self._dummy_inputs()
-            self.train_cell.compile(ids, pos, mask, adv, old, ref, inv)
-        ms.parallel.load_distributed_checkpoint(
-            self.model, predict_strategy=self.strategy_file, format="safetensors",
-            unified_safetensors_dir=view, name_map=name_map)
+            self._train_strategy = self._compile(self.train_cell, self._dummy_inputs(), "train")
+        self._load_into(self.model, self._train_strategy, view, name_map, "policy")
         if self.reference is not None and not self._loaded:
-            ms.parallel.load_distributed_checkpoint(
-                self.reference, predict_strategy=self.strategy_file, format="safetensors",
-                unified_safetensors_dir=view, name_map=name_map)
+            ids, pos = self._dummy_inputs()[:2]
+            self.ref_head.set_train(False)
+            ref_strategy = self._compile(self.ref_head, (ids, pos), "reference")
+            self._load_into(self.reference, ref_strategy, view, name_map, "reference")
         self._loaded = True
 
     def _dummy_inputs(self):
@@ -318,28 +356,56 @@ class MindformersBackend:
         self._compile_and_load(directory)
 
     def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
-        """Full HF-named float32 arrays on every device: each pipeline stage's first device
-        writes its stage with tensor-parallel slices merged; every device reads all stages."""
+        """Full HF-named float32 arrays on every device (collective: every device calls it).
+
+        One stage: ``save_checkpoint(integrated_save=True)`` merges the tensor-parallel slices
+        with an AllGather over all devices; device 0 keeps its file on the shared output
+        directory, the others write to a local temporary directory and drop it. Pipeline stages
+        (integrated save refuses them): every device saves its slices under ``rank_<i>/``,
+        device 0 merges the stages' strategy files and unifies the slices
+        (``mindspore.parallel.merge_pipeline_strategys`` + ``unified_safetensors``)."""
+        import shutil
+        import tempfile
+
+        from safetensors.numpy import load_file
+
         self._compile_and_load()
         ms = self.ms
         sync = self.work_dir / "weight_sync"
-        stage = self.global_rank * self.layout.pp // self.devices
-        stage_leader = self.global_rank % (self.devices // self.layout.pp) == 0
-        if stage_leader:
-            sync.mkdir(parents=True, exist_ok=True)
-            ms.save_checkpoint(self.model, str(sync / f"stage{stage}"), integrated_save=True,
-                               format="safetensors")
+        if self.global_rank == 0:
+            shutil.rmtree(sync, ignore_errors=True)
+            sync.mkdir(parents=True)
         self.barrier()
-        from safetensors.numpy import load_file
-
-        merged: Dict[str, np.ndarray] = {}
+        if self.layout.pp == 1:
+            local = None if self.global_rank == 0 else Path(tempfile.mkdtemp(prefix="mindrl_ws_"))
+            ms.save_checkpoint(self.model, str((local or sync) / "full"), integrated_save=True,
+                               format="safetensors")
+            if local is not None:
+                shutil.rmtree(local, ignore_errors=True)
+            files = [sync / "full.safetensors"]
+        else:
+            mine = sync / f"rank_{self.global_rank}"
+            mine.mkdir(parents=True, exist_ok=True)
+            ms.save_checkpoint(self.model, str(mine / f"checkpoint_{self.global_rank}"),
+                               integrated_save=False, format="safetensors")
+            self.barrier()
+            if self.global_rank == 0:
+                merged = str(sync / "strategy_merged.ckpt")
+                ms.parallel.merge_pipeline_strategys(str(self.work_dir / "strategy" / "train"),
+                                                     merged)
+                ms.parallel.unified_safetensors(str(sync), merged, str(sync / "unified"))
+            files = None
+        self.barrier()
+        if files is None:
+            files = sorted((sync / "unified").rglob("*.safetensors"))
+        merged_arrays: Dict[str, np.ndarray] = {}
         own = {p.name for p in self.model.get_parameters()}
-        for f in sorted(sync.glob("stage*.safetensors")):
+        for f in files:
             for k, v in load_file(str(f)).items():
-                if k in own and k not in merged:
-                    merged[k] = v.astype(np.float32)
+                if k in own:
+                    merged_arrays[k] = v.astype(np.float32)
         tied = bool(self.hf_config.get("tie_word_embeddings", False))
-        yield from to_hf(sorted(merged.items()), tied)
+        yield from to_hf(sorted(merged_arrays.items()), tied)
 
     def stage_checkpoint(self) -> None:
         """Collective part of a checkpoint, called by the trainer on every device before the
@@ -401,7 +467,7 @@ class MindformersBackend:
                               self.pad_id)
             ids.append(i)
             pos.append(p)
-        T = max(p.shape[1] for p in pos)
+        T = self.cfg.rollout.max_new_tokens       # one shape on every rank and every step
         pos = [np.pad(p, ((0, 0), (0, T - p.shape[1]))) for p in pos]
         return self.all_gather(np.concatenate(ids)), self.all_gather(np.concatenate(pos))
 
@@ -413,7 +479,7 @@ class MindformersBackend:
         ids, pos = self._global([batch])
         head = self.ref_head if reference else self.head
         head.set_train(False)
-        out = head(self.ms.Tensor(ids), self.ms.Tensor(pos)).asnumpy()
+        out = self._from_last_stage(head(self.ms.Tensor(ids), self.ms.Tensor(pos)).asnumpy())
         B, T = len(batch), batch.response_len
         return out[self.rank * B:(self.rank + 1) * B, :T].astype(np.float32)
 
@@ -435,7 +501,10 @@ class MindformersBackend:
         adv = field(lambda m: m.advantages)
         old = field(lambda m: m.old_logp)
         ref = field(lambda m: m.ref_logp)
-        inv = np.full(len(ids), 1.0 / _normaliser(self.cfg.algorithm.loss_agg_mode, norm),
+        # MFPipelineWithLossScaleCell back-propagates sens / micro_batch_num (legacy models):
+        # scale the loss up so the gradient is that of the summed micro-batch losses
+        micro = self.layout.micro_batches if self.layout.pp > 1 else 1
+        inv = np.full(len(ids), micro / _normaliser(self.cfg.algorithm.loss_agg_mode, norm),
                       np.float32)
         t = self.cfg.train
         lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps, total=self.total_steps,
@@ -445,7 +514,8 @@ class MindformersBackend:
         loss, overflow, _, _, grad_norm = out[:5]
         self.optimizer_steps += 1
         grad_norm = float(grad_norm.asnumpy()) if grad_norm is not None else float("nan")
-        return {"loss": float(loss.asnumpy()), "grad_norm": grad_norm,
+        loss = float(self._from_last_stage(loss.asnumpy().reshape(1))[0]) / micro
+        return {"loss": loss, "grad_norm": grad_norm,
                 "lr": lr, "skipped": float(bool(overflow.asnumpy()))}
 
     def sft_step(self, micro_batches, norm):

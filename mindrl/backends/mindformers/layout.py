@@ -146,11 +146,27 @@ def parallel_layout(world: int, hf_config: Mapping, *, tp: int, pp: int, micro_b
                           micro_batches=micro_batches, rollout_tp=rollout_tp)
 
 
+def _first_int(x, default: int = 0) -> int:
+    if isinstance(x, (list, tuple)):
+        x = x[0] if x else None
+    return default if x is None else int(x)
+
+
+def rope_theta(hf_config: Mapping) -> float:
+    """``rope_theta`` at the top level (transformers 4) or under ``rope_parameters`` (5)."""
+    if "rope_theta" in hf_config:
+        return float(hf_config["rope_theta"])
+    params = hf_config.get("rope_parameters") or {}
+    return float(params.get("rope_theta", 10000.0))
+
+
 def llama_config_kwargs(hf_config: Mapping, mf, layout: ParallelLayout, *, dtype: str,
-                        seq_length: int) -> Dict:
+                        seq_length: int, pad_id: int) -> Dict:
     """Keyword arguments of mindformers ``LlamaConfig`` for a Qwen2/Qwen2.5 ``config.json``.
 
-    ``mf`` is the recipe's ``mindformers`` section. Compute in ``dtype`` (bf16 on Ascend),
+    ``mf`` is the recipe's ``mindformers`` section; ``pad_id`` is the id :func:`pack_right` pads
+    with (the model's causal mask hides keys equal to ``pad_token_id``, so it must be the pad
+    id really used, never a real token such as 0). Compute in ``dtype`` (bf16 on Ascend),
     parameters and norms in float32 (mindformers' Qwen2.5 recipes), q/k/v bias on, no fused
     q/k/v so names map one to one. ``mf.extra_model_config`` is applied last (expert knobs).
     """
@@ -166,11 +182,11 @@ def llama_config_kwargs(hf_config: Mapping, mf, layout: ParallelLayout, *, dtype
         vocab_size=int(hf_config["vocab_size"]),
         max_position_embedding=int(hf_config.get("max_position_embeddings", seq_length)),
         rms_norm_eps=float(hf_config.get("rms_norm_eps", 1e-6)),
-        theta=float(hf_config.get("rope_theta", 10000.0)),
+        theta=rope_theta(hf_config),
         tie_word_embeddings=bool(hf_config.get("tie_word_embeddings", False)),
-        pad_token_id=int(hf_config.get("pad_token_id") or 0),
-        bos_token_id=int(hf_config.get("bos_token_id") or 0),
-        eos_token_id=int(hf_config.get("eos_token_id") or 0),
+        pad_token_id=int(pad_id),
+        bos_token_id=_first_int(hf_config.get("bos_token_id")),
+        eos_token_id=_first_int(hf_config.get("eos_token_id")),
         compute_dtype=dtype, layernorm_compute_type="float32", softmax_compute_type="float32",
         rotary_dtype="float32", param_init_type="float32",
         qkv_has_bias=True, qkv_concat=False, use_past=False,

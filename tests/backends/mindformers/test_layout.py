@@ -75,13 +75,20 @@ def test_llama_config_for_qwen25_7b():
     assert (layout.dp, layout.blocks) == (4, 4)
     kw = llama_config_kwargs(QWEN25_7B, _mf(extra_model_config="{use_rope_slice: true}",
                                             stage_layer_offset="[1, -1]"),
-                             layout, dtype="bfloat16", seq_length=8192)
+                             layout, dtype="bfloat16", seq_length=8192, pad_id=151643)
     assert (kw["hidden_size"], kw["num_layers"], kw["num_heads"], kw["n_kv_heads"]) == (3584, 28, 28, 4)
     assert (kw["intermediate_size"], kw["vocab_size"], kw["theta"], kw["rms_norm_eps"]) == (
         18944, 152064, 1e6, 1e-6)
     assert kw["qkv_has_bias"] and not kw["qkv_concat"] and not kw["tie_word_embeddings"]
     assert (kw["compute_dtype"], kw["param_init_type"], kw["seq_length"]) == ("bfloat16", "float32", 8192)
     assert kw["offset"] == [1, -1] and kw["use_rope_slice"] is True
+    assert (kw["pad_token_id"], kw["eos_token_id"]) == (151643, 151645)
+    # transformers 5 writes rope_theta under rope_parameters; eos may be a list
+    nested = {k: v for k, v in QWEN25_7B.items() if k != "rope_theta"}
+    nested.update(rope_parameters={"rope_theta": 5e5, "rope_type": "default"},
+                  eos_token_id=[151645, 151643])
+    kw = llama_config_kwargs(nested, _mf(), layout, dtype="bfloat16", seq_length=64, pad_id=7)
+    assert (kw["theta"], kw["eos_token_id"], kw["pad_token_id"]) == (5e5, 151645, 7)
     par = kw["parallel_config"]
     assert (par["data_parallel"], par["model_parallel"], par["pipeline_stage"],
             par["micro_batch_num"]) == (4, 1, 2, 16)
