@@ -104,3 +104,17 @@ def _forward_logprobs(model, rollouts, temperature):
 @pytest.fixture(scope="session")
 def forward_logprobs():
     return _forward_logprobs
+
+
+@pytest.fixture
+def ray_two_nodes():
+    """A Ray cluster of two nodes (two raylets on this machine, 1 CPU each)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                             "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()

@@ -97,8 +97,29 @@ class NodeRunner:
             return self.proc.poll()
 
 
+def unreachable(address: str, timeout: float = 5.0) -> Optional[str]:
+    """Why a ``host:port`` Ray address cannot be reached (None when it answers, or for 'auto' /
+    'local'). ``ray.init`` itself retries an unreachable GCS for minutes before failing."""
+    import socket  # noqa: PLC0415
+
+    if address in ("", "auto", "local") or address.startswith("ray://"):
+        return None
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return f"{address!r} is not host:port"
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return None
+    except OSError as e:
+        return f"{address} does not answer ({e})"
+
+
 def _connect(address: str):
     import ray  # noqa: PLC0415
+
+    why = unreachable(address)
+    if why:
+        raise LaunchError(f"no Ray cluster at distributed.ray_address={address!r}: {why}")
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")     # every node's lines, not "repeated 4x"

@@ -29,6 +29,7 @@ _FLAGS = {  # setting -> (flag, type)
     "data_dir": ("--data-dir", str), "problem_field": ("--problem-field", str),
     "answer_field": ("--answer-field", str), "id_field": ("--id-field", str),
     "limit": ("--limit", int), "output_dir": ("--output-dir", str), "workers": ("--workers", int),
+    "ray_address": ("--ray-address", str), "ray_resource": ("--ray-resource", str),
     "max_restarts": ("--max-restarts", int), "batch_size": ("--batch-size", int),
     "extract_mode": ("--extract-mode", str), "grade_timeout": ("--grade-timeout", float),
     "grade_workers": ("--grade-workers", int), "cache_dir": ("--cache-dir", str),

@@ -50,30 +50,48 @@ class EvalWorker:
         return generate_chunk(self.engine, chunk, self.spec, self._decode)
 
 
-def _ray_init(workers: int):
+def _ray_init(workers: int, address: str = ""):
+    """Ray for the workers: an existing session, a cluster at ``address`` ('auto' or
+    host:port), or a new one on this machine. Returns (ray, started_here)."""
     import ray  # noqa: PLC0415
 
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        ray.init(num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
-        return ray, True
-    return ray, False
+    if ray.is_initialized():
+        return ray, False
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if address:
+        from mindrl.distributed.ray_launch import unreachable  # noqa: PLC0415
+
+        why = unreachable(address)
+        if why:
+            raise EvalError(f"no Ray cluster at ray_address={address!r}: {why}")
+        try:
+            ray.init(address=address, **kwargs)
+        except ConnectionError as e:
+            raise EvalError(f"no Ray cluster at ray_address={address!r} ({e})") from e
+    else:
+        ray.init(num_cpus=max(2, workers), **kwargs)
+    return ray, True
 
 
 def run_sharded(shards: List[List[Chunk]], factory, spec: EngineSpec,
                 on_chunk: Callable[[Chunk, List[Dict[str, Any]]], None], max_restarts: int = 2,
-                log: Callable[[str], None] = print, shutdown: bool = True) -> Dict[int, int]:
-    """Generate every chunk of every shard on its own worker; returns restarts per shard."""
-    ray, started = _ray_init(len(shards))
+                log: Callable[[str], None] = print, shutdown: bool = True, address: str = "",
+                resource: str = "") -> Dict[int, int]:
+    """Generate every chunk of every shard on its own worker; returns restarts per shard.
+    ``resource``: an accelerator resource (GPU, NPU) each worker takes one of."""
+    ray, started = _ray_init(len(shards), address)
     from ray.exceptions import RayActorError  # noqa: PLC0415
 
     env = {k: os.environ[k] for k in WORKER_ENV_KEYS if k in os.environ}
     env.setdefault("OMP_NUM_THREADS", "1")
     Actor = ray.remote(num_cpus=1, max_restarts=0)(EvalWorker)
+    extra = {"resources": {resource: 1}} if resource and resource != "GPU" else {}
+    if resource == "GPU":
+        extra = {"num_gpus": 1}
 
     def new_actor():
-        return Actor.options(runtime_env={"env_vars": env}).remote(factory, spec)
+        return Actor.options(runtime_env={"env_vars": env}, **extra).remote(factory, spec)
 
     restarts = {s: 0 for s in range(len(shards))}
     actors: Dict[int, Any] = {}

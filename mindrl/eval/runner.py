@@ -306,7 +306,9 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
                 from mindrl.eval.parallel import run_sharded  # noqa: PLC0415
 
                 restarts = run_sharded(shards, factory, spec, on_chunk,
-                                       max_restarts=settings.max_restarts, log=log)
+                                       max_restarts=settings.max_restarts, log=log,
+                                       address=settings.ray_address,
+                                       resource=settings.ray_resource)
             gen_seconds = time.perf_counter() - t0
         _regrade_stale(done, wanted, golds, grader, samples_path, shash, log)
     finally:

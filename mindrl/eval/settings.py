@@ -58,6 +58,11 @@ class EvalSettings:
         "help": "Run directory (default runs/eval/<model>-<settings hash>)."})
     workers: int = field(default=1,
         metadata={"help": "Ray data-parallel workers (1 = in-process)."})
+    ray_address: str = field(default="", metadata={
+        "help": "Ray for workers > 1: '' starts one on this machine; 'auto' or host:port joins "
+                "a cluster (workers spread over its nodes)."})
+    ray_resource: str = field(default="", metadata={
+        "help": "Accelerator resource each Ray worker takes one of (GPU, NPU; '' = CPU only)."})
     max_restarts: int = field(default=2,
         metadata={"help": "Restarts per Ray worker before a shard is lost."})
     batch_size: int = field(default=32, metadata={"help": "Prompts per engine.generate call."})

@@ -76,3 +76,11 @@ def test_launch_stops_on_a_bad_key_before_any_worker(tmp_path):
     assert res.returncode == 2
     assert "distributed.nprocs" in res.stderr and "distributed.nproc" in res.stderr
     assert "torchrun" not in res.stderr
+
+
+def test_ray_launch_names_an_unreachable_cluster():
+    res = subprocess.run([sys.executable, "-m", "mindrl", "launch", "grpo_tiny_demo",
+                          "distributed.launcher=ray", "distributed.ray_address=127.0.0.1:1"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    assert res.returncode == 2
+    assert "no Ray cluster at distributed.ray_address='127.0.0.1:1'" in res.stderr

@@ -277,20 +277,6 @@ def test_msrun_two_workers_equal_one_process(tmp_path):
     _compare_runs(one, two)
 
 
-@pytest.fixture
-def ray_two_nodes():
-    """A Ray cluster of two nodes (two raylets on this machine, 1 CPU each)."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                             "include_dashboard": False})
-    cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    yield cluster
-    cluster.shutdown()
-
-
 @pytest.mark.slow
 def test_ray_two_nodes_equal_one_process(tmp_path, ray_two_nodes):
     """launcher=ray: a torchrun per Ray node (nnodes=2, rendezvous on node 0's address, free port)
