@@ -208,7 +208,10 @@ def run_on_ray(plan: LaunchPlan, log=print) -> int:
             if rc:
                 break
         if pending:
-            ray.get([a.terminate.remote() for a in actors], timeout=GRACE_S + 30)
+            try:
+                ray.get([a.terminate.remote() for a in actors], timeout=GRACE_S + 30)
+            except Exception as e:  # noqa: BLE001 (the actors are killed below either way)
+                log(f"mindrl launch: stopping the nodes: {type(e).__name__}: {e}")
         return rc
     finally:
         for s, h in old.items():
