@@ -25,4 +25,4 @@ extra=()
 [ -n "${MINDRL_BACKEND:-}" ] && extra+=("backend=${MINDRL_BACKEND}")
 # `mindrl launch` resolves the recipe first (errors stop here, before any worker starts), then
 # becomes torchrun / msrun / one process, or drives a launcher per node on Ray.
-exec "$PY" -m mindrl launch "$1" "${extra[@]}" "${@:2}"
+exec "$PY" -m mindrl launch --run "${MINDRL_RUN:-train}" "$1" "${extra[@]}" "${@:2}"

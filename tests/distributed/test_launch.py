@@ -1,6 +1,7 @@
 """The launcher plan: which command each node runs, environment overrides, early config errors,
 and a Ray cluster that cannot hold the run failing with its resources named."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,22 @@ def test_ray_launch_names_an_unreachable_cluster():
                          capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
     assert res.returncode == 2
     assert "no Ray cluster at distributed.ray_address='127.0.0.1:1'" in res.stderr
+
+
+@pytest.mark.slow
+def test_run_sft_sh_launches_the_sft_loop(tmp_path):
+    """launch/run_sft.sh = run_grpo.sh's launcher with `mindrl sft` as the worker command."""
+    out = tmp_path / "sft"
+    res = subprocess.run(["bash", str(REPO / "launch" / "run_sft.sh"), "sft_tiny_demo",
+                          "model.path=builtin:tiny", "train.steps=2", "validation.every=0",
+                          "logging.progress_bar=false", "logging.plot=false",
+                          "logging.tensorboard=false", f"logging.output_dir={out}"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "mindrl launch: single node 0/1:" in res.stderr and " -m mindrl sft " in res.stderr
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(r["nll"] > 0 and r["response_tokens"] > 0 for r in rows)   # SFT metrics
+    res = subprocess.run(["bash", str(REPO / "launch" / "run_dpo.sh")], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert res.returncode == 2 and "usage: bash launch/run_dpo.sh RECIPE" in res.stderr
