@@ -165,6 +165,10 @@ class TrainConfig:
     grad_clip: float = opt(1.0, "Clip the global gradient norm (0 = off).")
     seed: int = opt(0, "Seed for data order, initialisation and sampling.")
     threads: int = opt(1, "CPU threads per process.")
+    fsdp: bool = opt(False, "backend=torch under torchrun: shard parameters, gradients and "
+                     "AdamW state over the ranks (FSDP2 fully_shard per decoder layer) instead "
+                     "of a full replica per rank. A native rollout engine then keeps its own "
+                     "full copy, synced every step; rollout.engine=vllm needs no copy.")
     recompute_old_logp: bool = opt(True, "Score rollouts with the trainer before the update "
                                    "(old log-probs, and the rollout-vs-trainer gap). When off, "
                                    "with one epoch and one mini-batch, the update uses the "
@@ -339,6 +343,9 @@ class RunConfig:
             errors.append(f"rollout.tensor_parallel_size={r.tensor_parallel_size} needs "
                           "backend=mindformers (the torch and mindspore backends run one engine "
                           "per rank)")
+        if t.fsdp and self.backend != "torch":
+            errors.append(f"train.fsdp=true shards a torch model (backend={self.backend}); "
+                          "MindSpore models shard with backend=mindformers")
         if self.backend == "mindformers":
             if self.device != "ascend":
                 errors.append(f"backend=mindformers runs on Ascend only (device={self.device}); "

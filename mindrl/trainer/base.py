@@ -171,6 +171,12 @@ class Trainer:
             ids.append(self.tokenizer.eos_token_id)
         return tuple(sorted(set(ids)))
 
+    @property
+    def engine_needs_sync(self) -> bool:
+        """Engines with their own weights (vLLM; a native engine that keeps a full copy beside a
+        sharded policy) take the trainer's weights after every update."""
+        return self.cfg.rollout.engine != "native" or getattr(self.engine, "shared", True) is False
+
     def _build_engine(self):
         if self.cfg.rollout.engine == "native":
             return self.backend.native_engine()
@@ -271,7 +277,7 @@ class Trainer:
         self.backend.load_state(str(ckpt / "state"))
         self.train_stream.restore(st["data"])
         self.step = int(st["step"])
-        if self.cfg.rollout.engine != "native":
+        if self.engine_needs_sync:
             self.engine.load_weights(self.backend.named_weights())
         if self.is_main:
             log.info("resumed from %s (step %d)", ckpt, self.step)

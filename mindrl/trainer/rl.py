@@ -148,7 +148,7 @@ class RLTrainer(Trainer):
         train_m = self.update(batch)
         metrics["time/update"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        if cfg.rollout.engine != "native":
+        if self.engine_needs_sync:
             self.engine.load_weights(self.backend.named_weights())
         metrics["time/weight_sync"] = time.perf_counter() - t0
         metrics.update(train_m)

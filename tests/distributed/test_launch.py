@@ -64,6 +64,7 @@ def test_ray_runs_the_backend_launcher_on_each_node():
     (["distributed.launcher=msrun"], {}, "backend=mindspore"),
     (["distributed.master_port=0"], {}, "distributed.master_port=0"),
     (["distributed.nnodes=2"], {"NODE_RANK": "2"}, "NODE_RANK=2"),
+    (["backend=mindspore", "train.fsdp=true"], {}, "train.fsdp=true shards a torch model"),
 ])
 def test_bad_launch_settings_are_named(overrides, env, needle):
     with pytest.raises(ConfigError, match=needle):

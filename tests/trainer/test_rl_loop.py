@@ -236,6 +236,43 @@ def test_torchrun_two_ranks_equal_one_process(tmp_path):
 
 
 @pytest.mark.slow
+def test_fsdp_two_ranks_equal_one_process_and_resume(tmp_path):
+    """train.fsdp: 2 torchrun ranks with sharded parameters/grads/AdamW (FSDP2, gloo) and a
+    native engine holding a synced full copy == 1 unsharded process; then 2 more steps resumed
+    from the sharded run's checkpoint == 4 uninterrupted steps of one process."""
+    env = _launch_env()
+    one, two = tmp_path / "one", tmp_path / "two"
+    base = BASE + DP + ["train.lr=1e-2"]
+    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
+    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}",
+                                                      "train.fsdp=true"])
+    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
+                   timeout=300, capture_output=True)
+    torchrun = Path(sys.executable).parent / "torchrun"
+    cmd = [str(torchrun), "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m",
+           "mindrl", "train", str(r2)]
+    res = subprocess.run(cmd, env=env, timeout=300, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _compare_runs(one, two)
+    assert rows(two)[-1]["time/weight_sync"] > 0          # the engine's copy was refreshed
+    # resume the sharded run to step 4; compare with one process running 4 steps
+    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1), "train.steps=4"], env=env,
+                   check=True, timeout=300, capture_output=True)
+    res = subprocess.run(cmd + ["train.steps=4"], env=env, timeout=300, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    a, b = rows(one), rows(two)
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    for ra, rb in zip(a[2:], b[2:]):
+        for key in ("reward/mean", "loss", "grad_norm"):
+            assert ra[key] == pytest.approx(rb[key], rel=1e-4, abs=1e-5), (ra["step"], key)
+    wa = _safetensors(one / "checkpoints" / "step_000004" / "model")
+    wb = _safetensors(two / "checkpoints" / "step_000004" / "model")
+    for k in wa:
+        np.testing.assert_allclose(wa[k], wb[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "mindspore"])
 def test_vllm_engine_in_the_loop_stays_in_sync(tmp_path, backend):
     """Trainer weights are pushed to vLLM after every update; the rollout-vs-trainer log-prob

@@ -6,6 +6,12 @@ step, not DDP: the RL loss is already normalised by *global* counts
 (:class:`mindrl.types.LossNormalizers`), so each rank's gradient is its share of the full-batch
 gradient and the sum over ranks is the full-batch gradient. One collective per step also keeps
 gradient accumulation free of ``no_sync`` bookkeeping.
+
+With ``train.fsdp`` (and more than one rank) the policy (and reference) are sharded instead
+(FSDP2 ``fully_shard`` per decoder layer, then the root): parameters, gradients and AdamW state
+live 1/world per rank; FSDP averages the reduce-scattered gradients, so the backward runs on
+``world x loss`` and the result is the same SUM (gloo has no pre-multiplied sum); and full weights are gathered only for the rollout engine and checkpoints
+(:meth:`TorchBackend.stage_checkpoint`, called on every rank before rank 0 writes).
 """
 
 from __future__ import annotations
@@ -88,7 +94,13 @@ class TorchBackend:
         if with_reference:
             self.reference = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
             self.reference.to(self.device).eval().requires_grad_(False)
-        if self.world > 1:                 # identical start on every rank
+        self.fsdp = bool(getattr(cfg.train, "fsdp", False)) and self.world > 1
+        self._staged = None
+        if self.fsdp:                      # every rank loaded the same files: shard in place
+            self._shard(self.model)
+            if self.reference is not None:
+                self._shard(self.reference)
+        elif self.world > 1:               # identical start on every rank
             import torch.distributed as dist
 
             for p in self.model.parameters():
@@ -108,6 +120,18 @@ class TorchBackend:
                                                 min_ratio=t.min_lr_ratio))
         self.optimizer_steps = 0
         self.skipped_steps = 0
+
+    @staticmethod
+    def _shard(model) -> None:
+        """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head)."""
+        from torch.distributed.fsdp import fully_shard
+
+        layers = getattr(getattr(model, "model", None), "layers", None)
+        if layers is None:
+            raise ValueError(f"train.fsdp: {type(model).__name__} has no .model.layers to shard")
+        for layer in layers:
+            fully_shard(layer)
+        fully_shard(model)
 
     # ---------------------------------------------------------------- scoring
     def _tensors(self, batch: TokenBatch):
@@ -245,15 +269,18 @@ class TorchBackend:
         merger = MetricMerger()
         for tb, loss_fn in parts:
             loss, metrics = loss_fn()
-            loss.backward()
+            (loss * self.world if self.fsdp else loss).backward()
             merger.add({"loss": loss.detach(), **metrics}.items(), float(tb.response_mask.sum()))
         sums, maxes, mins, tokens = merger.parts()
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         if self.world > 1:
-            self._all_reduce_grads(grads)
+            if not self.fsdp:              # FSDP reduce-scattered them in backward
+                self._all_reduce_grads(grads)
             sums, maxes, mins, tokens = self._all_reduce_metrics(sums, maxes, mins, tokens)
         clip = self.cfg.train.grad_clip
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, clip if clip > 0 else math.inf)
+        if hasattr(grad_norm, "full_tensor"):   # a DTensor under FSDP
+            grad_norm = grad_norm.full_tensor()
         grad_norm = float(grad_norm)
         out = finish(sums, maxes, mins, tokens)
         finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
@@ -264,6 +291,7 @@ class TorchBackend:
         else:
             self.skipped_steps += 1
         self.optimizer.zero_grad(set_to_none=True)
+        self._staged = None
         out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
                    response_tokens=tokens)
         return out
@@ -337,17 +365,40 @@ class TorchBackend:
         under both names, as in ``state_dict()``). bf16/fp16 are widened to float32 numpy."""
         for name, t in self.model.state_dict().items():
             t = t.detach()
+            if hasattr(t, "full_tensor"):       # FSDP shard: gathered (every rank calls this)
+                t = t.full_tensor()
             if t.dtype in (torch.bfloat16, torch.float16):
                 t = t.float()
             yield name, t.cpu().numpy()
 
+    def stage_checkpoint(self) -> None:
+        """FSDP: gather the full model and optimizer state to rank 0's CPU (collective; the
+        trainer calls it on every rank before rank 0 writes the checkpoint)."""
+        if not self.fsdp:
+            return
+        from torch.distributed.checkpoint.state_dict import (StateDictOptions,
+                                                             get_model_state_dict,
+                                                             get_optimizer_state_dict)
+
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        self._staged = (get_model_state_dict(self.model, options=opts),
+                        get_optimizer_state_dict(self.model, self.optimizer, options=opts))
+
     def save_pretrained(self, directory: str) -> None:
         """HF-format weights (safetensors), config, generation config and tokenizer; written by
-        rank 0 only."""
+        rank 0 only (under FSDP from the state :meth:`stage_checkpoint` gathered)."""
+        if self.fsdp and self._staged is None:
+            raise RuntimeError("train.fsdp: call stage_checkpoint() on every rank first")
         if self.rank != 0:
             return
         Path(directory).mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(directory, safe_serialization=True)
+        kw = {}
+        if self.fsdp:
+            state = dict(self._staged[0])
+            if getattr(self.model.config, "tie_word_embeddings", False):
+                state.pop("lm_head.weight", None)     # written once, as an unsharded save does
+            kw = {"state_dict": state}
+        self.model.save_pretrained(directory, safe_serialization=True, **kw)
         self.tokenizer.save_pretrained(directory)
 
     def load_pretrained(self, directory: str) -> None:
@@ -361,7 +412,16 @@ class TorchBackend:
         state = {}
         for f in files:
             state.update(load_file(str(f)))
-        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        if self.fsdp:                       # every rank holds the full dict; each keeps its shard
+            from torch.distributed.checkpoint.state_dict import (StateDictOptions,
+                                                                 set_model_state_dict)
+
+            out = set_model_state_dict(self.model, state,
+                                       options=StateDictOptions(full_state_dict=True,
+                                                                strict=False))
+            missing, unexpected = list(out.missing_keys), list(out.unexpected_keys)
+        else:
+            missing, unexpected = self.model.load_state_dict(state, strict=False)
         if getattr(self.model.config, "tie_word_embeddings", False):
             missing = [k for k in missing if k != "lm_head.weight"]   # saved once, tied
         if missing or unexpected:
@@ -375,7 +435,8 @@ class TorchBackend:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         if self.rank == 0:
-            torch.save({"optimizer": self.optimizer.state_dict(),
+            optim = self._staged[1] if self.fsdp else self.optimizer.state_dict()
+            torch.save({"optimizer": optim, "fsdp": self.fsdp,
                         "scheduler": self.scheduler.state_dict(),
                         "optimizer_steps": self.optimizer_steps,
                         "skipped_steps": self.skipped_steps}, d / "torch_optim.pt")
@@ -391,7 +452,18 @@ class TorchBackend:
         if any(d.glob("*.safetensors")):
             self.load_pretrained(directory)
         state = torch.load(d / "torch_optim.pt", map_location=self.device, weights_only=False)
-        self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("fsdp", False) != self.fsdp:
+            raise ValueError(f"{d} was written with train.fsdp={state.get('fsdp', False)}; this "
+                             f"run has train.fsdp={self.fsdp} (the optimizer state layouts differ)")
+        if self.fsdp:
+            from torch.distributed.checkpoint.state_dict import (StateDictOptions,
+                                                                 set_optimizer_state_dict)
+
+            set_optimizer_state_dict(self.model, self.optimizer,
+                                     optim_state_dict=state["optimizer"],
+                                     options=StateDictOptions(full_state_dict=True))
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.optimizer_steps = state["optimizer_steps"]
         self.skipped_steps = state["skipped_steps"]
@@ -406,4 +478,12 @@ class TorchBackend:
         """A :class:`mindrl.rollout.native_torch.NativeTorchEngine` sharing this policy."""
         from mindrl.rollout.native_torch import NativeTorchEngine
 
+        if self.fsdp:      # sampling must not run the sharded model's collectives rank by rank
+            from transformers import AutoModelForCausalLM
+
+            copy = AutoModelForCausalLM.from_pretrained(
+                self.model_path, local_files_only=True, dtype=DTYPES[self.cfg.model.dtype],
+                trust_remote_code=self.cfg.model.trust_remote_code).to(self.device).eval()
+            copy.requires_grad_(False)
+            return NativeTorchEngine(copy, self.tokenizer, device=self.device, shared=False)
         return NativeTorchEngine(self.model, self.tokenizer, device=self.device, shared=True)
