@@ -227,6 +227,8 @@ class Trainer:
         if not self.val_rows:
             return {}
         v = self.cfg.validation
+        if self.engine_needs_sync:   # SFT / preference loops do not sync after their updates
+            self.engine.load_weights(self.backend.named_weights())
         rows = self.val_rows[self.rank::self.world]
         prompt_ids = [self.encode(r["problem"]) for r in rows]
         sp = self.sampling(n=v.n, temperature=v.temperature, top_p=1.0 if v.temperature == 0
