@@ -69,7 +69,11 @@ def plan_launch(cfg, recipe: str, overrides: Sequence[str], command: str = "trai
     if launcher == "none":
         launcher = "single" if d.nproc == 1 and nnodes == 1 else native
     node_launcher = native if launcher == "ray" else launcher
-    log_dir = env.get("MSRUN_LOG_DIR") or str(Path(cfg.logging.output_dir) / "launch_logs")
+    # absolute: node actors and workers run elsewhere (the checkout root, a raylet's directory)
+    log_dir = str(Path(env.get("MSRUN_LOG_DIR") or
+                       Path(cfg.logging.output_dir) / "launch_logs").resolve())
+    if Path(recipe).is_file():
+        recipe = str(Path(recipe).resolve())
     resource = d.ray_resource
     if resource == "auto":
         resource = {"ascend": "NPU", "cuda": "GPU"}.get(cfg.device, "")
@@ -102,11 +106,12 @@ def node_argv(plan: LaunchPlan, node_rank: int, master_addr: str, master_port: i
     raise ValueError(f"unknown node launcher {plan.node_launcher!r}")
 
 
-def worker_env(base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """Environment of launched workers: the venv's bin first on PATH (msrun starts ``python``
-    from PATH) and the checkout importable."""
+def worker_env(base: Optional[Mapping[str, str]] = None,
+               bindir: Optional[str] = None) -> Dict[str, str]:
+    """Environment of launched workers: the launcher's venv bin first on PATH (msrun starts
+    ``python`` from PATH) and the checkout importable."""
     env = dict(os.environ if base is None else base)
-    bindir = str(Path(sys.executable).parent)
+    bindir = bindir or str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     return env

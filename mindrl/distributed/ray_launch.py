@@ -36,6 +36,12 @@ FORWARD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "GLOG_v", "VLLM_LOGGING_LEV
                "TOKENIZERS_PARALLELISM", "RAY_AUTH_MODE", "MINDRL_CACHE", "MSRUN_JOIN",
                "MS_DEV_HOST_BLOCKING_RUN", "HCCL_CONNECT_TIMEOUT", "HCCL_IF_IP",
                "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "PYTHONPATH")
+FORWARD_PREFIXES = ("NCCL_", "HCCL_", "GLOO_", "VLLM_", "TORCH_", "MS_", "ASCEND_", "MINDRL_")
+
+
+def forwarded_env() -> Dict[str, str]:
+    return {k: v for k, v in os.environ.items()
+            if k in FORWARD_ENV or k.startswith(FORWARD_PREFIXES)}
 
 
 class LaunchError(RuntimeError):
@@ -48,6 +54,7 @@ class NodeRunner:
     def __init__(self, node_rank: int):
         self.node_rank = node_rank
         self.proc: Optional[subprocess.Popen] = None
+        self.stopping = False
 
     def ip(self) -> str:
         import ray  # noqa: PLC0415
@@ -70,13 +77,16 @@ class NodeRunner:
                 return 2
         full_env = dict(os.environ)
         full_env.update(env)
-        full_env = worker_env(full_env)
+        # the launcher's own venv first on PATH (msrun starts `python` from PATH)
+        full_env = worker_env(full_env, bindir=str(Path(argv[0]).parent))
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"$ {' '.join(argv)}\n")
+            if self.stopping:              # terminate() came first: never start
+                return 143
             self.proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                         start_new_session=True)
+                                         errors="replace", start_new_session=True)
             for line in self.proc.stdout:
                 log.write(line)
                 log.flush()
@@ -84,7 +94,9 @@ class NodeRunner:
             return self.proc.wait()
 
     def terminate(self, grace_s: float = GRACE_S) -> Optional[int]:
-        """SIGTERM the node's process group (trainers checkpoint on it), SIGKILL after grace."""
+        """SIGTERM the node's process group (trainers that finish their step checkpoint on it,
+        best effort), SIGKILL after grace."""
+        self.stopping = True
         if self.proc is None or self.proc.poll() is not None:
             return None if self.proc is None else self.proc.returncode
         try:
@@ -115,14 +127,13 @@ def unreachable(address: str, timeout: float = 5.0) -> Optional[str]:
 
 
 def _connect(address: str):
-    import ray  # noqa: PLC0415
-
     why = unreachable(address)
     if why:
         raise LaunchError(f"no Ray cluster at distributed.ray_address={address!r}: {why}")
-
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")     # every node's lines, not "repeated 4x"
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")     # read at import: every node's own lines
+    import ray  # noqa: PLC0415
+
     kwargs = dict(include_dashboard=False, configure_logging=False, log_to_driver=True)
     if address == "local":
         ray.init(**kwargs)
@@ -167,8 +178,8 @@ def run_on_ray(plan: LaunchPlan, log=print) -> int:
     ray = _connect(str(plan.ray.get("address", "auto")))
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
 
-    env = {k: os.environ[k] for k in FORWARD_ENV if k in os.environ}
-    actors, pg = [], None
+    env = forwarded_env()
+    actors, pg, started = [], None, False
     stopping = {"signal": None}
 
     def on_signal(signum, _frame):
@@ -179,8 +190,9 @@ def run_on_ray(plan: LaunchPlan, log=print) -> int:
         pg, bundle = _place(ray, plan)
         Actor = ray.remote(NodeRunner)
         for i in range(plan.nnodes):
+            extra = {k: v for k, v in bundle.items() if k not in ("CPU", "GPU")}
             actors.append(Actor.options(
-                num_cpus=1, resources={k: v for k, v in bundle.items() if k != "CPU"} or None,
+                num_cpus=1, num_gpus=bundle.get("GPU", 0), resources=extra or None,
                 max_concurrency=4, max_restarts=0,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
                     pg, placement_group_bundle_index=i)).remote(i))
@@ -188,7 +200,11 @@ def run_on_ray(plan: LaunchPlan, log=print) -> int:
         port = plan.master_port or ray.get(actors[0].free_port.remote())
         log(f"mindrl launch: ray, {plan.nnodes} node(s) x {plan.nproc} worker(s) "
             f"({plan.node_launcher}); rendezvous {ips[0]}:{port}; nodes {', '.join(ips)}")
+        if stopping["signal"] is not None:
+            log(f"mindrl launch: signal {stopping['signal']} before the start: nothing started")
+            return 128 + int(stopping["signal"])
         runs = {}
+        started = True
         for i, a in enumerate(actors):
             argv = node_argv(plan, i, ips[0], port)
             log_path = str(Path(plan.log_dir) / f"ray_node{i}.log")
@@ -201,19 +217,24 @@ def run_on_ray(plan: LaunchPlan, log=print) -> int:
                 rc = 128 + int(stopping["signal"])
                 break
             for ref in done:
-                code = int(ray.get(ref))
+                try:
+                    code = int(ray.get(ref))
+                except ray.exceptions.RayError as e:     # the node's actor or raylet died
+                    log(f"mindrl launch: node {runs[ref]} lost: {type(e).__name__}: {e}")
+                    code = 1
                 if code != 0:
                     log(f"mindrl launch: node {runs[ref]} exited with {code}; stopping the others")
                     rc = code
             if rc:
                 break
-        if pending:
+        return rc
+    finally:
+        if started:      # stop what still runs (also after an error above) before the kill:
+            #              ray.kill would orphan the launchers' worker processes
             try:
                 ray.get([a.terminate.remote() for a in actors], timeout=GRACE_S + 30)
             except Exception as e:  # noqa: BLE001 (the actors are killed below either way)
                 log(f"mindrl launch: stopping the nodes: {type(e).__name__}: {e}")
-        return rc
-    finally:
         for s, h in old.items():
             signal.signal(s, h)
         for a in actors:

@@ -86,6 +86,7 @@ def run_sharded(shards: List[List[Chunk]], factory, spec: EngineSpec,
     env = {k: os.environ[k] for k in WORKER_ENV_KEYS if k in os.environ}
     env.setdefault("OMP_NUM_THREADS", "1")
     Actor = ray.remote(num_cpus=1, max_restarts=0)(EvalWorker)
+    resource = "" if resource == "CPU" else resource
     extra = {"resources": {resource: 1}} if resource and resource != "GPU" else {}
     if resource == "GPU":
         extra = {"num_gpus": 1}

@@ -326,10 +326,16 @@ class Trainer:
                                      if k in metrics and math.isfinite(metrics[k])})
                 every = cfg.checkpoint.every
                 done = self.step == cfg.train.steps
+                # every rank must agree to stop (a save is collective for sharded backends):
+                # a signal seen by any rank stops them all after this step
+                signum = stop.signum or 0
+                if self.world > 1:
+                    signum = int(np.max(self.backend.all_gather(np.array([signum], np.int64))))
                 if (every and self.step % every == 0) or (done and cfg.checkpoint.save_final) \
-                        or stop.signum is not None:
+                        or signum:
                     self.save()
-                if stop.signum is not None:
+                if signum:
+                    stop.signum = signum
                     if bar is not None:
                         bar.close()
                     logger.close()

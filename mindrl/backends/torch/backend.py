@@ -84,7 +84,10 @@ class TorchBackend:
                     trust_remote_code=cfg.model.trust_remote_code)
         self.tokenizer = AutoTokenizer.from_pretrained(
             self.model_path, local_files_only=True, trust_remote_code=cfg.model.trust_remote_code)
-        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
+        self.fsdp = bool(getattr(cfg.train, "fsdp", False)) and self.world > 1
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
+        if not self.fsdp:                  # FSDP moves only each rank's shards to the device
+            self.model = self.model.to(self.device)
         if cfg.model.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(
                 gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -93,8 +96,9 @@ class TorchBackend:
         self.reference = None
         if with_reference:
             self.reference = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
-            self.reference.to(self.device).eval().requires_grad_(False)
-        self.fsdp = bool(getattr(cfg.train, "fsdp", False)) and self.world > 1
+            if not self.fsdp:
+                self.reference.to(self.device)
+            self.reference.eval().requires_grad_(False)
         self._staged = None
         if self.fsdp:                      # every rank loaded the same files: shard in place
             self._shard(self.model)
@@ -121,17 +125,19 @@ class TorchBackend:
         self.optimizer_steps = 0
         self.skipped_steps = 0
 
-    @staticmethod
-    def _shard(model) -> None:
-        """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head)."""
+    def _shard(self, model) -> None:
+        """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head), on a
+        1-D mesh of this backend's device type (the shards move to the device)."""
+        from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
         layers = getattr(getattr(model, "model", None), "layers", None)
         if layers is None:
             raise ValueError(f"train.fsdp: {type(model).__name__} has no .model.layers to shard")
+        mesh = init_device_mesh(self.device.type, (self.world,))
         for layer in layers:
-            fully_shard(layer)
-        fully_shard(model)
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
 
     # ---------------------------------------------------------------- scoring
     def _tensors(self, batch: TokenBatch):
@@ -267,7 +273,9 @@ class TorchBackend:
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]
         merger = MetricMerger()
-        for tb, loss_fn in parts:
+        for i, (tb, loss_fn) in enumerate(parts):
+            if self.fsdp:                  # reduce-scatter once, after the last micro-batch
+                self.model.set_requires_gradient_sync(i == len(parts) - 1)
             loss, metrics = loss_fn()
             (loss * self.world if self.fsdp else loss).backward()
             merger.add({"loss": loss.detach(), **metrics}.items(), float(tb.response_mask.sum()))
@@ -410,16 +418,18 @@ class TorchBackend:
         if not files:
             raise FileNotFoundError(f"no *.safetensors weights in {directory}")
         state = {}
-        for f in files:
-            state.update(load_file(str(f)))
-        if self.fsdp:                       # every rank holds the full dict; each keeps its shard
+        if not self.fsdp or self.rank == 0:
+            for f in files:
+                state.update(load_file(str(f)))
+        if self.fsdp:                       # rank 0 reads, every rank keeps its shard
             from torch.distributed.checkpoint.state_dict import (StateDictOptions,
                                                                  set_model_state_dict)
 
-            out = set_model_state_dict(self.model, state,
-                                       options=StateDictOptions(full_state_dict=True,
-                                                                strict=False))
-            missing, unexpected = list(out.missing_keys), list(out.unexpected_keys)
+            out = set_model_state_dict(self.model, state, options=StateDictOptions(
+                full_state_dict=True, broadcast_from_rank0=True, strict=False))
+            missing, unexpected = [], []
+            if self.rank == 0:
+                missing, unexpected = list(out.missing_keys), list(out.unexpected_keys)
         else:
             missing, unexpected = self.model.load_state_dict(state, strict=False)
         if getattr(self.model.config, "tie_word_embeddings", False):
@@ -435,7 +445,10 @@ class TorchBackend:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         if self.rank == 0:
-            optim = self._staged[1] if self.fsdp else self.optimizer.state_dict()
+            optim = None if self.fsdp else self.optimizer.state_dict()
+            if self.fsdp:                  # full state, read by rank 0 alone on resume
+                torch.save(self._staged[1], d / "torch_optim_full.pt")
+                self._staged = None
             torch.save({"optimizer": optim, "fsdp": self.fsdp,
                         "scheduler": self.scheduler.state_dict(),
                         "optimizer_steps": self.optimizer_steps,
@@ -451,7 +464,8 @@ class TorchBackend:
         d = Path(directory)
         if any(d.glob("*.safetensors")):
             self.load_pretrained(directory)
-        state = torch.load(d / "torch_optim.pt", map_location=self.device, weights_only=False)
+        state = torch.load(d / "torch_optim.pt", map_location="cpu" if self.fsdp else self.device,
+                           weights_only=False)
         if state.get("fsdp", False) != self.fsdp:
             raise ValueError(f"{d} was written with train.fsdp={state.get('fsdp', False)}; this "
                              f"run has train.fsdp={self.fsdp} (the optimizer state layouts differ)")
@@ -459,9 +473,13 @@ class TorchBackend:
             from torch.distributed.checkpoint.state_dict import (StateDictOptions,
                                                                  set_optimizer_state_dict)
 
-            set_optimizer_state_dict(self.model, self.optimizer,
-                                     optim_state_dict=state["optimizer"],
-                                     options=StateDictOptions(full_state_dict=True))
+            full = {}
+            if self.rank == 0:
+                full = torch.load(d / "torch_optim_full.pt", map_location="cpu",
+                                  weights_only=False)
+            set_optimizer_state_dict(self.model, self.optimizer, optim_state_dict=full,
+                                     options=StateDictOptions(full_state_dict=True,
+                                                              broadcast_from_rank0=True))
         else:
             self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
