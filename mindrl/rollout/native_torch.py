@@ -39,6 +39,7 @@ class NativeTorchEngine:
     policy, so :meth:`load_weights` has nothing to do (and does not consume its iterator)."""
 
     name = "native"
+    takes_tensors = True       # load_weights accepts torch tensors
 
     def __init__(self, model, tokenizer, *, device=None, shared: bool = False):
         self.model = model
@@ -140,7 +141,8 @@ class NativeTorchEngine:
         with torch.no_grad():
             for name, arr in named_weights:
                 t = params[name]
-                t.copy_(torch.as_tensor(np.asarray(arr)).to(t.dtype))
+                src = arr if isinstance(arr, torch.Tensor) else torch.as_tensor(np.asarray(arr))
+                t.copy_(src.to(device=t.device, dtype=t.dtype))
 
     def state_dict(self) -> dict:
         return {"calls": self.calls}

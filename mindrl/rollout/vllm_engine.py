@@ -36,6 +36,7 @@ _SEED_STRIDE = 1_000_003
 
 class VLLMEngine:
     name = "vllm"
+    takes_tensors = True       # load_weights accepts torch tensors (any dtype/device)
 
     def __init__(self, cfg, model_path: Optional[str] = None, *,
                  max_model_len: Optional[int] = None, kv_cache_gib: float = 1.0,
@@ -150,8 +151,9 @@ class VLLMEngine:
         prefix cache (its KV was computed with the old weights)."""
         import torch
 
-        weights = [(n, w if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w)))
-                   for n, w in named_weights]
+        # a generator: the in-process engine loads one tensor at a time (no full host copy)
+        weights = ((n, w if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w)))
+                   for n, w in named_weights)
         try:
             self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         except (AttributeError, NotImplementedError):      # older vLLM: load into the model

@@ -177,6 +177,15 @@ class Trainer:
         sharded policy) take the trainer's weights after every update."""
         return self.cfg.rollout.engine != "native" or getattr(self.engine, "shared", True) is False
 
+    def sync_engine(self) -> None:
+        """Push the trainer's weights into the engine: torch tensors in the model's dtype when
+        both sides speak them (no float32 host copy), else (name, NumPy array) pairs."""
+        tensors = getattr(self.backend, "named_tensors", None)
+        if tensors is not None and getattr(self.engine, "takes_tensors", False):
+            self.engine.load_weights(tensors())
+        else:
+            self.engine.load_weights(self.backend.named_weights())
+
     def _build_engine(self):
         if self.cfg.rollout.engine == "native":
             return self.backend.native_engine()
@@ -228,7 +237,7 @@ class Trainer:
             return {}
         v = self.cfg.validation
         if self.engine_needs_sync:   # SFT / preference loops do not sync after their updates
-            self.engine.load_weights(self.backend.named_weights())
+            self.sync_engine()
         rows = self.val_rows[self.rank::self.world]
         prompt_ids = [self.encode(r["problem"]) for r in rows]
         sp = self.sampling(n=v.n, temperature=v.temperature, top_p=1.0 if v.temperature == 0
@@ -280,7 +289,7 @@ class Trainer:
         self.train_stream.restore(st["data"])
         self.step = int(st["step"])
         if self.engine_needs_sync:
-            self.engine.load_weights(self.backend.named_weights())
+            self.sync_engine()
         if self.is_main:
             log.info("resumed from %s (step %d)", ckpt, self.step)
 

@@ -149,7 +149,7 @@ class RLTrainer(Trainer):
         metrics["time/update"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         if self.engine_needs_sync:
-            self.engine.load_weights(self.backend.named_weights())
+            self.sync_engine()
         metrics["time/weight_sync"] = time.perf_counter() - t0
         metrics.update(train_m)
         metrics.update(self.rollout_metrics(ro, sc, adv, mask))

@@ -52,11 +52,12 @@ def test_vllm_matches_transformers_before_and_after_weight_loads(engine, backend
                                                                 forward_logprobs):
     _check_in_sync(engine, backend, forward_logprobs)
     gen = torch.Generator().manual_seed(0)
-    for _ in range(2):           # perturb every tensor (linear layers included), push, compare
+    for i in range(2):           # perturb every tensor (linear layers included), push, compare
         with torch.no_grad():
             for p in backend.model.parameters():
                 p.add_(0.05 * torch.randn(p.shape, generator=gen))
-        engine.load_weights(backend.named_weights())
+        # NumPy pairs, then the torch-tensor stream the trainer uses with this backend
+        engine.load_weights(backend.named_weights() if i == 0 else backend.named_tensors())
         _check_in_sync(engine, backend, forward_logprobs)
 
 

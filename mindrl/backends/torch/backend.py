@@ -368,13 +368,20 @@ class TorchBackend:
             dist.barrier()
 
     # ---------------------------------------------------------------- weights and state
-    def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
-        """(HF name, array) for every entry of the policy's state_dict (tied weights appear
-        under both names, as in ``state_dict()``). bf16/fp16 are widened to float32 numpy."""
+    def named_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:
+        """(HF name, tensor) for every entry of the policy's state_dict, in the model's dtype and
+        on its device (full tensors under FSDP: every rank calls this), one at a time: what an
+        engine that takes torch tensors (vLLM) loads without a host round trip or a float32 copy."""
         for name, t in self.model.state_dict().items():
             t = t.detach()
             if hasattr(t, "full_tensor"):       # FSDP shard: gathered (every rank calls this)
                 t = t.full_tensor()
+            yield name, t
+
+    def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
+        """(HF name, array) for every entry of the policy's state_dict (tied weights appear
+        under both names, as in ``state_dict()``). bf16/fp16 are widened to float32 numpy."""
+        for name, t in self.named_tensors():
             if t.dtype in (torch.bfloat16, torch.float16):
                 t = t.float()
             yield name, t.cpu().numpy()
