@@ -144,6 +144,7 @@ class Trainer:
             self.pad_id = self.tokenizer.eos_token_id
         self.stop_ids = self._stop_token_ids()
         self.engine = self._build_engine()
+        self._engine_fresh = True               # built from the weights the policy starts with
         keys = [c.key for c in self.scorer.components]
         self.val_reward = cfg.validation.reward or keys[0]
         if self.val_reward not in keys:
@@ -185,6 +186,7 @@ class Trainer:
             self.engine.load_weights(tensors())
         else:
             self.engine.load_weights(self.backend.named_weights())
+        self._engine_fresh = True
 
     def _build_engine(self):
         if self.cfg.rollout.engine == "native":
@@ -236,8 +238,8 @@ class Trainer:
         if not self.val_rows:
             return {}
         v = self.cfg.validation
-        if self.engine_needs_sync:   # SFT / preference loops do not sync after their updates
-            self.sync_engine()
+        if self.engine_needs_sync and not getattr(self, "_engine_fresh", False):
+            self.sync_engine()       # SFT / preference loops do not sync after their updates
         rows = self.val_rows[self.rank::self.world]
         prompt_ids = [self.encode(r["problem"]) for r in rows]
         sp = self.sampling(n=v.n, temperature=v.temperature, top_p=1.0 if v.temperature == 0
@@ -319,6 +321,7 @@ class Trainer:
         last: Dict[str, float] = {}
         with StopRequested() as stop:
             while self.step < cfg.train.steps:
+                self._engine_fresh = False      # the update below changes the weights
                 metrics = self.run_step()
                 self.step += 1
                 v = cfg.validation
