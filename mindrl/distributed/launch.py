@@ -117,12 +117,31 @@ def worker_env(base: Optional[Mapping[str, str]] = None,
     return env
 
 
+def preflight(cfg, plan: LaunchPlan) -> None:
+    """Before any worker starts on any node: the model directory the workers will read
+    (this node sees the paths the workers see: a node of the job, or a shared filesystem;
+    ``MINDRL_SKIP_PREFLIGHT=1`` skips it for a launch host that does not)."""
+    from mindrl.distributed.ray_launch import LaunchError
+    from mindrl.models.tiny import check_model_dir
+
+    if plan.launcher == "single" or os.environ.get("MINDRL_SKIP_PREFLIGHT") == "1":
+        return                       # one process checks it itself, at once
+    if cfg.model.path.startswith("builtin:"):
+        return
+    try:
+        check_model_dir(cfg.model.path)
+    except FileNotFoundError as e:
+        raise LaunchError(f"{e} (checked before starting {plan.nnodes} node(s) x {plan.nproc} "
+                          "workers; MINDRL_SKIP_PREFLIGHT=1 skips this check)") from None
+
+
 def launch(recipe: str, overrides: Sequence[str], command: str = "train") -> int:
     """Resolve the recipe, then run (or become) the launcher it asks for; returns the exit code."""
     from mindrl.config.loader import load_config
 
     cfg = load_config(recipe, list(overrides))
     plan = plan_launch(cfg, recipe, overrides, command)
+    preflight(cfg, plan)
     if plan.launcher == "ray":
         from mindrl.distributed.ray_launch import run_on_ray
 

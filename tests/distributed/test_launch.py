@@ -105,3 +105,12 @@ def test_run_sft_sh_launches_the_sft_loop(tmp_path):
     res = subprocess.run(["bash", str(REPO / "launch" / "run_dpo.sh")], capture_output=True,
                          text=True, timeout=60, check=False)
     assert res.returncode == 2 and "usage: bash launch/run_dpo.sh RECIPE" in res.stderr
+
+
+def test_launch_checks_the_model_before_starting_workers():
+    res = subprocess.run([sys.executable, "-m", "mindrl", "launch", "grpo_tiny_demo",
+                          "distributed.nproc=2", "model.path=/nonexistent/qwen"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    assert res.returncode == 2
+    assert "model directory /nonexistent/qwen does not exist" in res.stderr
+    assert "before starting 1 node(s) x 2 workers" in res.stderr and "torchrun" not in res.stderr
