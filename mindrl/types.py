@@ -139,6 +139,17 @@ class LossNormalizers:
     global_seqs: float                   # rollouts in the whole mini-batch, all ranks
     max_len: float                       # Dr. GRPO constant (rollout.max_new_tokens)
 
+    def divisor(self, mode: str) -> float:
+        """The number ``algorithms.aggregation`` divides the summed loss by in ``mode`` (for
+        compiled steps that run the loss with unit normalisers and scale by its reciprocal)."""
+        seqs, length = max(self.global_seqs, 1.0), max(self.max_len, 1.0)
+        table = {"token_mean": max(self.global_tokens, 1.0), "seq_mean_token_sum": seqs,
+                 "seq_mean_token_mean": seqs, "seq_mean_token_sum_norm": seqs * length}
+        if mode not in table:
+            raise ValueError(f"no normaliser known for loss_agg_mode '{mode}'; known: "
+                             + ", ".join(sorted(table)))
+        return table[mode]
+
 
 def pad_token_batch(prompt_ids: List[List[int]], response_ids: List[List[int]], pad_id: int,
                     prompt_len: Optional[int] = None,

@@ -126,24 +126,29 @@ def unreachable(address: str, timeout: float = 5.0) -> Optional[str]:
         return f"{address} does not answer ({e})"
 
 
-def _connect(address: str):
-    why = unreachable(address)
+def join_ray(address: str, *, key: str = "distributed.ray_address", log_to_driver: bool = True,
+             num_cpus: Optional[int] = None):
+    """``ray`` connected to the cluster at ``address`` ('auto', host:port), or a new one-machine
+    Ray for 'local' / '' (``num_cpus``); a cluster that cannot be reached raises
+    :class:`LaunchError` naming ``key`` at once (``ray.init`` would retry for minutes)."""
+    local = address in ("", "local")
+    why = None if local else unreachable(address)
     if why:
-        raise LaunchError(f"no Ray cluster at distributed.ray_address={address!r}: {why}")
+        raise LaunchError(f"no Ray cluster at {key}={address!r}: {why}")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")     # read at import: every node's own lines
     import ray  # noqa: PLC0415
 
-    kwargs = dict(include_dashboard=False, configure_logging=False, log_to_driver=True)
-    if address == "local":
-        ray.init(**kwargs)
-    else:
-        try:
-            ray.init(address=address, **kwargs)
-        except ConnectionError as e:
-            raise LaunchError(f"no Ray cluster at distributed.ray_address={address!r} ({e}); "
-                              "start one with `ray start --head` on the first node and "
-                              "`ray start --address=<head>:6379` on the others") from e
+    kwargs = dict(include_dashboard=False, configure_logging=False, log_to_driver=log_to_driver)
+    if local:
+        ray.init(num_cpus=num_cpus, **kwargs)
+        return ray
+    try:
+        ray.init(address=address, **kwargs)
+    except ConnectionError as e:
+        raise LaunchError(f"no Ray cluster at {key}={address!r} ({e}); start one with `ray "
+                          "start --head` on the first node and `ray start --address=<head>:6379` "
+                          "on the others") from e
     return ray
 
 
@@ -175,7 +180,7 @@ def _place(ray, plan: LaunchPlan):
 
 def run_on_ray(plan: LaunchPlan, log=print) -> int:
     """Run the plan's per-node launcher on ``plan.nnodes`` Ray nodes; returns the exit code."""
-    ray = _connect(str(plan.ray.get("address", "auto")))
+    ray = join_ray(str(plan.ray.get("address", "auto")))
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
 
     env = forwarded_env()

@@ -57,21 +57,13 @@ def _ray_init(workers: int, address: str = ""):
 
     if ray.is_initialized():
         return ray, False
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    if address:
-        from mindrl.distributed.ray_launch import unreachable  # noqa: PLC0415
+    from mindrl.distributed.ray_launch import LaunchError, join_ray  # noqa: PLC0415
 
-        why = unreachable(address)
-        if why:
-            raise EvalError(f"no Ray cluster at ray_address={address!r}: {why}")
-        try:
-            ray.init(address=address, **kwargs)
-        except ConnectionError as e:
-            raise EvalError(f"no Ray cluster at ray_address={address!r} ({e})") from e
-    else:
-        ray.init(num_cpus=max(2, workers), **kwargs)
-    return ray, True
+    try:
+        return join_ray(address, key="ray_address", log_to_driver=False,
+                        num_cpus=max(2, workers)), True
+    except LaunchError as e:
+        raise EvalError(str(e)) from None
 
 
 def run_sharded(shards: List[List[Chunk]], factory, spec: EngineSpec,

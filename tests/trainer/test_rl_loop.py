@@ -217,16 +217,23 @@ def _compare_runs(one: Path, two: Path):
                                    rtol=1e-4, atol=1e-5, err_msg=k)
 
 
+def _reference_run(tmp_path, env, base, two_extra=(), cwd=None):
+    """Recipes for a 1-process reference run (``one``, run here) and a distributed run
+    (``two``, the caller launches it); returns (one dir, two dir, two's recipe)."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
+    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}",
+                                                      *two_extra])
+    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
+                   timeout=300, capture_output=True, cwd=cwd)
+    return one, two, r1, r2
+
+
 @pytest.mark.slow
 def test_torchrun_two_ranks_equal_one_process(tmp_path):
     """2 torchrun ranks (gloo) on halves of the prompts == 1 process on the global batch."""
     env = _launch_env()
-    one, two = tmp_path / "one", tmp_path / "two"
-    base = BASE + DP
-    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
-    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}"])
-    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
-                   timeout=300, capture_output=True)
+    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP)
     torchrun = Path(sys.executable).parent / "torchrun"
     res = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port",
                           str(_free_port()), "-m", "mindrl", "train", str(r2)], env=env,
@@ -241,13 +248,8 @@ def test_fsdp_two_ranks_equal_one_process_and_resume(tmp_path):
     native engine holding a synced full copy == 1 unsharded process; then 2 more steps resumed
     from the sharded run's checkpoint == 4 uninterrupted steps of one process."""
     env = _launch_env()
-    one, two = tmp_path / "one", tmp_path / "two"
-    base = BASE + DP + ["train.lr=1e-2"]
-    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
-    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}",
-                                                      "train.fsdp=true"])
-    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
-                   timeout=300, capture_output=True)
+    one, two, r1, r2 = _reference_run(tmp_path, env, BASE + DP + ["train.lr=1e-2"],
+                                      ["train.fsdp=true"])
     torchrun = Path(sys.executable).parent / "torchrun"
     cmd = [str(torchrun), "--nproc_per_node", "2", "--master_port", str(_free_port()), "-m",
            "mindrl", "train", str(r2)]
@@ -296,12 +298,8 @@ def test_vllm_engine_in_the_loop_stays_in_sync(tmp_path, backend):
 def test_msrun_two_workers_equal_one_process(tmp_path):
     """MindSpore backend: 2 msrun workers on halves of the prompts == 1 process."""
     env = _launch_env()
-    one, two = tmp_path / "one", tmp_path / "two"
-    base = BASE + DP + ["backend=mindspore"]
-    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
-    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}"])
-    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
-                   timeout=300, capture_output=True, cwd=tmp_path)
+    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP + ["backend=mindspore"],
+                                     cwd=tmp_path)
     msrun = Path(sys.executable).parent / "msrun"
     res = subprocess.run([str(msrun), "--worker_num", "2", "--local_worker_num", "2",
                           "--master_port", str(_free_port()), "--log_dir", str(tmp_path / "logs"),
@@ -319,12 +317,7 @@ def test_ray_two_nodes_equal_one_process(tmp_path, ray_two_nodes):
     """launcher=ray: a torchrun per Ray node (nnodes=2, rendezvous on node 0's address, free port)
     trains exactly like 1 process on the global batch; each node's output is kept in a log."""
     env = _launch_env()
-    one, two = tmp_path / "one", tmp_path / "two"
-    base = BASE + DP
-    r1 = _write_recipe(tmp_path / "one.yaml", base + [f"logging.output_dir={one}"])
-    r2 = _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}"])
-    subprocess.run([sys.executable, "-m", "mindrl", "train", str(r1)], env=env, check=True,
-                   timeout=300, capture_output=True)
+    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP)
     res = subprocess.run([sys.executable, "-m", "mindrl", "launch", str(r2),
                           "distributed.launcher=ray", "distributed.nnodes=2",
                           "distributed.master_port=0",

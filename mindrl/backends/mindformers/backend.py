@@ -71,13 +71,6 @@ def import_mindformers():
     return LlamaConfig, LlamaForCausalLM, AdamW, MFTrainOneStepCell, MFPipelineWithLossScaleCell
 
 
-def _normaliser(mode: str, norm: LossNormalizers) -> float:
-    seqs, length = max(norm.global_seqs, 1.0), max(norm.max_len, 1.0)
-    table = {"token_mean": max(norm.global_tokens, 1.0), "seq_mean_token_sum": seqs,
-             "seq_mean_token_mean": seqs, "seq_mean_token_sum_norm": seqs * length}
-    return table[mode]
-
-
 def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: bool):
     """The log-prob head and the RL loss as Cells (built once mindspore is imported)."""
     from algorithms.ops import get_ops
@@ -229,6 +222,7 @@ class MindformersBackend:
         self.total_steps = total_optimizer_steps(cfg)
         self.optimizer_steps = 0
         self._loaded = False
+        self._staged: Optional[List[Tuple[str, np.ndarray]]] = None
 
     # ------------------------------------------------------------------ collectives
     @property
@@ -422,7 +416,7 @@ class MindformersBackend:
         """HF weights + config + tokenizer (main process; after :meth:`stage_checkpoint`)."""
         from mindrl.backends.mindspore import weights as W
 
-        arrays = getattr(self, "_staged", None) or list(self.named_weights())
+        arrays = self._staged or list(self.named_weights())
         if not self.is_main:
             return
         d = Path(directory)
@@ -504,7 +498,7 @@ class MindformersBackend:
         # MFPipelineWithLossScaleCell back-propagates sens / micro_batch_num (legacy models):
         # scale the loss up so the gradient is that of the summed micro-batch losses
         micro = self.layout.micro_batches if self.layout.pp > 1 else 1
-        inv = np.full(len(ids), micro / _normaliser(self.cfg.algorithm.loss_agg_mode, norm),
+        inv = np.full(len(ids), micro / norm.divisor(self.cfg.algorithm.loss_agg_mode),
                       np.float32)
         t = self.cfg.train
         lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps, total=self.total_steps,

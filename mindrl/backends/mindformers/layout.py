@@ -21,35 +21,32 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Tuple
 
 import numpy as np
 
-# (HF regex, mindformers replacement); applied to names that start with "model." or "lm_head."
-_HF_TO_MF: List[Tuple[str, str]] = [
-    (r"^model\.embed_tokens\.weight$", "model.tok_embeddings.embedding_weight"),
-    (r"^model\.layers\.(\d+)\.self_attn\.q_proj\.(weight|bias)$", r"model.layers.\1.attention.wq.\2"),
-    (r"^model\.layers\.(\d+)\.self_attn\.k_proj\.(weight|bias)$", r"model.layers.\1.attention.wk.\2"),
-    (r"^model\.layers\.(\d+)\.self_attn\.v_proj\.(weight|bias)$", r"model.layers.\1.attention.wv.\2"),
-    (r"^model\.layers\.(\d+)\.self_attn\.o_proj\.weight$", r"model.layers.\1.attention.wo.weight"),
-    (r"^model\.layers\.(\d+)\.mlp\.gate_proj\.weight$", r"model.layers.\1.feed_forward.w1.weight"),
-    (r"^model\.layers\.(\d+)\.mlp\.down_proj\.weight$", r"model.layers.\1.feed_forward.w2.weight"),
-    (r"^model\.layers\.(\d+)\.mlp\.up_proj\.weight$", r"model.layers.\1.feed_forward.w3.weight"),
-    (r"^model\.layers\.(\d+)\.input_layernorm\.weight$", r"model.layers.\1.attention_norm.weight"),
-    (r"^model\.layers\.(\d+)\.post_attention_layernorm\.weight$", r"model.layers.\1.ffn_norm.weight"),
-    (r"^model\.norm\.weight$", "model.norm_out.weight"),
-    (r"^lm_head\.weight$", "lm_head.weight"),
+# (Hugging Face name, mindformers name); "{i}" is the layer index, "{p}" weight or bias.
+_NAME_PAIRS: List[Tuple[str, str]] = [
+    ("model.embed_tokens.weight", "model.tok_embeddings.embedding_weight"),
+    ("model.layers.{i}.self_attn.q_proj.{p}", "model.layers.{i}.attention.wq.{p}"),
+    ("model.layers.{i}.self_attn.k_proj.{p}", "model.layers.{i}.attention.wk.{p}"),
+    ("model.layers.{i}.self_attn.v_proj.{p}", "model.layers.{i}.attention.wv.{p}"),
+    ("model.layers.{i}.self_attn.o_proj.weight", "model.layers.{i}.attention.wo.weight"),
+    ("model.layers.{i}.mlp.gate_proj.weight", "model.layers.{i}.feed_forward.w1.weight"),
+    ("model.layers.{i}.mlp.down_proj.weight", "model.layers.{i}.feed_forward.w2.weight"),
+    ("model.layers.{i}.mlp.up_proj.weight", "model.layers.{i}.feed_forward.w3.weight"),
+    ("model.layers.{i}.input_layernorm.weight", "model.layers.{i}.attention_norm.weight"),
+    ("model.layers.{i}.post_attention_layernorm.weight", "model.layers.{i}.ffn_norm.weight"),
+    ("model.norm.weight", "model.norm_out.weight"),
+    ("lm_head.weight", "lm_head.weight"),
 ]
-_MF_TO_HF: List[Tuple[str, str]] = [
-    (r"^model\.tok_embeddings\.embedding_weight$", "model.embed_tokens.weight"),
-    (r"^model\.layers\.(\d+)\.attention\.wq\.(weight|bias)$", r"model.layers.\1.self_attn.q_proj.\2"),
-    (r"^model\.layers\.(\d+)\.attention\.wk\.(weight|bias)$", r"model.layers.\1.self_attn.k_proj.\2"),
-    (r"^model\.layers\.(\d+)\.attention\.wv\.(weight|bias)$", r"model.layers.\1.self_attn.v_proj.\2"),
-    (r"^model\.layers\.(\d+)\.attention\.wo\.weight$", r"model.layers.\1.self_attn.o_proj.weight"),
-    (r"^model\.layers\.(\d+)\.feed_forward\.w1\.weight$", r"model.layers.\1.mlp.gate_proj.weight"),
-    (r"^model\.layers\.(\d+)\.feed_forward\.w2\.weight$", r"model.layers.\1.mlp.down_proj.weight"),
-    (r"^model\.layers\.(\d+)\.feed_forward\.w3\.weight$", r"model.layers.\1.mlp.up_proj.weight"),
-    (r"^model\.layers\.(\d+)\.attention_norm\.weight$", r"model.layers.\1.input_layernorm.weight"),
-    (r"^model\.layers\.(\d+)\.ffn_norm\.weight$", r"model.layers.\1.post_attention_layernorm.weight"),
-    (r"^model\.norm_out\.weight$", "model.norm.weight"),
-    (r"^lm_head\.weight$", "lm_head.weight"),
-]
+
+
+def _rule(src: str, dst: str) -> Tuple[str, str]:
+    """A template pair as (regex over ``src``, replacement producing ``dst``)."""
+    pattern = "^" + re.escape(src).replace(r"\{i\}", r"(?P<i>\d+)").replace(
+        r"\{p\}", r"(?P<p>weight|bias)") + "$"
+    return pattern, dst.replace("{i}", r"\g<i>").replace("{p}", r"\g<p>")
+
+
+_HF_TO_MF = [_rule(hf, mf) for hf, mf in _NAME_PAIRS]
+_MF_TO_HF = [_rule(mf, hf) for hf, mf in _NAME_PAIRS]
 
 
 def _rename(name: str, rules: List[Tuple[str, str]], what: str) -> str:

@@ -13,7 +13,7 @@ Loss normalisers: ``algorithms.rl_loss`` takes them as Python numbers, which a c
 would freeze as constants (one compile per value). The step therefore calls ``rl_loss`` with
 unit normalisers and multiplies the result by the reciprocal of the mode's normaliser, given as
 a tensor input. That is exact because every aggregation mode is (a sum) / (one normaliser) and
-the KL and entropy terms share it (see ``_normaliser``).
+the KL and entropy terms share it (see ``LossNormalizers.divisor``).
 
 Data parallelism: under ``msrun`` (``MS_WORKER_NUM`` set) the backend calls
 ``mindspore.communication.init()``; the accumulated gradients are all-reduced (SUM) once per
@@ -55,17 +55,6 @@ def default_buckets(limit: int, smallest: int = 16) -> List[int]:
         out.append(b)
         b *= 2
     return out + [int(limit)]
-
-
-def _normaliser(mode: str, norm: LossNormalizers) -> float:
-    """The number ``algorithms.aggregation`` divides the summed loss by in ``mode``."""
-    seqs, length = max(norm.global_seqs, 1.0), max(norm.max_len, 1.0)
-    table = {"token_mean": max(norm.global_tokens, 1.0), "seq_mean_token_sum": seqs,
-             "seq_mean_token_mean": seqs, "seq_mean_token_sum_norm": seqs * length}
-    if mode not in table:
-        raise ValueError(f"MindSporeBackend does not know the normaliser of loss_agg_mode "
-                         f"'{mode}'; known: {', '.join(sorted(table))}")
-    return table[mode]
 
 
 def repad(batch: TokenBatch, rows: int, prompt_len: int, response_len: int,
@@ -537,7 +526,7 @@ class MindSporeBackend:
         rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape
-        inv_norm = Tensor(np.float32(1.0 / _normaliser(self.cfg.algorithm.loss_agg_mode, norm)))
+        inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.algorithm.loss_agg_mode)))
         inputs = []
         for mb in micro_batches:
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
@@ -551,7 +540,7 @@ class MindSporeBackend:
         rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
         shape = self._shape(micro_batches, rows)
         _, P, T = shape
-        inv_norm = Tensor(np.float32(1.0 / _normaliser("token_mean", norm)))
+        inv_norm = Tensor(np.float32(1.0 / norm.divisor("token_mean")))
         inputs = [(self._inputs(repad(tb, rows, P, T, self.pad_id)) + (inv_norm,),
                    float(tb.response_mask.sum())) for tb in micro_batches]
         return (), shape, inputs
