@@ -154,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     from mindrl.config.schema import ConfigError
+    from mindrl.errors import UserError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -161,6 +162,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return int(args.func(args) or 0)
     except ConfigError as e:
         print(f"mindrl: configuration error: {e}", file=sys.stderr)
+        return 2
+    except UserError as e:  # data, eval, launch: one line naming the file / row / key
+        print(f"mindrl: error: {e}", file=sys.stderr)
         return 2
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from mindrl.errors import UserError
+
 
 def opt(default: Any, help: str, choices: Optional[List[Any]] = None) -> Any:  # noqa: A002
     """A dataclass field with a default, a help string and optional allowed values."""
@@ -25,7 +27,7 @@ def section(cls: type, help: str) -> Any:  # noqa: A002
     return field(default_factory=cls, metadata={"help": help})
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """Bad configuration, raised before any expensive work starts."""
 
 

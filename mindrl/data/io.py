@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from mindrl.errors import UserError
 
-class DataError(ValueError):
+
+class DataError(UserError, ValueError):
     """Bad data input: a missing file, an unreadable row, a missing field, an unknown name."""
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from mindrl.distributed.launch import REPO, LaunchPlan, node_argv, worker_env
+from mindrl.errors import UserError
 
 GRACE_S = 60.0
 # Environment the driver hands to every node (thread counts, log levels, caches, auth).
@@ -44,7 +45,7 @@ def forwarded_env() -> Dict[str, str]:
             if k in FORWARD_ENV or k.startswith(FORWARD_PREFIXES)}
 
 
-class LaunchError(RuntimeError):
+class LaunchError(UserError, RuntimeError):
     """The cluster cannot run this launch (placement, missing checkout on a node)."""
 
 

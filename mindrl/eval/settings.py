@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from mindrl.errors import UserError
+
 DEFAULT_BENCHMARKS = ["math500", "aime24", "aime25", "amc23", "gsm8k"]
 ENGINE_NAMES = ("native", "vllm")
 BACKEND_NAMES = ("torch", "mindspore")
@@ -19,7 +21,7 @@ GENERATION_KEYS = ("model", "model_fingerprint", "template", "system_prompt", "n
                    "top_p", "top_k", "max_new_tokens", "seed", "engine", "backend", "dtype")
 
 
-class EvalError(RuntimeError):
+class EvalError(UserError, RuntimeError):
     """An evaluation run cannot proceed (bad input, a lost shard, a sample-count mismatch)."""
 
 

@@ -1,0 +1,10 @@
+"""The one base class for errors a user causes and can fix (a bad config key, a missing file, a
+malformed row). The ``mindrl`` command prints them as one line and exits 2; anything else is a
+bug and keeps its traceback. This module imports nothing, so every room of the house can use it.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """An error in the user's input: its message names the file, line, field or config key."""
