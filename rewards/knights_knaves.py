@@ -173,7 +173,7 @@ def parse_answer(answer_text: str, names: Sequence[str]) -> Optional[Dict[str, s
         return None
     roles: Dict[str, str] = {}
     for name in names:
-        m = re.search(rf"\b{re.escape(name)}\b\s+is\s+an?\s+(knight|knave)", answer_text,
+        m = re.search(rf"\b{re.escape(name)}\b\s+is\s+an?\s+(knight|knave)\b", answer_text,
                       re.IGNORECASE)
         if m is None:
             return None
@@ -185,7 +185,8 @@ def _gold_roles(solution, names) -> Tuple[List[str], Dict[str, str]]:
     if isinstance(solution, dict):
         return list(solution), {k: v.lower() for k, v in solution.items()}
     if isinstance(solution, str):
-        pairs = re.findall(r"\(\d+\)\s*(\w+)\s+is\s+an?\s+(knight|knave)", solution, re.IGNORECASE)
+        pairs = re.findall(r"\(\d+\)\s*(\w+)\s+is\s+an?\s+(knight|knave)\b", solution,
+                           re.IGNORECASE)
         if not pairs:
             raise ValueError(f"cannot read a knights-and-knaves solution from {solution!r}")
         return [p[0] for p in pairs], {p[0]: p[1].lower() for p in pairs}

@@ -2,17 +2,41 @@
 
 Three steps, each usable on its own:
 
-1. ``extract_answer(text, mode)`` finds the final answer in a model output: the last
-   ``\\boxed{}`` / ``\\fbox{}`` (nested braces), ``<answer>...</answer>`` tags, GSM8K's ``#### x``,
-   "the answer is x", a multiple-choice letter, and, only when asked, the last number.
+1. ``extract_answer(text, mode)`` finds the final answer in a model output (see its docstring
+   for the order): ``<answer>`` tags, the last run of ``\\boxed{}``/``\\fbox{}`` (several boxed
+   answers joined by "and", "," ... form one set), a "final answer is x" written after the last
+   boxed answer, GSM8K's ``#### x``, "the answer is x", a multiple-choice letter, and, when
+   ``fallback`` is on, the last LaTeX expression or number of the text (math-verify's and
+   lighteval's fallback).
 2. ``normalize_answer(s)`` rewrites an answer string into a canonical form: ``\\text{}``, units,
-   ``\\dfrac``/``\\tfrac``, percent, degrees, thousands separators, trailing zeros (27.0 -> 27),
-   zero-padded integers (AIME "025" -> 25), spacing in intervals and tuples, ``x = 5`` -> 5.
-3. ``is_equivalent(pred, gold, timeout)`` compares two answers: first the normalised strings
-   and plain numbers (fast, exact, no sympy), then math-verify (symbolic) under a time limit.
+   ``\\dfrac``/``\\tfrac``/``\\cfrac``, percent, degrees, thousands separators (``1,234``,
+   ``1{,}234``, ``1 234``; never a comma followed by a space), trailing zeros (27.0 -> 27),
+   zero-padded integers (AIME "025" -> 25), spacing in intervals and tuples, ``x = 5`` -> 5,
+   the last part of a chain ``x = 2+3 = 5``, relations (``>=`` -> ``\\geq``).
+3. ``is_equivalent(pred, gold, timeout)`` compares two answers: normalised strings, exact
+   numbers (with the tolerances of ``GraderOptions``), unordered lists, then math-verify
+   (symbolic) under a time limit, with the parsed gold cached.
 
 ``grade(text, gold)`` chains them: True / False, or None when the gold answer is unusable or the
 symbolic check timed out.
+
+Options (``GraderOptions``; ``REWARD_OPTIONS`` and ``EVAL_OPTIONS`` are the two presets, and
+every function takes ``options=`` plus keyword overrides):
+
+- ``fallback`` (rewards: off, eval: on): when no answer is marked (no tags, boxed, ``####`` or
+  answer phrase), take the last LaTeX expression (``$..$``, ``\\(..\\)``, ``\\[..\\]``) or
+  number/expression of the text, as math-verify and lighteval do. Off for rewards: a policy
+  under training should be paid for an answer it marked, not for the last number of an
+  unfinished or rambling output; eval measures correctness and follows the common graders.
+  ``fallback_targets`` ("latex", "expr") selects what the fallback may take.
+- ``decimal_comma`` (on): ``1000,99`` or ``2,74`` (a comma not followed by exactly three digits,
+  or after a leading 0) is read as a decimal point, but only when the other answer is a decimal
+  number written with a point, so that the list "3,5" still equals "5,3".
+- ``percent`` ("strip"): ``28\\%``, ``28 percent``, ``28 pct`` all equal 28; "either" also
+  accepts the fraction (28% equals 0.28).
+- ``float_rounding`` (6): a decimal written with a point equals an exact value (a fraction, a
+  radical) when both agree after rounding to this many decimals (math-verify's
+  ``float_rounding``); None: exact comparison only (0.333333 never equals 1/3).
 
 Time limits: math-verify enforces its own limit with ``signal.alarm``, which only works in the
 main thread. In the main thread we pass the limit through (rounded up to whole seconds, as
@@ -22,16 +46,23 @@ on the caller (``rewards.pool.RewardScorer``) to enforce a process-level limit.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import math
 import re
 import threading
+from collections import Counter
 from fractions import Fraction
-from typing import Optional, Union
+from typing import List, Optional, Tuple, Union
 
 __all__ = [
+    "GraderOptions",
+    "REWARD_OPTIONS",
+    "EVAL_OPTIONS",
     "extract_answer",
     "extract_boxed",
+    "extract_boxed_run",
     "gold_answer",
     "normalize_answer",
     "parse_number",
@@ -42,8 +73,47 @@ __all__ = [
 ]
 
 EXTRACT_MODES = ("auto", "boxed", "answer_tag", "gsm8k", "choice")
+PERCENT_MODES = ("strip", "either")
+FALLBACK_TARGETS = ("latex", "expr")
 
-_NUMBER = r"-?(?:\d+(?:,\d{3})*(?:\.\d*)?|\.\d+)"
+
+@dataclasses.dataclass(frozen=True)
+class GraderOptions:
+    """How answers are found and compared; see the module docstring for each field."""
+
+    fallback: bool = False
+    fallback_targets: Tuple[str, ...] = FALLBACK_TARGETS
+    decimal_comma: bool = True
+    percent: str = "strip"
+    float_rounding: Optional[int] = 6
+
+    def __post_init__(self):
+        if self.percent not in PERCENT_MODES:
+            raise ValueError(f"percent must be one of {', '.join(PERCENT_MODES)}, "
+                             f"not {self.percent!r}")
+        bad = [t for t in self.fallback_targets if t not in FALLBACK_TARGETS]
+        if bad:
+            raise ValueError(f"fallback_targets: unknown {bad}; valid: {', '.join(FALLBACK_TARGETS)}")
+        if self.float_rounding is not None and self.float_rounding < 0:
+            raise ValueError("float_rounding must be >= 0 or None")
+
+    @property
+    def fingerprint(self) -> str:
+        """Short text naming these options (stored with graded eval samples)."""
+        fb = "+".join(self.fallback_targets) if self.fallback else "off"
+        return (f"fallback={fb},dc={int(self.decimal_comma)},pct={self.percent},"
+                f"round={self.float_rounding}")
+
+
+REWARD_OPTIONS = GraderOptions()
+EVAL_OPTIONS = GraderOptions(fallback=True)
+
+
+def _opts(options: Optional[GraderOptions], overrides: dict) -> GraderOptions:
+    base = options if options is not None else REWARD_OPTIONS
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(base, **overrides) if overrides else base
+
 
 # ----------------------------------------------------------------------------- extraction
 
@@ -68,6 +138,39 @@ def _match_brace(text: str, open_idx: int) -> Optional[int]:
     return None
 
 
+_BOX_TAG = re.compile(r"\\(?:boxed|fbox)")
+
+
+def _boxed_spans(text: str) -> List[Tuple[int, int, str]]:
+    """(start, end, content) of every ``\\boxed{..}``/``\\fbox{..}`` and ``\\boxed 5``, in order.
+
+    Linear in ``len(text)``: a boxed answer's content is skipped, so nested boxes are not listed,
+    and an unclosed brace ends the scan."""
+    out = []
+    pos = 0
+    while True:
+        m = _BOX_TAG.search(text, pos)
+        if m is None:
+            return out
+        j = m.end()
+        k = j
+        while k < len(text) and text[k] in " \t":
+            k += 1
+        if k < len(text) and text[k] == "{":
+            close = _match_brace(text, k)
+            if close is None:
+                return out
+            out.append((m.start(), close + 1, text[k + 1:close].strip()))
+            pos = close + 1
+        elif k > j:  # "\boxed 5"
+            mm = re.match(r"[^\s$]+", text[k:])
+            if mm:
+                out.append((m.start(), k + mm.end(), mm.group(0)))
+            pos = k
+        else:
+            pos = j
+
+
 def extract_boxed(text: str) -> Optional[str]:
     """Content of the last ``\\boxed{...}`` or ``\\fbox{...}`` (nested braces allowed).
 
@@ -76,30 +179,203 @@ def extract_boxed(text: str) -> Optional[str]:
     >>> extract_boxed(r"so \\boxed{1} no, \\boxed{\\frac{1}{2}}.")
     '\\\\frac{1}{2}'
     """
-    best = -1
-    for tag in ("\\boxed", "\\fbox"):
-        best = max(best, text.rfind(tag))
-    if best < 0:
+    spans = _boxed_spans(text)
+    return spans[-1][2] if spans else None
+
+
+# what may stand between two boxed answers of one set: "\boxed{1}, \boxed{2}",
+# "\boxed{1} \quad \text{and} \quad \boxed{2}", "\boxed{1} papers and \boxed{2}"
+_GAP_NOISE = re.compile(r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:!(\[)\]]|[${}\s]|\\\\")
+_GAP_JOIN = re.compile(r"(?:^|.*[\s,;])(?:and|or|,|;|&)$|^$", re.IGNORECASE | re.DOTALL)
+
+
+def _connected(gap: str) -> bool:
+    g = _GAP_NOISE.sub(" ", gap).strip().rstrip(".")
+    if len(g) > 40:
+        return False
+    g = re.sub(r"\s+", " ", g)
+    return not re.search(r"[^\W\d_]", g) or bool(_GAP_JOIN.fullmatch(g.strip()))
+
+
+def _boxed_run(text: str, spans=None) -> Optional[Tuple[int, int, str]]:
+    """The last run of boxed answers joined only by "and"/"or"/","/spacing, as (start, end,
+    "a, b, ..."); duplicates are kept once."""
+    spans = _boxed_spans(text) if spans is None else spans
+    if not spans:
         return None
-    start = best + (len("\\boxed") if text.startswith("\\boxed", best) else len("\\fbox"))
-    rest = text[start:]
-    stripped = rest.lstrip()
-    if stripped.startswith("{"):
-        open_idx = start + (len(rest) - len(stripped))
-        close = _match_brace(text, open_idx)
-        if close is None:
-            return None
-        return text[open_idx + 1:close].strip()
-    if rest.startswith(" "):  # "\boxed 5"
-        m = re.match(r"\s*([^\s$]+)", rest)
-        return m.group(1) if m else None
-    return None
+    i = len(spans) - 1
+    while i > 0 and _connected(text[spans[i - 1][1]:spans[i][0]]):
+        i -= 1
+    items = []
+    for _, _, c in spans[i:]:
+        if c and c not in items:
+            items.append(c)
+    return spans[i][0], spans[-1][1], ", ".join(items)
+
+
+def extract_boxed_run(text: str) -> Optional[str]:
+    r"""The last run of connected boxed answers as one comma-separated list.
+
+    >>> extract_boxed_run(r"\boxed{1} then \boxed{-2} \quad \text{and} \quad \boxed{3}")
+    '-2, 3'
+    """
+    run = _boxed_run(text)
+    return run[2] if run else None
+
+
+def _latex_envs(text: str) -> List[Tuple[int, int, str]]:
+    """(start, end, content) of ``$$..$$``, ``\\[..\\]`` (may span lines), ``$..$`` and
+    ``\\(..\\)`` (one line), in order; escaped ``\\$`` is not a delimiter."""
+    out = []
+    opener = re.compile(r"(?<!\\)\$\$|(?<!\\)\$|\\\[|\\\(")
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = opener.search(text, pos)
+        if m is None:
+            break
+        tok = m.group(0)
+        close = {"$$": r"(?<!\\)\$\$", "$": r"(?<!\\)\$", "\\[": r"\\\]", "\\(": r"\\\)"}[tok]
+        c = re.compile(close).search(text, m.end())
+        if c is None or (tok in ("$", "\\(") and "\n" in text[m.end():c.start()]):
+            pos = m.end()
+            continue
+        out.append((m.start(), c.end(), text[m.end():c.start()]))
+        pos = c.end()
+    return out
+
+
+_PERCENT_AFTER = re.compile(r"\s*(?:\\%|%|percentage|percent|pct)\b|\s*(?:\\%|%)")
+_NUM_TOKEN = (r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?!\d)(?:\.\d+)?"
+              r"|\d+(?:[.,]\d+)?|\.\d+)")
+_EXPR_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_.,\\])(-?" + _NUM_TOKEN + r"(?:\s*[-+*/×÷^]\s*-?" + _NUM_TOKEN + r")*)")
+_WORDS = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+
+
+def _plausible_latex(s: str) -> bool:
+    """A LaTeX span that reads as an answer, not prose: non-empty, no run of plain words."""
+    t = re.sub(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}", "x", s).strip()
+    return bool(t) and not _WORDS.search(t) and bool(re.search(r"[\w\\]", t))
+
+
+_BARE_LATEX = re.compile(r"-?\\(frac|sqrt)\s*\{")
+
+
+def _fallback(text: str, targets: Tuple[str, ...], first: bool = False) -> Optional[str]:
+    """math-verify's and lighteval's last resort: of the LaTeX spans (``$..$`` or a bare
+    ``\\frac{}{}``) and the numbers or simple expressions outside them, the one that ends last
+    (``first``: the one that starts first) and reads as an answer."""
+    envs = [env for env in _latex_envs(text) if _plausible_latex(env[2])]
+    cands = []  # (end, start, answer)
+    masked = list(text)
+    for s, e, _ in envs:
+        masked[s:e] = " " * (e - s)
+    if "latex" in targets:
+        for s, e, c in envs:
+            pm = _PERCENT_AFTER.match(text, e)
+            cands.append((e, s, c + ("\\%" if pm else "")))
+        for m in _BARE_LATEX.finditer("".join(masked)):  # \frac{2}{5} written outside $..$
+            close = _match_brace(text, m.end() - 1)
+            if close is not None and text.startswith("{", close + 1):
+                close2 = _match_brace(text, close + 1) if m.group(1) == "frac" else close
+                if close2 is not None:
+                    cands.append((close2 + 1, m.start(), text[m.start():close2 + 1]))
+                    masked[m.start():close2 + 1] = " " * (close2 + 1 - m.start())
+            elif close is not None and m.group(1) == "sqrt":
+                cands.append((close + 1, m.start(), text[m.start():close + 1]))
+                masked[m.start():close + 1] = " " * (close + 1 - m.start())
+    if "expr" in targets:
+        plain = "".join(masked)
+        for m in _EXPR_TOKEN.finditer(plain):
+            tok = m.group(1)
+            if re.fullmatch(r"-?\d+", tok) and m.end() < len(plain) and plain[m.end()] in "_":
+                continue
+            pm = _PERCENT_AFTER.match(plain, m.end())
+            cands.append((m.end(), m.start(), tok.strip() + ("%" if pm else "")))
+    if not cands:
+        return None
+    if first:
+        cands.sort(key=lambda c: (c[1], -c[0]))
+        return _last_of_chain(cands[0][2])
+    cands.sort(key=lambda c: (c[0], -c[1]))
+    return _last_of_chain(cands[-1][2])
+
+
+def _last_of_chain(s: str) -> str:
+    """``a = b = c`` -> c (not for lists such as ``a=1, b=2``); ``x = 1/3 \\approx 0.33`` -> 1/3."""
+    if "\\approx" in s:
+        head, tail = s.split("\\approx", 1)
+        s = tail if re.fullmatch(r"\s*" + _SYM + r"\s*", head) else head
+    if "," in s or ";" in s:
+        return s.strip()
+    cuts, depth = [], 0  # "=" outside braces: not the k=0 of \sum_{k=0}
+    for i, ch in enumerate(s):
+        depth += (ch == "{") - (ch == "}")
+        if ch == "=" and depth == 0 and (i == 0 or s[i - 1] not in "<>!\\"):
+            cuts.append(i)
+    if len(cuts) > 1:
+        return s[cuts[-1] + 1:].strip()
+    return s.strip()
 
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_ANSWER_IS = re.compile(
-    r"(?:final answer|the answer)\s*(?:is|:)?\s*[:=]?\s*(.+?)(?:\n|$)", re.IGNORECASE)
-_CHOICE = re.compile(r"(?:^|[\s(\[{:*])\(?([A-E])\)?(?=$|[\s).,;:*\]}])")
+# "Final Answer: The final answer is 7.78. I hope it is correct." (Minerva), "The answer is 42."
+_FINAL = re.compile(r"final\s+answer", re.IGNORECASE)
+_ANCHOR = re.compile(r"(?:final\s+answer|the\s+answer|\b(?:answer|réponse|respuesta|antwort)\s*(?=[:：])"
+                     r"|答案\s*(?=[:：是为]))", re.IGNORECASE)
+
+
+def _sentence(body: str) -> str:
+    """The answer phrase after an anchor: up to the line end, "I hope", or a full stop that is
+    not a decimal point."""
+    body = body.split("\n", 1)[0]
+    m = re.search(r"\s+I hope|\.(?=\s|$)|。", body)
+    return body[:m.start()] if m else body
+
+
+def _from_phrase(body: str, is_final: bool) -> Optional[str]:
+    """The answer in the text following an anchor such as "final answer is"."""
+    body = body.lstrip()
+    m = re.match(r"(?:\*\*)?\s*(?:is|was|:|：|=)?\s*(?:\*\*)?\s*(?:[:=]\s*)?", body, re.IGNORECASE)
+    body = body[m.end():] if m else body
+    body = re.sub(r'^(?:\s|\\?"|\'|\*)+', "", body)
+    spans = _boxed_spans(body[:400])
+    if spans and spans[0][0] < 60:
+        run = _boxed_run(body, spans)
+        return run[2] if run else None
+    envs = _latex_envs(body[:400])
+    if envs and envs[0][0] == 0:  # "$x$" or "$12$ and $13$"
+        items = [envs[0][2]]
+        end = envs[0][1]
+        for s, e, c in envs[1:]:
+            if _connected(body[end:s]):
+                items.append(c)
+                end = e
+            else:
+                break
+        pm = _PERCENT_AFTER.match(body, end)
+        return ", ".join(i.strip() for i in items) + ("\\%" if pm else "")
+    phrase = _sentence(body).strip().strip("*\"' ")
+    if not phrase:
+        return None
+    if _WORDS.search(re.sub(r"\$[^$]*\$", "x", phrase)) or len(phrase) > 60:
+        # prose: "The largest $n$ is 34", "Jane started growing Sphere 3 hours ago"
+        m = re.search(r"\bis\b:?\s*(.+)$", phrase) if is_final else None
+        if m and not _WORDS.search(m.group(1)):
+            return m.group(1)
+        return _fallback(phrase, FALLBACK_TARGETS, first=True)
+    return phrase
+
+
+def _anchored(text: str) -> Optional[Tuple[int, bool, str]]:
+    """(position, is "final answer", answer) of the last answer phrase with an answer, or None."""
+    hits = list(_ANCHOR.finditer(text))
+    for m in reversed(hits):
+        ans = _from_phrase(text[m.end():m.end() + 1000], bool(_FINAL.match(m.group(0))))
+        if ans:
+            return m.start(), bool(_FINAL.match(m.group(0))), ans
+    return None
 
 
 def _strip_final(ans: str) -> str:
@@ -107,102 +383,146 @@ def _strip_final(ans: str) -> str:
     while prev != ans:
         prev = ans
         ans = ans.strip().strip("$").rstrip(".。").strip()
+        ans = re.sub(r"^\\\(|\\\)$|^\\\[|\\\]$", "", ans).strip()
     return ans
 
 
+# --- multiple choice
+_LETTER = r"(?<![A-Za-z])\(?([A-E])\)?(?![A-Za-z])"
+_CHOICE_ANCHOR = re.compile(
+    r"answer\s*(?:is|:|：)|final answer|correct (?:answer|option|choice) is|réponse(?: est|\s*:)|"
+    r"respuesta(?: es|\s*:)|antwort(?: ist|\s*:)|答案(?:是|为|：|:)?", re.IGNORECASE)
+
+
+def _choice_in(s: str) -> Optional[str]:
+    s = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", s)
+    m = re.search(_LETTER, s)
+    return m.group(1) if m else None
+
+
 def _extract_choice(text: str) -> Optional[str]:
-    """A multiple-choice letter A-E: boxed, "answer is (C)", or a lone "(C)"."""
+    """A multiple-choice letter A-E: boxed; the first letter after the last "answer is" (and a
+    few other languages' phrases); a letter opening the text ("D. it can't be A or B",
+    "(C) Cecile", "B。"); else the last standalone letter."""
     boxed = extract_boxed(text)
-    candidates = [boxed] if boxed is not None else []
-    m = list(_ANSWER_IS.finditer(text))
+    if boxed is not None:
+        letter = _choice_in(boxed)
+        if letter:
+            return letter
+    hits = list(_CHOICE_ANCHOR.finditer(text))
+    for m in reversed(hits):
+        letter = _choice_in(text[m.end():m.end() + 60])
+        if letter:
+            return letter
+    plain = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text)
+    m = re.match(r"\s*(?:\*\*)?\(?([A-E])\)?(?:$|(?=[.):：。,;\n]|[^\x00-\x7f]|\s+[A-Z]))", plain)
     if m:
-        candidates.append(m[-1].group(1))
-    candidates.append(text)
-    for cand in candidates:
-        cand = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", cand).strip()
-        hits = _CHOICE.findall(cand)
-        if hits:
-            return hits[-1] if cand is text else hits[0]
-    return None
+        return m.group(1)
+    hits = re.findall(_LETTER, plain)
+    return hits[-1] if hits else None
 
 
-def extract_answer(text: Optional[str], mode: str = "auto",
-                   last_number_fallback: bool = False) -> Optional[str]:
+def extract_answer(text: Optional[str], mode: str = "auto", fallback: Optional[bool] = None,
+                   last_number_fallback: Optional[bool] = None,
+                   options: Optional[GraderOptions] = None, **overrides) -> Optional[str]:
     """The final answer in ``text``, or None when none is found.
 
     Modes:
-      - ``auto``: ``<answer>`` tags (a ``\\boxed{}`` inside them wins), else the last
-        ``\\boxed{}``/``\\fbox{}``, else the last ``#### x``, else "the (final) answer is x".
-      - ``boxed``: only the last ``\\boxed{}``/``\\fbox{}`` (what Open-R1's accuracy reward reads).
+      - ``auto``: ``<answer>`` tags (a ``\\boxed{}`` inside them wins); else the last run of
+        ``\\boxed{}``/``\\fbox{}`` answers, unless a "final answer is x" comes after it (a later
+        final answer beats an earlier intermediate boxed one); else the last ``#### x``; else
+        the last "final answer is x" / "the answer is x" / "Answer: x".
+      - ``boxed``: only the last run of boxed answers (what Open-R1's accuracy reward reads).
       - ``answer_tag``: only the last ``<answer>...</answer>`` (a boxed answer inside is unwrapped).
       - ``gsm8k``: the last ``#### x``, else ``auto``.
       - ``choice``: a multiple-choice letter A-E.
 
-    ``last_number_fallback`` (off by default: rewards must not credit a stray number) returns the
-    last number in the text when nothing else matched.
+    Several boxed answers joined only by "and", "or", commas or spacing (``\\boxed{1}, \\boxed{2}``)
+    are one answer, the list "1, 2", compared as a set; a boxed answer followed by other text
+    ("first \\boxed{3} then corrected: \\boxed{4}") does not join the last one.
 
-    >>> extract_answer("Reasoning... The answer is $42$.")
+    ``fallback`` (default from ``options``: off for rewards, on for eval; ``last_number_fallback``
+    is its old name) takes the last LaTeX span or number when nothing else matched.
+
+    >>> extract_answer("Reasoning... The answer is $42$. I hope it is correct.")
     '42'
     >>> extract_answer("<answer>\\\\boxed{7}</answer>")
     '7'
     >>> extract_answer("it is 3 or 4") is None
     True
-    >>> extract_answer("it is 3 or 4", last_number_fallback=True)
+    >>> extract_answer("it is 3 or 4", fallback=True)
     '4'
     """
     if text is None:
         return None
     if mode not in EXTRACT_MODES:
         raise ValueError(f"unknown extract mode {mode!r}; valid modes: {', '.join(EXTRACT_MODES)}")
+    if fallback is None:
+        fallback = last_number_fallback
+    opts = _opts(options, dict(overrides, fallback=fallback))
     if mode == "choice":
         return _extract_choice(text)
     ans: Optional[str] = None
     if mode == "boxed":
-        ans = extract_boxed(text)
+        ans = extract_boxed_run(text)
     else:
         if mode == "gsm8k":
-            idx = text.rfind("####")
-            if idx >= 0:
-                ans = text[idx + 4:].strip().split("\n")[0]
-        if ans is None and mode in ("auto", "answer_tag", "gsm8k"):
+            ans = _after_hashes(text)
+        if ans is None:
             tags = _ANSWER_TAG.findall(text)
             if tags:
                 inner = tags[-1]
-                ans = extract_boxed(inner)
+                ans = extract_boxed_run(inner)
                 if ans is None:
                     ans = inner
         if ans is None and mode in ("auto", "gsm8k"):
-            ans = extract_boxed(text)
-            if ans is None:
-                idx = text.rfind("####")
-                if idx >= 0:
-                    ans = text[idx + 4:].strip().split("\n")[0]
-            if ans is None:
-                hits = list(_ANSWER_IS.finditer(text))
-                if hits:
-                    ans = hits[-1].group(1)
-                    boxed = extract_boxed(ans)
-                    ans = boxed if boxed is not None else ans
+            ans = _marked_answer(text)
     if ans is not None:
         ans = _strip_final(ans)
         if ans:
             return ans
         ans = None
-    if last_number_fallback:
-        nums = re.findall(_NUMBER, text.replace("$", " "))
-        if nums:
-            return nums[-1].rstrip(".")
+    if opts.fallback and mode != "answer_tag":
+        ans = _fallback(text, opts.fallback_targets)
+        if ans:
+            return _strip_final(ans) or None
     return None
 
 
-def gold_answer(gold: Union[str, int, float, None]) -> Optional[str]:
+def _after_hashes(text: str) -> Optional[str]:
+    idx = text.rfind("####")
+    if idx < 0:
+        return None
+    return text[idx + 4:].strip().split("\n")[0]
+
+
+def _marked_answer(text: str) -> Optional[str]:
+    """Boxed run / later "final answer" / ``####`` / answer phrase, in that order."""
+    spans = _boxed_spans(text)
+    run = _boxed_run(text, spans) if spans else None
+    anchored = _anchored(text)
+    if run is not None:
+        if anchored is not None and anchored[1] and anchored[0] > run[1]:
+            return anchored[2]
+        return run[2]
+    ans = _after_hashes(text)
+    if ans is not None:
+        return ans
+    return anchored[2] if anchored else None
+
+
+def gold_answer(gold: Union[str, int, float, None], mode: str = "auto") -> Optional[str]:
     """The reference answer as a string: numbers printed, GSM8K rationales cut after ``####``,
-    a boxed reference unwrapped; None for None or an empty string.
+    a boxed reference unwrapped (several connected boxed answers, ``\\boxed{1}\\boxed{2}``, are
+    the list "1, 2"), a solution ending in "final answer is x" cut to x; in ``choice`` mode
+    the letter of "(C) Cecile"; None for None or an empty string.
 
     >>> gold_answer("She pays 2 * 3 = <<2*3=6>>6 dollars.\\n#### 6")
     '6'
     >>> gold_answer(27.0)
     '27.0'
+    >>> gold_answer(r"\\boxed{1}\\boxed{2}")
+    '1, 2'
     """
     if gold is None:
         return None
@@ -211,12 +531,18 @@ def gold_answer(gold: Union[str, int, float, None]) -> Optional[str]:
     if isinstance(gold, (int, float)):
         return repr(gold) if isinstance(gold, float) else str(gold)
     s = str(gold)
+    if mode == "choice" and not re.fullmatch(r"\s*\(?[A-Ea-e]\)?\s*", s):
+        letter = _extract_choice(s)
+        return letter
     idx = s.rfind("####")
     if idx >= 0:
         s = s[idx + 4:]
     elif "\\boxed" in s or "\\fbox" in s:
-        boxed = extract_boxed(s)
-        s = boxed if boxed is not None else s
+        run = _boxed_run(s)
+        s = run[2] if run is not None else s
+    elif _FINAL.search(s) or len(s) > 200:
+        found = _marked_answer(s)
+        s = found if found is not None else s
     s = s.strip()
     return s or None
 
@@ -228,12 +554,13 @@ _UNITS = [
     "kilometers", "miles", "mile", "feet", "foot", "ft", "inches", "inch", "units", "unit",
     "square", "sq", "cents", "cent", "dollars", "dollar", "hours", "hour", "minutes", "minute",
     "seconds", "second", "days", "day", "weeks", "week", "years", "year", "mph", "pounds", "pound",
-    "kg", "grams", "gram", "liters", "liter", "ml", "percent", "points", "point", "people",
-    "students", "eggs", "apples", "marbles", "books", "coins", "p.m.", "a.m.",
+    "kg", "grams", "gram", "liters", "liter", "ml", "percentage", "percent", "pct", "points",
+    "point", "people", "students", "eggs", "apples", "marbles", "books", "coins", "p.m.", "a.m.",
 ]
 _UNIT_RE = re.compile(
     r"(?<=[\d}\s])\s*(?:" + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
     + r")(?:\^\{?[23]\}?|²|³)?\s*$")
+_PERCENT_MARK = re.compile(r"%|\\%|\b(?:percentage|percent|pct)\b")
 
 
 def _fix_frac_args(s: str) -> str:
@@ -278,10 +605,10 @@ def _fix_sqrt_args(s: str) -> str:
 
 
 def _strip_number(tok: str) -> str:
-    """Canonical decimal: no thousands commas, no leading/trailing zeros, "-0" -> "0"."""
+    """Canonical decimal: no thousands separators, no leading/trailing zeros, "-0" -> "0"."""
     neg = tok.startswith("-")
     body = tok[1:] if neg else tok
-    body = body.replace(",", "")
+    body = body.replace(",", "").replace(" ", "")
     if "." in body:
         whole, frac = body.split(".", 1)
         frac = frac.rstrip("0")
@@ -294,13 +621,22 @@ def _strip_number(tok: str) -> str:
     return ("-" if neg else "") + out
 
 
+# a name on the left of "=" that the answer may drop: x, x_1, a_{37}, \alpha, f(x), |AB|,
+# (p,q), A:B, V_{1}:V_{2}, \frac{NO}{BO}
+_SYM = r"(?:\\[a-zA-Z]+|[a-zA-Z]{1,3})(?:_\{?\w+\}?)?'?"
+_LHS = re.compile(
+    rf"\s*(?:{_SYM}(?:\({_SYM}(?:,{_SYM})*\))?|\|{_SYM}\||\({_SYM}(?:\s*,\s*{_SYM})+\)|"
+    rf"{_SYM}(?:\s*:\s*{_SYM})+|\\frac\{{{_SYM}\}}\{{{_SYM}\}})\s*=\s*(.+)$")
+_THOUSANDS = re.compile(r"-?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)(?:\.\d*)?|-?\.\d+")
+
+
 def normalize_answer(s: Optional[str]) -> str:
     r"""Canonical string form of an answer, for exact comparison.
 
     >>> normalize_answer(r"\text{(C)}")
     'C'
-    >>> normalize_answer(r"10,\!080")
-    '10080'
+    >>> normalize_answer(r"10,\!080"), normalize_answer("14{,}916"), normalize_answer("32, 349")
+    ('10080', '14916', '32,349')
     >>> normalize_answer("025"), normalize_answer("27.0"), normalize_answer(r"90^\circ")
     ('25', '27', '90')
     >>> normalize_answer(r"\dfrac{3}{4}"), normalize_answer(r"\frac43"), normalize_answer("x = 5")
@@ -310,21 +646,33 @@ def normalize_answer(s: Optional[str]) -> str:
     """
     if s is None:
         return ""
-    s = str(s).strip()
+    return _normalize(str(s))[0]
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalize(s: str) -> Tuple[str, str]:
+    """(compact form for string comparison, the same with its spaces kept for math-verify:
+    "F_k F_{n-k}" must not become "F_kF_{n-k}" before sympy reads it)."""
+    s = s.strip()
     if not s:
-        return ""
+        return "", ""
     s = s.replace("\n", " ")
     # Outer $...$, \( \), \[ \]
     s = re.sub(r"^\$+|\$+$", "", s).strip()
     s = re.sub(r"^\\[(\[]|\\[)\]]$", "", s).strip()
-    boxed = extract_boxed(s) if s.startswith(("\\boxed", "\\fbox")) else None
-    if boxed is not None:
-        s = boxed
+    if s.startswith(("\\boxed", "\\fbox")):
+        run = _boxed_run(s)
+        if run is not None and run[0] == 0:
+            s = run[2]
+    # thousands separators written in LaTeX: 10,\!080 and 14{,}916 (a space may follow)
+    s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)
+    s = re.sub(r"(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)", ",", s)
     # spacing commands and sizing
-    s = re.sub(r"(?<!\\)\\[,!;:> ]", "", s)  # spacing, but not the "\\ " of a matrix row
-    s = s.replace("\\left", "").replace("\\right", "").replace("\\bigl", "").replace("\\bigr", "")
+    s = re.sub(r"(?<!\\)\\[,!;:> ]", " ", s)  # spacing, but not the "\\ " of a matrix row
+    s = re.sub(r"\\q?quad\b", " ", s)
+    s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)\b", "", s)
     s = s.replace("\\displaystyle", "")
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = re.sub(r"\\[dtc]frac\b", r"\\frac", s)
     s = s.replace("\\$", "").replace("$", "")
     s = s.replace("\\%", "").replace("%", "")
     s = s.replace("−", "-")
@@ -332,19 +680,29 @@ def normalize_answer(s: Optional[str]) -> str:
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", s)
     s = s.replace("°", "").replace("\\circ", "")
     # units written as \text{ cm}, \mbox{ inches}^2
-    s = re.sub(r"\\(?:text|mbox|textbf|mathrm)\{\s*(" + "|".join(map(re.escape, _UNITS))
+    s = re.sub(r"\\(?:text|mbox|textbf|mathrm|textnormal)\{\s*(" + "|".join(map(re.escape, _UNITS))
                + r")\s*\}(?:\^\{?[23]\}?)?", "", s)
     # remaining \text{...} -> contents
     for _ in range(3):
         s = re.sub(r"\\(?:text|textbf|mbox|mathrm|textnormal|operatorname)\s*\{([^{}]*)\}",
                    r"\1", s)
     s = s.strip()
-    # trailing unit words ("5 cm", "12 dollars", "4 square units")
+    # trailing unit words ("5 cm", "12 dollars", "4 square units", "28 pct")
     for _ in range(2):
         s = _UNIT_RE.sub("", s).strip()
     s = re.sub(r"\s*\\?\s*(?:degrees?)$", "", s)
-    # simple equality with a one-letter (or short) variable on the left: "x = 5" -> "5"
-    m = re.match(r"^\s*[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*(.+)$", s)
+    # relations in one spelling
+    s = re.sub(r"\\(?:geq|ge)\b|≥|>=", r"\\geq ", s)
+    s = re.sub(r"\\(?:leq|le)\b|≤|<=", r"\\leq ", s)
+    s = re.sub(r"\\(?:neq|ne)\b|≠|!=", r"\\neq ", s)
+    s = re.sub(r"\\lt\b", "<", s)
+    s = re.sub(r"\\gt\b", ">", s)
+    # "12 and 13", "19, 46, and 82" -> a list
+    s = re.sub(r"\s*,?\s+(?:and|or)\s+", ",", s) if re.search(r"[\d}]\s*,?\s+(?:and|or)\s+", s) \
+        else s
+    # a chain x = 2 + 3 = 5 -> 5; "x = 5" -> 5; "f(x) = 5" -> 5; "x \in [0, 1]" -> [0, 1]
+    s = _last_of_chain(s)
+    m = _LHS.match(s)
     if m and "=" not in m.group(1):
         s = m.group(1)
     m = re.match(r"^\s*[a-zA-Z]\s*\\in\s*(.+)$", s)
@@ -356,15 +714,20 @@ def normalize_answer(s: Optional[str]) -> str:
     # multiple-choice "(C)" -> "C"
     m = re.fullmatch(r"\(?\s*([A-E])\s*\)?", s)
     if m:
-        return m.group(1)
-    # plain number with thousands separators / zero padding / trailing zeros
+        return m.group(1), m.group(1)
+    # plain number with thousands separators / zero padding / trailing zeros; "32, 349" (a comma
+    # with a space) is a list, not a thousands separator
+    t = re.sub(r"\s+", " ", s).strip()
+    if _THOUSANDS.fullmatch(t):
+        return _strip_number(t), _strip_number(t)
+    # a set written {1, 2} is the list 1, 2
+    if t.startswith("{") and _match_brace(t, 0) == len(t) - 1 and len(_split_list(t[1:-1])) > 1:
+        t = s = t[1:-1]
     compact = re.sub(r"\s+", "", s)
-    if re.fullmatch(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|-?\.\d+", compact):
-        return _strip_number(compact)
     # numbers inside tuples / intervals / expressions: drop trailing zeros of decimals only
     compact = re.sub(r"(?<![\d.])(\d+)\.(\d*?)0+(?!\d)",
                      lambda mm: mm.group(1) + ("." + mm.group(2) if mm.group(2) else ""), compact)
-    return compact
+    return compact, t
 
 
 _FRAC_RE = re.compile(r"(-?)\\frac\{(-?\d+)\}\{(-?\d+)\}")
@@ -401,6 +764,7 @@ def parse_number(s: str) -> Optional[Fraction]:
 # ---------------------------------------------------------------------------- equivalence
 
 _WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '\-]*")
+_DECIMAL_COMMA = re.compile(r"-?\d+,\d+")
 
 
 def _in_main_thread() -> bool:
@@ -423,20 +787,23 @@ class _Timeout(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=4096)
 def _mv_parse(s: str, limit: Optional[int]):
+    """math-verify's parse of ``\\boxed{s}``, cached (a gold answer is parsed once per problem,
+    not once per sampled completion; sympy results are immutable). A timeout is not cached."""
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
     from math_verify.errors import TimeoutException
 
     _quiet_math_verify()
     try:
-        return parse(f"\\boxed{{{s}}}",
-                     extraction_config=[LatexExtractionConfig(boxed_match_priority=0),
-                                        ExprExtractionConfig()],
-                     parsing_timeout=limit, raise_on_error=True)
+        return tuple(parse(f"\\boxed{{{s}}}",
+                           extraction_config=[LatexExtractionConfig(boxed_match_priority=0),
+                                              ExprExtractionConfig()],
+                           parsing_timeout=limit, raise_on_error=True))
     except TimeoutException as e:
         raise _Timeout() from e
     except Exception:
-        return []
+        return ()
 
 
 def _has_expr(parsed) -> bool:
@@ -452,43 +819,78 @@ def _base_number(s: str):
     return (m.group(1).lstrip("0") or "0", m.group(2)) if m else None
 
 
-def _mv_verify(gold_parsed, pred_parsed, limit: Optional[int]) -> bool:
+def _mv_verify(gold_parsed, pred_parsed, limit: Optional[int], rounding: int) -> bool:
     from math_verify import verify
     from math_verify.errors import TimeoutException
 
     try:
-        return bool(verify(gold_parsed, pred_parsed, timeout_seconds=limit, raise_on_error=True))
+        return bool(verify(list(gold_parsed), list(pred_parsed), float_rounding=rounding,
+                           timeout_seconds=limit, raise_on_error=True))
     except TimeoutException as e:
         raise _Timeout() from e
     except Exception:
         return False
 
 
-def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[float] = 5.0,
-                  use_math_verify: bool = True) -> Optional[bool]:
-    r"""Whether answer ``pred`` equals answer ``gold`` (both already extracted).
+def _split_list(s: str) -> List[str]:
+    """Top-level comma/semicolon items of a normalised answer ("1,-2" -> ["1", "-2"]); one item
+    when the whole answer is bracketed (a tuple or an interval is not a list)."""
+    items, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch in ",;" and depth == 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    return [i for i in items if i]
 
-    Order: normalised strings equal -> True; both plain numbers -> exact rational comparison;
-    single letters / words -> case-insensitive comparison; otherwise math-verify (symbolic,
-    ``timeout`` seconds per parse/verify in the main thread, none elsewhere).
 
-    Returns None when ``gold`` is empty, math-verify cannot parse it, or the symbolic check timed
-    out; False when ``pred`` is None or empty.
+def _round_half_up(x: Fraction, digits: int) -> Fraction:
+    q = Fraction(10) ** digits
+    return Fraction(math.floor(x * q + Fraction(1, 2))) / q
 
-    >>> is_equivalent("0.75", r"\frac{3}{4}"), is_equivalent("025", "25"), is_equivalent("26", "25")
-    (True, True, False)
-    """
-    g = normalize_answer(gold)
-    if not g:
-        return None
-    p = normalize_answer(pred)
-    if not p:
-        return False
+
+def _numbers_equal(p: Fraction, g: Fraction, p_txt: str, g_txt: str, opts: GraderOptions,
+                   p_pct: bool, g_pct: bool) -> bool:
+    golds = [g]
+    preds = [p]
+    if opts.percent == "either":
+        if g_pct:
+            golds.append(g / 100)
+        if p_pct:
+            preds.append(p / 100)
+    decimal_written = "." in p_txt or "." in g_txt
+    for gv in golds:
+        for pv in preds:
+            if gv == pv:
+                return True
+            if opts.float_rounding is not None and decimal_written and \
+                    _round_half_up(gv, opts.float_rounding) == _round_half_up(pv, opts.float_rounding):
+                return True
+    return False
+
+
+def _as_number(s: str, other: str, opts: GraderOptions) -> Optional[Fraction]:
+    n = parse_number(s)
+    if n is None and opts.decimal_comma and _DECIMAL_COMMA.fullmatch(s) and \
+            re.fullmatch(r"-?\d*\.\d+", other):
+        n = parse_number(s.replace(",", "."))
+    return n
+
+
+def _quick(p: str, g: str, pr: str, gr: str, opts: GraderOptions) -> Optional[bool]:
+    """Comparison without sympy: True / False when settled, None to ask math-verify."""
     if p == g:
         return True
-    gn, pn = parse_number(g), parse_number(p)
+    gn, pn = _as_number(g, p, opts), _as_number(p, g, opts)
     if gn is not None and pn is not None:
-        return gn == pn
+        return _numbers_equal(pn, gn, p, g, opts, bool(_PERCENT_MARK.search(pr)),
+                              bool(_PERCENT_MARK.search(gr)))
     gb = _base_number(g)
     if gb is not None:  # a number in another base, "2516_8": digits and base must both match
         pb = _base_number(p)
@@ -498,61 +900,122 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
     if _WORD_ANSWER.fullmatch(g) and len(g) > 1 and "\\" not in g:
         # text answer (a name, "even", "east"): sympy would read it as a product of symbols
         return p.lower().strip() == g.lower().strip()
+    gi, pi = _split_list(g), _split_list(p)
+    if len(gi) > 1 or len(pi) > 1:
+        all_numbers = all(parse_number(x) is not None for x in gi + pi)
+        if len(gi) == len(pi):
+            left = list(pi)
+            for x in gi:
+                hit = next((y for y in left if _quick(y, x, y, x, opts) is True), None)
+                if hit is None:
+                    break
+                left.remove(hit)
+            else:
+                return True
+        if all_numbers:
+            return False
+    elif gn is not None and pn is None and re.fullmatch(r"[\d.,\s-]+", p):
+        return False
+    return None
+
+
+def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[float] = 5.0,
+                  use_math_verify: bool = True, options: Optional[GraderOptions] = None,
+                  **overrides) -> Optional[bool]:
+    r"""Whether answer ``pred`` equals answer ``gold`` (both already extracted).
+
+    Order: normalised strings equal -> True; both plain numbers -> exact rational comparison
+    (with ``options``: decimal comma, percent, float rounding); numbers in a base, choice
+    letters, words -> exact; lists -> the same items in any order; otherwise math-verify
+    (symbolic, ``timeout`` seconds per parse/verify in the main thread, none elsewhere; the
+    gold's parse is cached).
+
+    Returns None when ``gold`` is empty, math-verify cannot parse it, or the symbolic check timed
+    out; False when ``pred`` is None or empty.
+
+    >>> is_equivalent("0.75", r"\frac{3}{4}"), is_equivalent("025", "25"), is_equivalent("26", "25")
+    (True, True, False)
+    >>> is_equivalent("1000,99", "1000.99"), is_equivalent("1000,99", "1000.99", decimal_comma=False)
+    (True, False)
+    """
+    opts = _opts(options, overrides)
+    g, g_mv = _normalize(str(gold)) if gold is not None else ("", "")
+    if not g:
+        return None
+    p, p_mv = _normalize(str(pred)) if pred is not None else ("", "")
+    if not p:
+        return False
+    quick = _quick(p, g, str(pred), str(gold), opts)
+    if quick is not None:
+        return quick
     if not use_math_verify:
         return False
     limit = _mv_timeout(timeout)
+    rounding = opts.float_rounding if opts.float_rounding is not None else 15
     try:
-        gold_parsed = _mv_parse(g, limit)
+        gold_parsed = _mv_parse(g_mv, limit)
         if not _has_expr(gold_parsed):
             gold_parsed = _mv_parse(str(gold), limit)
         if not _has_expr(gold_parsed):
             return None  # unparseable gold: not scorable
-        pred_parsed = _mv_parse(p, limit)
+        if "=" in g and "=" not in p and "=" in str(pred):
+            p_mv = str(pred)  # an equation against an equation: keep the pred's left side
+        pred_parsed = _mv_parse(p_mv, limit)
         if not pred_parsed:
             pred_parsed = _mv_parse(str(pred), limit)
         if not pred_parsed:
             return False
-        return _mv_verify(gold_parsed, pred_parsed, limit)
+        return _mv_verify(gold_parsed, pred_parsed, limit, rounding)
     except _Timeout:
         return None
 
 
 def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:
     r"""Whether ``gold`` can be compared at all: non-empty, and a number, a word, a choice
-    letter, or LaTeX that math-verify parses (a timeout counts as unusable).
+    letter, a list of numbers, or LaTeX that math-verify parses (a timeout counts as unusable).
 
     >>> gold_is_usable("025"), gold_is_usable(r"\frac{1}{2}"), gold_is_usable("")
     (True, True, False)
     """
-    g = normalize_answer(gold)
+    g, g_mv = _normalize(str(gold)) if gold is not None else ("", "")
     if not g:
         return False
-    if parse_number(g) is not None or re.fullmatch(r"[A-E]", g) or _WORD_ANSWER.fullmatch(g):
+    if parse_number(g) is not None or re.fullmatch(r"[A-E]", g) or _WORD_ANSWER.fullmatch(g) or \
+            all(parse_number(x) is not None for x in _split_list(g)):
         return True
     try:
         limit = _mv_timeout(timeout)
-        return _has_expr(_mv_parse(g, limit)) or _has_expr(_mv_parse(str(gold), limit))
+        return _has_expr(_mv_parse(g_mv, limit)) or _has_expr(_mv_parse(str(gold), limit))
     except _Timeout:
         return False
 
 
 def grade(text: Optional[str], gold: Union[str, int, float, None], mode: str = "auto",
-          timeout: Optional[float] = 5.0, last_number_fallback: bool = False) -> Optional[bool]:
+          timeout: Optional[float] = 5.0, last_number_fallback: Optional[bool] = None,
+          options: Optional[GraderOptions] = None, **overrides) -> Optional[bool]:
     r"""Extract the answer from model output ``text`` and compare it with ``gold``.
 
     ``gold`` may be a number (AMC 27.0, AIME 25), a LaTeX string, a GSM8K rationale ending in
-    ``#### x``, or a boxed solution. Returns None when there is no usable gold answer or the
-    check timed out; False when no answer is found in ``text``.
+    ``#### x``, a boxed solution (several connected boxed answers are one set), or in ``choice``
+    mode a labelled option ("(C) Cecile"). ``options`` (default ``REWARD_OPTIONS``) and keyword
+    overrides (``fallback=True``, ``float_rounding=4``, ...) are ``GraderOptions`` fields.
+    Returns None when there is no usable gold answer or the check timed out; False when no
+    answer is found in ``text``.
 
     >>> grade(r"... so the total is \boxed{\dfrac{1}{2}}", r"\frac12")
     True
     >>> grade("#### 1,000", "The total is 1000.\n#### 1000", mode="gsm8k")
     True
+    >>> grade("Therefore $x \\geq 5$ is the solution.", "x >= 5", options=EVAL_OPTIONS)
+    True
     """
-    g = gold_answer(gold)
+    if last_number_fallback is not None:
+        overrides["fallback"] = last_number_fallback
+    opts = _opts(options, overrides)
+    g = gold_answer(gold, mode=mode)
     if g is None:
         return None
-    pred = extract_answer(text, mode=mode, last_number_fallback=last_number_fallback)
+    pred = extract_answer(text, mode=mode, options=opts)
     if pred is None:
         return False
-    return is_equivalent(pred, g, timeout=timeout)
+    return is_equivalent(pred, g, timeout=timeout, options=opts)
