@@ -111,7 +111,6 @@ EVAL_OPTIONS = GraderOptions(fallback=True)
 
 def _opts(options: Optional[GraderOptions], overrides: dict) -> GraderOptions:
     base = options if options is not None else REWARD_OPTIONS
-    overrides = {k: v for k, v in overrides.items() if v is not None}
     return dataclasses.replace(base, **overrides) if overrides else base
 
 
@@ -442,7 +441,8 @@ def extract_answer(text: Optional[str], mode: str = "auto", fallback: Optional[b
     ("first \\boxed{3} then corrected: \\boxed{4}") does not join the last one.
 
     ``fallback`` (default from ``options``: off for rewards, on for eval; ``last_number_fallback``
-    is its old name) takes the last LaTeX span or number when nothing else matched.
+    is its old name) takes the last LaTeX span or number when nothing else matched, in the
+    ``auto`` and ``gsm8k`` modes (``boxed`` and ``answer_tag`` accept only their marker).
 
     >>> extract_answer("Reasoning... The answer is $42$. I hope it is correct.")
     '42'
@@ -459,7 +459,9 @@ def extract_answer(text: Optional[str], mode: str = "auto", fallback: Optional[b
         raise ValueError(f"unknown extract mode {mode!r}; valid modes: {', '.join(EXTRACT_MODES)}")
     if fallback is None:
         fallback = last_number_fallback
-    opts = _opts(options, dict(overrides, fallback=fallback))
+    if fallback is not None:
+        overrides["fallback"] = fallback
+    opts = _opts(options, overrides)
     if mode == "choice":
         return _extract_choice(text)
     ans: Optional[str] = None
@@ -482,7 +484,7 @@ def extract_answer(text: Optional[str], mode: str = "auto", fallback: Optional[b
         if ans:
             return ans
         ans = None
-    if opts.fallback and mode != "answer_tag":
+    if opts.fallback and mode in ("auto", "gsm8k"):
         ans = _fallback(text, opts.fallback_targets)
         if ans:
             return _strip_final(ans) or None

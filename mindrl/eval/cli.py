@@ -56,8 +56,9 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
         # default=None so that only flags actually given override the YAML config
         p.add_argument(flag, dest=name, type=typ, default=None, choices=_CHOICES.get(name),
                        help=f"{helps[name]} (default: {default})")
-    p.add_argument("--last-number-fallback", dest="last_number_fallback", action="store_true",
-                   default=None, help=helps["last_number_fallback"])
+    p.add_argument("--last-number-fallback", dest="last_number_fallback",
+                   action=argparse.BooleanOptionalAction, default=None,
+                   help=f"{helps['last_number_fallback']} (default: on)")
     p.add_argument("--no-plot", dest="plot", action="store_false", default=None,
                    help="do not write lengths.png")
     p.add_argument("--config", default=None, help="YAML file with eval settings")

@@ -3,6 +3,10 @@
 Extraction (regex only) runs here; the equivalence check (may call math-verify / sympy) runs
 through the rewards scoring pool when it is available, with a hard per-item time limit, else in
 this process's main thread where math-verify's own ``signal.alarm`` limit works.
+
+Eval grades with ``rewards.math_grader.EVAL_OPTIONS``: like the reward grader, plus the
+fallback to the last LaTeX expression or number when an output marks no answer (what
+math-verify and lighteval do), unless ``last_number_fallback=False``.
 """
 
 from __future__ import annotations
@@ -33,43 +37,55 @@ def quick_equivalent(a: str, b: str) -> bool:
     return bool(is_equivalent(a, b, timeout=None, use_math_verify=False))
 
 
-def _score_pair(pred: Optional[str], gold: str, timeout: float) -> Optional[float]:
+def _score_pair(pred: Optional[str], gold: str, timeout: float, options=None
+                ) -> Optional[float]:
     from rewards.math_grader import is_equivalent  # noqa: PLC0415
 
     if pred is None:
         return 0.0
-    ok = is_equivalent(pred, gold, timeout=timeout)
+    ok = is_equivalent(pred, gold, timeout=timeout, options=options)
     return None if ok is None else float(ok)
 
 
 class Grader:
     """Extract answers and score them against gold answers.
 
-    ``mode`` / ``last_number_fallback`` go to ``rewards.math_grader.extract_answer``;
+    ``mode`` goes to ``rewards.math_grader.extract_answer``; ``last_number_fallback`` (on by
+    default) switches the fallback of ``EVAL_OPTIONS`` (last LaTeX expression or number when no
+    answer is marked); ``options`` replaces ``EVAL_OPTIONS`` (a ``GraderOptions``);
     ``timeout`` seconds per item; ``workers`` > 0 scores in the rewards process pool when it
     exists (``rewards.pool``), 0 scores in this process.
     """
 
-    def __init__(self, mode: str = "auto", last_number_fallback: bool = False,
-                 timeout: float = 5.0, workers: int = 0):
-        from rewards.math_grader import EXTRACT_MODES  # noqa: PLC0415
+    def __init__(self, mode: str = "auto", last_number_fallback: Optional[bool] = None,
+                 timeout: float = 5.0, workers: int = 0, options=None):
+        import dataclasses  # noqa: PLC0415
+
+        from rewards.math_grader import EVAL_OPTIONS, EXTRACT_MODES  # noqa: PLC0415
 
         if mode not in EXTRACT_MODES:
             raise ValueError(f"unknown extract mode '{mode}'; valid: {', '.join(EXTRACT_MODES)}")
-        self.mode, self.fallback, self.timeout, self.workers = mode, last_number_fallback, \
-            timeout, workers
+        options = EVAL_OPTIONS if options is None else options
+        if last_number_fallback is not None:
+            options = dataclasses.replace(options, fallback=bool(last_number_fallback))
+        self.mode, self.options, self.timeout, self.workers = mode, options, timeout, workers
         self._pool = None
+
+    @property
+    def fallback(self) -> bool:
+        return self.options.fallback
 
     @property
     def fingerprint(self) -> str:
         """Identifies the grading rules; stored with each sample so that a rerun with other
-        rules regrades stored samples instead of regenerating them."""
-        return f"{self.mode}|fallback={int(self.fallback)}"
+        rules (or after the grader itself changed: ``grader2``) regrades stored samples
+        instead of regenerating them."""
+        return f"{self.mode}|grader2|{self.options.fingerprint}"
 
     def extract(self, text: str) -> Optional[str]:
         from rewards.math_grader import extract_answer  # noqa: PLC0415
 
-        return extract_answer(text, mode=self.mode, last_number_fallback=self.fallback)
+        return extract_answer(text, mode=self.mode, options=self.options)
 
     def grade(self, texts: Sequence[str], golds: Sequence[str]
               ) -> List[Tuple[Optional[str], Optional[float]]]:
@@ -77,7 +93,7 @@ class Grader:
         from rewards.math_grader import gold_answer  # noqa: PLC0415
 
         preds = [self.extract(t) for t in texts]
-        golds = [gold_answer(g) or "" for g in golds]
+        golds = [gold_answer(g, mode=self.mode) or "" for g in golds]
         scores = self._score(preds, golds)
         return list(zip(preds, scores))
 
@@ -85,7 +101,7 @@ class Grader:
         pool = self._get_pool()
         if pool is not None:
             return pool(preds, golds)
-        return [_score_pair(p, g, self.timeout) for p, g in zip(preds, golds)]
+        return [_score_pair(p, g, self.timeout, self.options) for p, g in zip(preds, golds)]
 
     def _get_pool(self):
         """A callable (preds, golds) -> scores backed by rewards.pool, or None."""
@@ -98,7 +114,7 @@ class Grader:
                 log.info("rewards.pool not available; grading in-process")
                 self.workers = 0
                 return None
-            self._pool = _adapt_pool(rpool, self.workers, self.timeout)
+            self._pool = _adapt_pool(rpool, self.workers, self.timeout, self.options)
             if self._pool is None:
                 self.workers = 0
         return self._pool
@@ -117,21 +133,22 @@ class ScoreExtracted:
 
     __name__ = "score_extracted"
 
-    def __init__(self, timeout: float):
+    def __init__(self, timeout: float, options=None):
         self.timeout = timeout
+        self.options = options
 
     def __call__(self, completions: Sequence[str], gold: Sequence[str], **_
                  ) -> List[Optional[float]]:
-        return [_score_pair(p, g, self.timeout) for p, g in zip(completions, gold)]
+        return [_score_pair(p, g, self.timeout, self.options) for p, g in zip(completions, gold)]
 
 
-def _adapt_pool(rpool, workers: int, timeout: float):
+def _adapt_pool(rpool, workers: int, timeout: float, options=None):
     """Score through ``rewards.pool.RewardScorer`` (hard per-item limit enforced by the parent,
     worker replaced on a timeout). Items without an extracted answer score 0 without a trip."""
     scorer_cls = getattr(rpool, "RewardScorer", None)
     if scorer_cls is None:
         return None
-    scorer = scorer_cls([ScoreExtracted(timeout)], num_workers=workers, timeout=timeout + 1.0)
+    scorer = scorer_cls([ScoreExtracted(timeout, options)], num_workers=workers, timeout=timeout + 1.0)
 
     class _Pooled:
         def __call__(self, preds, golds):

@@ -69,8 +69,9 @@ class EvalSettings:
         metadata={"help": "Restarts per Ray worker before a shard is lost."})
     batch_size: int = field(default=32, metadata={"help": "Prompts per engine.generate call."})
     extract_mode: str = field(default="auto", metadata={"help": "Answer extraction mode."})
-    last_number_fallback: bool = field(default=False, metadata={
-        "help": "Take the last number when no boxed/tagged answer is found."})
+    last_number_fallback: bool = field(default=True, metadata={
+        "help": "When an output marks no answer (boxed, tags, 'the answer is'), take its last "
+                "LaTeX expression or number, as math-verify and lighteval do."})
     grade_timeout: float = field(default=5.0, metadata={"help": "Seconds per symbolic check."})
     grade_workers: int = field(default=2,
         metadata={"help": "Scoring processes of the rewards pool (0 = in-process)."})
