@@ -52,7 +52,6 @@ import logging
 import math
 import re
 import threading
-from collections import Counter
 from fractions import Fraction
 from typing import List, Optional, Tuple, Union
 
@@ -69,6 +68,7 @@ __all__ = [
     "is_equivalent",
     "gold_is_usable",
     "grade",
+    "clear_caches",
     "EXTRACT_MODES",
 ]
 
@@ -93,7 +93,8 @@ class GraderOptions:
                              f"not {self.percent!r}")
         bad = [t for t in self.fallback_targets if t not in FALLBACK_TARGETS]
         if bad:
-            raise ValueError(f"fallback_targets: unknown {bad}; valid: {', '.join(FALLBACK_TARGETS)}")
+            raise ValueError(f"fallback_targets: unknown {bad}; "
+                             f"valid: {', '.join(FALLBACK_TARGETS)}")
         if self.float_rounding is not None and self.float_rounding < 0:
             raise ValueError("float_rounding must be >= 0 or None")
 
@@ -321,8 +322,9 @@ def _last_of_chain(s: str) -> str:
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 # "Final Answer: The final answer is 7.78. I hope it is correct." (Minerva), "The answer is 42."
 _FINAL = re.compile(r"final\s+answer", re.IGNORECASE)
-_ANCHOR = re.compile(r"(?:final\s+answer|the\s+answer|\b(?:answer|réponse|respuesta|antwort)\s*(?=[:：])"
-                     r"|答案\s*(?=[:：是为]))", re.IGNORECASE)
+_ANCHOR = re.compile(r"(?:final\s+answer|the\s+answer"
+                     r"|\b(?:answer|réponse|respuesta|antwort)\s*(?=[:：])|答案\s*(?=[:：是为]))",
+                     re.IGNORECASE)
 
 
 def _sentence(body: str) -> str:
@@ -629,7 +631,8 @@ _SYM = r"(?:\\[a-zA-Z]+|[a-zA-Z]{1,3})(?:_\{?\w+\}?)?'?"
 _LHS = re.compile(
     rf"\s*(?:{_SYM}(?:\({_SYM}(?:,{_SYM})*\))?|\|{_SYM}\||\({_SYM}(?:\s*,\s*{_SYM})+\)|"
     rf"{_SYM}(?:\s*:\s*{_SYM})+|\\frac\{{{_SYM}\}}\{{{_SYM}\}})\s*=\s*(.+)$")
-_THOUSANDS = re.compile(r"-?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)(?:\.\d*)?|-?\.\d+")
+_THOUSANDS = re.compile(
+    r"-?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)(?:\.\d*)?|-?\.\d+")
 
 
 def normalize_answer(s: Optional[str]) -> str:
@@ -866,13 +869,12 @@ def _numbers_equal(p: Fraction, g: Fraction, p_txt: str, g_txt: str, opts: Grade
             golds.append(g / 100)
         if p_pct:
             preds.append(p / 100)
-    decimal_written = "." in p_txt or "." in g_txt
+    digits = opts.float_rounding if "." in p_txt or "." in g_txt else None
     for gv in golds:
         for pv in preds:
             if gv == pv:
                 return True
-            if opts.float_rounding is not None and decimal_written and \
-                    _round_half_up(gv, opts.float_rounding) == _round_half_up(pv, opts.float_rounding):
+            if digits is not None and _round_half_up(gv, digits) == _round_half_up(pv, digits):
                 return True
     return False
 
@@ -937,7 +939,7 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
 
     >>> is_equivalent("0.75", r"\frac{3}{4}"), is_equivalent("025", "25"), is_equivalent("26", "25")
     (True, True, False)
-    >>> is_equivalent("1000,99", "1000.99"), is_equivalent("1000,99", "1000.99", decimal_comma=False)
+    >>> is_equivalent("1000,99", "1000.99"), is_equivalent("1000,99", "1.1", decimal_comma=False)
     (True, False)
     """
     opts = _opts(options, overrides)
@@ -970,6 +972,12 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
         return _mv_verify(gold_parsed, pred_parsed, limit, rounding)
     except _Timeout:
         return None
+
+
+def clear_caches() -> None:
+    """Forget cached normalisations and math-verify parses (for benchmarks and tests)."""
+    _normalize.cache_clear()
+    _mv_parse.cache_clear()
 
 
 def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:

@@ -148,7 +148,8 @@ def _adapt_pool(rpool, workers: int, timeout: float, options=None):
     scorer_cls = getattr(rpool, "RewardScorer", None)
     if scorer_cls is None:
         return None
-    scorer = scorer_cls([ScoreExtracted(timeout, options)], num_workers=workers, timeout=timeout + 1.0)
+    scorer = scorer_cls([ScoreExtracted(timeout, options)], num_workers=workers,
+                        timeout=timeout + 1.0)
 
     class _Pooled:
         def __call__(self, preds, golds):
