@@ -46,6 +46,7 @@ on the caller (``rewards.pool.RewardScorer``) to enforce a process-level limit.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import logging
@@ -223,25 +224,35 @@ def extract_boxed_run(text: str) -> Optional[str]:
     return run[2] if run else None
 
 
+_DELIM = re.compile(r"(?<!\\)\$\$|(?<!\\)\$|\\\[|\\\]|\\\(|\\\)")
+_CLOSER = {"$$": "$$", "$": "$", "\\[": "\\]", "\\(": "\\)"}
+
+
 def _latex_envs(text: str) -> List[Tuple[int, int, str]]:
     """(start, end, content) of ``$$..$$``, ``\\[..\\]`` (may span lines), ``$..$`` and
-    ``\\(..\\)`` (one line), in order; escaped ``\\$`` is not a delimiter."""
+    ``\\(..\\)`` (one line), in order; escaped ``\\$`` is not a delimiter. Linear in
+    ``len(text)``: one pass over the delimiters, the next closer of each kind precomputed."""
+    toks = [(m.start(), m.end(), m.group(0)) for m in _DELIM.finditer(text)]
+    nxt = {k: [None] * (len(toks) + 1) for k in set(_CLOSER.values())}
+    for i in range(len(toks) - 1, -1, -1):
+        for k, arr in nxt.items():
+            arr[i] = i if toks[i][2] == k else arr[i + 1]
+    newlines = [m.start() for m in re.finditer("\n", text)]
     out = []
-    opener = re.compile(r"(?<!\\)\$\$|(?<!\\)\$|\\\[|\\\(")
-    pos = 0
-    n = len(text)
-    while pos < n:
-        m = opener.search(text, pos)
-        if m is None:
-            break
-        tok = m.group(0)
-        close = {"$$": r"(?<!\\)\$\$", "$": r"(?<!\\)\$", "\\[": r"\\\]", "\\(": r"\\\)"}[tok]
-        c = re.compile(close).search(text, m.end())
-        if c is None or (tok in ("$", "\\(") and "\n" in text[m.end():c.start()]):
-            pos = m.end()
+    i = 0
+    while i < len(toks):
+        start, end, tok = toks[i]
+        j = nxt[_CLOSER[tok]][i + 1] if tok in _CLOSER else None
+        if j is None:
+            i += 1
             continue
-        out.append((m.start(), c.end(), text[m.end():c.start()]))
-        pos = c.end()
+        close_start, close_end, _ = toks[j]
+        if tok in ("$", "\\(") and \
+                bisect.bisect_left(newlines, end) < bisect.bisect_left(newlines, close_start):
+            i += 1  # an inline span stays on one line
+            continue
+        out.append((start, close_end, text[end:close_start]))
+        i = j + 1
     return out
 
 
@@ -262,6 +273,25 @@ def _plausible_latex(s: str) -> bool:
 _BARE_LATEX = re.compile(r"-?\\(frac|sqrt)\s*\{")
 
 
+def _bare_latex(text: str, masked: List[str]) -> List[Tuple[int, int, str]]:
+    """``\\frac{2}{5}`` / ``\\sqrt{3}`` written outside ``$..$``: (start, end, text). Only the last
+    20 occurrences (the answer is near the end) and none inside one already taken, so that
+    nested or unclosed braces keep this linear."""
+    out: List[Tuple[int, int, str]] = []
+    taken_end = -1
+    for m in list(_BARE_LATEX.finditer("".join(masked)))[-20:]:
+        if m.start() < taken_end:
+            continue
+        end = _match_brace(text, m.end() - 1)
+        if end is not None and m.group(1) == "frac":
+            end = _match_brace(text, end + 1) if text.startswith("{", end + 1) else None
+        if end is None:
+            continue
+        out.append((m.start(), end + 1, text[m.start():end + 1]))
+        taken_end = end + 1
+    return out
+
+
 def _fallback(text: str, targets: Tuple[str, ...], first: bool = False) -> Optional[str]:
     """math-verify's and lighteval's last resort: of the LaTeX spans (``$..$`` or a bare
     ``\\frac{}{}``) and the numbers or simple expressions outside them, the one that ends last
@@ -275,16 +305,9 @@ def _fallback(text: str, targets: Tuple[str, ...], first: bool = False) -> Optio
         for s, e, c in envs:
             pm = _PERCENT_AFTER.match(text, e)
             cands.append((e, s, c + ("\\%" if pm else "")))
-        for m in _BARE_LATEX.finditer("".join(masked)):  # \frac{2}{5} written outside $..$
-            close = _match_brace(text, m.end() - 1)
-            if close is not None and text.startswith("{", close + 1):
-                close2 = _match_brace(text, close + 1) if m.group(1) == "frac" else close
-                if close2 is not None:
-                    cands.append((close2 + 1, m.start(), text[m.start():close2 + 1]))
-                    masked[m.start():close2 + 1] = " " * (close2 + 1 - m.start())
-            elif close is not None and m.group(1) == "sqrt":
-                cands.append((close + 1, m.start(), text[m.start():close + 1]))
-                masked[m.start():close + 1] = " " * (close + 1 - m.start())
+        for s, e, c in _bare_latex(text, masked):
+            cands.append((e, s, c))
+            masked[s:e] = " " * (e - s)
     if "expr" in targets:
         plain = "".join(masked)
         for m in _EXPR_TOKEN.finditer(plain):
@@ -654,10 +677,21 @@ def normalize_answer(s: Optional[str]) -> str:
     return _normalize(str(s))[0]
 
 
-@functools.lru_cache(maxsize=8192)
+_CACHE_MAX_LEN = 1000  # longer strings are not cached (a cache of 1 MB answers is a leak)
+
+
 def _normalize(s: str) -> Tuple[str, str]:
     """(compact form for string comparison, the same with its spaces kept for math-verify:
-    "F_k F_{n-k}" must not become "F_kF_{n-k}" before sympy reads it)."""
+    "F_k F_{n-k}" must not become "F_kF_{n-k}" before sympy reads it); cached when short."""
+    return _normalize_cached(s) if len(s) <= _CACHE_MAX_LEN else _normalize_text(s)
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalize_cached(s: str) -> Tuple[str, str]:
+    return _normalize_text(s)
+
+
+def _normalize_text(s: str) -> Tuple[str, str]:
     s = s.strip()
     if not s:
         return "", ""
@@ -792,10 +826,19 @@ class _Timeout(Exception):
     pass
 
 
-@functools.lru_cache(maxsize=4096)
 def _mv_parse(s: str, limit: Optional[int]):
-    """math-verify's parse of ``\\boxed{s}``, cached (a gold answer is parsed once per problem,
-    not once per sampled completion; sympy results are immutable). A timeout is not cached."""
+    """math-verify's parse of ``\\boxed{s}``, cached when short (a gold answer is parsed once
+    per problem, not once per sampled completion; sympy results are immutable). A timeout is
+    not cached."""
+    return _mv_parse_cached(s, limit) if len(s) <= _CACHE_MAX_LEN else _mv_parse_text(s, limit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _mv_parse_cached(s: str, limit: Optional[int]):
+    return _mv_parse_text(s, limit)
+
+
+def _mv_parse_text(s: str, limit: Optional[int]):
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
     from math_verify.errors import TimeoutException
 
@@ -976,8 +1019,8 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
 
 def clear_caches() -> None:
     """Forget cached normalisations and math-verify parses (for benchmarks and tests)."""
-    _normalize.cache_clear()
-    _mv_parse.cache_clear()
+    _normalize_cached.cache_clear()
+    _mv_parse_cached.cache_clear()
 
 
 def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:
