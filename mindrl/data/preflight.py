@@ -105,7 +105,7 @@ def check_rewards(rows: Sequence[Dict], plan, reward_functions: Sequence[Any],
 
 
 def check_step_unscorable(components: Dict[str, Any], max_share: float, step: int,
-                          answer_field: str = "") -> None:
+                          answer_field: str = "", source: str = "") -> None:
     """RL training: stop when a reward scored None for more than ``max_share`` of a step's
     rollouts (``components``: name -> gathered scores, NaN = None)."""
     import numpy as np  # noqa: PLC0415
@@ -113,12 +113,12 @@ def check_step_unscorable(components: Dict[str, Any], max_share: float, step: in
     for name, vals in components.items():
         vals = np.asarray(vals, dtype=np.float64)
         if vals.size and np.isnan(vals).mean() > max_share:
-            field = answer_field or "the dataset's answer column"
-            raise DataError(f"step {step}: reward '{name}' could not score "
+            src = f"{source}: " if source else ""
+            raise DataError(f"{src}step {step}: reward '{name}' could not score "
                             f"{int(np.isnan(vals).sum())} of {vals.size} rollouts (more than "
                             f"{max_share:.0%}, data.step_max_unscorable); check the gold "
-                            f"answers in field '{field}' (data.answer_field); `mindrl data "
-                            f"inspect FILE` shows them")
+                            f"answers in field '{answer_field or 'answer'}' "
+                            f"(data.answer_field) with `mindrl data inspect`")
 
 
 def _rendered(problem: str, cfg, tokenizer) -> str:

@@ -97,7 +97,7 @@ class RLTrainer(Trainer):
 
         check_step_unscorable({k: self.gather(v) for k, v in sc.components.items()},
                               cfg.data.step_max_unscorable, self.step + 1,
-                              cfg.data.answer_field)
+                              cfg.data.answer_field, cfg.data.train_file)
         P = max(len(p) for p in ro.prompt_ids)
         T = max(1, int(ro.response_lengths.max()))
         tokens = pad_token_batch(ro.prompt_ids, ro.response_ids, self.pad_id, P, T)

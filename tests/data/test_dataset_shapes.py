@@ -462,7 +462,7 @@ def test_one_rl_step(tmp_path, make):
 
 
 @pytest.mark.slow
-def test_most_rewards_none_stops_the_run(tmp_path):
+def test_most_rewards_none_stops_the_run(tmp_path, capsys):
     from mindrl.cli import main
 
     f = verl_gsm8k(tmp_path)
@@ -471,6 +471,11 @@ def test_most_rewards_none_stops_the_run(tmp_path):
         "reward.functions=[{name: 'test_dataset_shapes:none_unless_empty'}]",
         "validation.every=0"])
     assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"mindrl: error: {f}: step 1: reward 'none_unless_empty' could not "
+                       "score 4 of 4 rollouts (more than 50%, data.step_max_unscorable); check "
+                       "the gold answers in field 'answer' (data.answer_field) with `mindrl "
+                       "data inspect`")
     assert not (tmp_path / "run" / "metrics.jsonl").exists() or not _metrics(tmp_path)
 
 
