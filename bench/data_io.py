@@ -3,8 +3,9 @@
 Writes a verl-shaped file of N rows (default 1,000,000; data_source, prompt = [user turn],
 ability, reward_model {style, ground_truth}, extra_info {split, index}) as parquet (row groups
 of 64k rows) and as JSONL under /tmp, then runs each reader in a fresh subprocess and reports
-its wall time and peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of that process, so
-the interpreter and imports are included):
+its wall time and peak RSS (``VmHWM`` of /proc/self/status, the high-water mark of that process's
+own memory map; ``getrusage``'s ``ru_maxrss`` would carry over the parent's size across fork and
+exec), interpreter and imports included:
 
 ``mindrl first``   ``mindrl.data.formats.head(path, "rl", 1)``: what the preflight and
                    ``mindrl data inspect`` read (one parquet batch / one JSONL line)
@@ -76,10 +77,10 @@ def write_files(n: int) -> tuple:
 def measure(code: str, path: Path, n: int) -> tuple:
     """(seconds, peak RSS MiB) of ``code`` in a fresh interpreter."""
     out = TMP / "converted.jsonl"
-    prog = (f"import resource, time; PATH = {str(path)!r}; N = {n}; OUT = {str(out)!r}\n"
+    prog = (f"import time; PATH = {str(path)!r}; N = {n}; OUT = {str(out)!r}\n"
             f"t0 = time.perf_counter()\n{code}\n"
-            "print(time.perf_counter() - t0, "
-            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+            "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+            "print(time.perf_counter() - t0, int(hwm.split()[1]) / 1024)")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     res = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env)
     if res.returncode != 0:

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from mindrl.data.benchmarks import normalize_gold, strip_suffix_line
-from mindrl.data.fields import FieldMissing, field_error, get_field, split_fields
+from mindrl.data.fields import FieldMissing, field_error, get_field, parse_path, split_fields
 from mindrl.data.io import DataError, iter_rows, where
 from mindrl.data.templates import ChatPrompt, Templated, has_chat_markers
 from mindrl.registry import Registry
@@ -209,7 +209,8 @@ def problem_value(value: Any, path: str, templated: str = "auto") -> str:
         text = str(users[-1]["content"])
         if templated == "always" or (templated == "auto" and has_chat_markers(text)):
             return Templated(text)
-        return ChatPrompt(text, system, turns)
+        # all turns are kept only for a few-shot prompt (template 'model' renders them)
+        return ChatPrompt(text, system, turns if len(users) > 1 else ())
     text = _text(value, path)
     if templated == "always" or (templated == "auto" and has_chat_markers(text)):
         return Templated(text)
@@ -274,23 +275,25 @@ class Plan:
                 ["chosen/rejected <- completion_{preferred}"]
         return f"{how}: {self.format.name} ({', '.join(parts)})"
 
+    def __post_init__(self):
+        self._steps = {role: [parse_path(p) for p in paths] for role, paths in self.paths.items()}
+
     def map(self, row: Any, pos: int, index: int = 0) -> Row:
         """The job's view of one raw row (``pos``: its 1-based line/row for messages;
         ``index``: its 0-based index, the default eval id)."""
-        at = where(self.source, pos)
         if self.format.prepare is not None:
-            row = self.format.prepare(row, at)
+            row = self.format.prepare(row, where(self.source, pos))
         out: Row = dict(row) if isinstance(row, dict) else {}
         required, optional = JOBS[self.job]
         for role in required + optional:
-            paths = self.paths.get(role) or []
+            paths, steps = self.paths.get(role) or [], self._steps.get(role) or []
             if not paths:
                 continue
             try:
                 if role == "id":
-                    out["id"] = "-".join(str(get_field(row, p)) for p in paths)
+                    out["id"] = "-".join(str(get_field(row, p)) for p in steps)
                     continue
-                raw = get_field(row, paths[0])
+                raw = get_field(row, steps[0])
                 if role == "problem":
                     out["problem"] = problem_value(raw, paths[0], self.templated)
                     if self.job == "eval" and type(out["problem"]) is str:
@@ -302,7 +305,7 @@ class Plan:
                 else:
                     out[role] = response_value(raw, paths[0])
             except FieldMissing as e:
-                raise field_error(at, ",".join(paths), e) from None
+                raise field_error(where(self.source, pos), ",".join(paths), e) from None
         if self.job == "eval" and "id" not in out:
             out["id"] = str(index)
         return out
