@@ -169,6 +169,23 @@ def test_verl_system_turn_is_the_system_prompt(tmp_path):
         "<|im_start|>system\nS<|im_end|>")
 
 
+def test_few_shot_verl_prompt_under_the_model_template(tmp_path, tiny_dir):
+    """template 'model' renders every turn (what verl's apply_chat_template does); the named
+    templates take the last user turn."""
+    from transformers import AutoTokenizer
+
+    turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "1+1?"},
+             {"role": "assistant", "content": "2"}, {"role": "user", "content": "2+2?"}]
+    f = write_parquet(tmp_path / "fs.parquet", [
+        {"data_source": "x", "prompt": turns, "ability": "math",
+         "reward_model": {"style": "rule", "ground_truth": "4"}, "extra_info": {"index": 0}}])
+    _, rows = load_file(f, "rl")
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    assert render_prompt(rows[0]["problem"], "model", tokenizer=tok) == \
+        tok.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    assert render_prompt(rows[0]["problem"], "none") == "S\n\n2+2?"
+
+
 def test_dapo_and_skywork_any_of(tmp_path):
     _, rows = load_file(dapo_math_17k(tmp_path), "rl")
     assert rows[1]["answer"] == "10" and rows[1]["id"].endswith("-1")
