@@ -40,7 +40,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from rewards.registry import is_batch_level, resolve_reward
+from rewards.registry import any_of_gold, is_batch_level, resolve_reward
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def build_components(functions: Sequence[Any]) -> List[RewardComponent]:
             if not name:
                 raise ValueError(f"reward entry without a name: {cfg!r}")
             weight = float(_field(cfg, "weight", 1.0))
-            fn = resolve_reward(name, _field(cfg, "params", None) or {})
+            fn = any_of_gold(resolve_reward(name, _field(cfg, "params", None) or {}))
         base = str(name).split(":")[-1].split(".")[-1] if (":" in name or "." in name) else name
         key = base if base not in seen else f"{base}_{seen[base]}"
         seen[base] = seen.get(base, 0) + 1

@@ -106,6 +106,59 @@ def resolve_reward(name_or_path: str, params: Optional[Mapping[str, Any]] = None
     return obj
 
 
+GOLD_COLUMNS = ("answer", "solution")
+
+
+class AnyOfGold:
+    """Score rows whose gold answer is a list of alternatives by the best of them.
+
+    A data loader gives a list (``["3", "\\frac{6}{2}"]``) when a dataset lists several
+    accepted answers (Skywork-OR1's JSON list, AReaL's ``solutions``). The wrapped reward is
+    called once on the batch expanded to one item per alternative; a row scores the maximum of
+    its alternatives' scores that are not None, and None only when all are None. Rows with a
+    single gold, and batch-level rewards, are passed through unchanged.
+
+    >>> from rewards.open_r1 import Accuracy
+    >>> AnyOfGold(Accuracy())([r"\\boxed{3}", r"\\boxed{4}"], answer=[["2", "3"], "5"])
+    [1.0, 0.0]
+    """
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, completions, **columns):
+        key = next((k for k in GOLD_COLUMNS if isinstance(columns.get(k), (list, tuple))), None)
+        gold = columns.get(key) if key else None
+        if gold is None or not any(isinstance(g, (list, tuple)) for g in gold):
+            return self.fn(completions, **columns)
+        n = len(completions)
+        owner, texts = [], []
+        cols: dict = {k: [] for k in columns}
+        for i, (text, g) in enumerate(zip(completions, gold)):
+            for alt in (list(g) if isinstance(g, (list, tuple)) else [g]) or [None]:
+                owner.append(i)
+                texts.append(text)
+                for k, v in columns.items():
+                    if k == key:
+                        cols[k].append(alt)
+                    elif isinstance(v, (list, tuple)) and len(v) == n:
+                        cols[k].append(v[i])
+        for k, v in columns.items():          # columns that are not per-row pass as they are
+            if not (isinstance(v, (list, tuple)) and len(v) == n):
+                cols[k] = v
+        scores = list(self.fn(texts, **cols))
+        best: list = [None] * n
+        for i, s in zip(owner, scores):
+            if s is not None and (best[i] is None or s > best[i]):
+                best[i] = s
+        return best
+
+
+def any_of_gold(fn: Callable) -> Callable:
+    """``fn`` wrapped in :class:`AnyOfGold` (batch-level rewards are returned unchanged)."""
+    return fn if is_batch_level(fn) or isinstance(fn, AnyOfGold) else AnyOfGold(fn)
+
+
 def reward_names() -> list:
     """All registered reward names (built-ins loaded)."""
     load_builtin_rewards()
@@ -113,4 +166,4 @@ def reward_names() -> list:
 
 
 __all__ = ["REWARDS", "resolve_reward", "batch_level", "is_batch_level",
-                           "load_builtin_rewards", "reward_names"]
+           "load_builtin_rewards", "reward_names", "AnyOfGold", "any_of_gold"]

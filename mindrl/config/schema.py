@@ -53,13 +53,40 @@ class DataConfig:
                           "('countdown:gen', 'kk:gen').")
     val_file: str = opt("", "Held-out prompts for validation (same forms as train_file).")
     data_dir: str = opt("../shared/data", "Directory holding the built-in data files.")
-    prompt_field: str = opt("", "Field with the problem text ('' = the dataset's default).")
-    answer_field: str = opt("", "Field with the gold answer ('' = the dataset's default).")
-    system_prompt: str = opt("", "System prompt prepended by the chat template ('' = none).")
+    format: str = opt("auto", "Data format: auto (detected from the columns and printed), "
+                      "verl, orz, pairwise, preference, messages, sharegpt, prompt_completion, "
+                      "columns (see mindrl.data.formats).",
+                      ["auto", "verl", "orz", "pairwise", "preference", "messages", "sharegpt",
+                       "prompt_completion", "columns"])
+    prompt_field: str = opt("", "Field path of the problem text, e.g. 'question', "
+                            "'prompt' (chat messages: the user turn), 'extra_info.question' "
+                            "('' = the format's default).")
+    answer_field: str = opt("", "Field path of the gold answer, e.g. "
+                            "'reward_model.ground_truth', '[1].ground_truth.value'; a list "
+                            "is any-of ('' = the format's default).")
+    id_field: str = opt("", "Field path(s) of the problem id; several comma-separated are "
+                        "joined with '-' (e.g. 'year,contest,number'; '' = the format's "
+                        "default).")
+    system_prompt: str = opt("", "System prompt prepended by the chat template ('' = none, or "
+                             "the data's own system turn).")
+    templated_prompts: str = opt("auto", "Prompts already in a chat format are used as-is: "
+                                 "auto (when they carry a chat marker such as <|im_start|>), "
+                                 "always, never.", ["auto", "always", "never"])
     max_prompt_len: int = opt(256, "Prompts longer than this many tokens are dropped (logged).")
     max_train_samples: int = opt(0, "Use at most this many training rows (0 = all).")
     max_val_samples: int = opt(64, "Use at most this many validation rows (0 = all).")
-    response_field: str = opt("", "SFT: field with the target response ('' = the answer).")
+    response_field: str = opt("", "SFT: field path of the target response ('' = the format's "
+                              "default: completion / response / solution / answer).")
+    chosen_field: str = opt("", "DPO/SimPO: field path of the preferred response ('' = "
+                            "'chosen'; chat messages: the last assistant turn).")
+    rejected_field: str = opt("", "DPO/SimPO: field path of the dispreferred response ('' = "
+                              "'rejected').")
+    preflight_rows: int = opt(64, "Rows checked before the model loads (gold answers "
+                              "scorable by the rewards).")
+    preflight_max_unscorable: float = opt(0.1, "Stop before training when more than this "
+                                          "share of the checked rows cannot be scored.")
+    step_max_unscorable: float = opt(0.5, "RL: stop when a reward is None (unscorable) for "
+                                     "more than this share of a step's rollouts.")
     shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
 
 
@@ -369,6 +396,12 @@ class RunConfig:
         if not 0 <= d.master_port <= 65535 or (d.master_port == 0 and d.launcher != "ray"):
             errors.append(f"distributed.master_port={d.master_port} must be a port in 1..65535 "
                           "(0 = a free port on node 0, only with distributed.launcher=ray)")
+        dc = self.data
+        for key in ("preflight_max_unscorable", "step_max_unscorable"):
+            if not 0 <= getattr(dc, key) <= 1:
+                errors.append(f"data.{key}={getattr(dc, key)} must be in [0, 1]")
+        if dc.preflight_rows < 1:
+            errors.append(f"data.preflight_rows={dc.preflight_rows} must be >= 1")
         if self.checkpoint.keep_last < 1:
             errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
         if errors:

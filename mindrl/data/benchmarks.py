@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from mindrl.data.io import DataError, pick_field, read_rows
+from mindrl.data.io import DataError, read_rows
 from mindrl.registry import Registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -158,11 +158,15 @@ def _looks_like_file(spec: str) -> bool:
 
 def load_benchmark(spec: str, data_dir=None, *, problem_field: Optional[str] = None,
                    answer_field: Optional[str] = None, id_field: Optional[str] = None,
-                   limit: Optional[int] = None) -> List[Row]:
+                   limit: Optional[int] = None, fmt: Optional[str] = None) -> List[Row]:
     """Rows ``{"id": str, "problem": str, "answer": str}`` of one benchmark, in file order.
 
-    ``limit`` keeps the first ``limit`` problems. Field arguments apply to local files and HF
-    datasets (built-ins know their fields). Raises :class:`DataError` naming the file and field.
+    ``limit`` keeps the first ``limit`` problems. Field arguments (paths such as
+    ``reward_model.ground_truth``; ``id_field`` may join columns: ``year,contest,number``) and
+    ``fmt`` (a :mod:`mindrl.data.formats` name) apply to local files and HF datasets (built-ins
+    know their fields). Gold answers that the math grader cannot parse stop the load
+    (:func:`mindrl.data.preflight.check_golds`). Raises :class:`DataError` naming the file, the
+    1-based line or row and the field.
     """
     if is_builtin(spec):
         b: BenchmarkSpec = BENCHMARKS.get(spec)
@@ -177,43 +181,48 @@ def load_benchmark(spec: str, data_dir=None, *, problem_field: Optional[str] = N
         for i, r in enumerate(raw):
             for f in (b.problem_field, b.answer_field) + ((b.id_field,) if b.id_field else ()):
                 if f not in r:
-                    raise DataError(f"{path}: row {i} has no field '{f}' (needed by benchmark "
+                    raise DataError(f"{path}: line {i + 1}: no field '{f}' (needed by benchmark "
                                     f"{spec}); its fields are: {', '.join(sorted(r))}")
             rows.append({"id": str(r[b.id_field]) if b.id_field else str(i),
                          "problem": b.problem_fn(str(r[b.problem_field])),
                          "answer": b.answer_fn(r[b.answer_field])})
         return _check_ids(rows, path)
+    fields = {"problem": problem_field or "", "answer": answer_field or "",
+              "id": id_field or ""}
     if spec.startswith("hf:"):
-        raw, where = _load_hf(spec[3:], limit), spec
-    elif _looks_like_file(spec):
-        where = Path(spec).expanduser()
-        raw = read_rows(where, max_rows=limit)
-    else:
+        return map_rows(_load_hf(spec[3:], limit), spec, problem_field=problem_field,
+                        answer_field=answer_field, id_field=id_field, fmt=fmt)
+    if not _looks_like_file(spec):
         raise DataError(f"unknown benchmark '{spec}'; valid names: {', '.join(BENCHMARKS.names())}"
                         f" (or a .jsonl/.json/.parquet path, or hf:owner/name[:config][@split])")
-    return map_rows(raw, where, problem_field=problem_field, answer_field=answer_field,
-                    id_field=id_field)
+    from mindrl.data.formats import load_file  # noqa: PLC0415
+    from mindrl.data.preflight import check_golds  # noqa: PLC0415
+
+    path = Path(spec).expanduser()
+    plan, rows = load_file(path, "eval", fmt or "auto", fields, limit or 0)
+    check_golds(rows, plan)
+    return _check_ids(_eval_rows(rows), path)
+
+
+def _eval_rows(rows: Sequence[Row]) -> List[Row]:
+    return [{"id": str(r["id"]), "problem": r["problem"], "answer": r["answer"]} for r in rows]
 
 
 def map_rows(raw: Sequence[Row], where, *, problem_field=None, answer_field=None,
-             id_field=None) -> List[Row]:
-    """Apply a field mapping (given names, else the first of the usual names present)."""
+             id_field=None, fmt=None) -> List[Row]:
+    """Apply a field mapping (paths as in :mod:`mindrl.data.fields`; empty = the format's
+    default) to rows already in memory (a Hugging Face split)."""
+    from mindrl.data.formats import plan as make_plan  # noqa: PLC0415
+    from mindrl.data.preflight import check_golds  # noqa: PLC0415
+
     if not raw:
         raise DataError(f"{where}: no rows")
-    pf = problem_field or pick_field(raw[0], PROBLEM_FIELDS, where, 0, "problem")
-    af = answer_field or pick_field(raw[0], ANSWER_FIELDS, where, 0, "answer")
-    idf = id_field or next((f for f in ID_FIELDS if f in raw[0]), None)
-    rows = []
-    for i, r in enumerate(raw):
-        for f, what in ((pf, "problem"), (af, "answer")) + (((idf, "id"),) if id_field else ()):
-            if f not in r:
-                raise DataError(f"{where}: row {i} has no {what} field '{f}'; its fields are: "
-                                f"{', '.join(sorted(r))}")
-        rows.append({"id": str(r[idf]) if idf and idf in r else str(i),
-                     "problem": strip_suffix_line(str(r[pf])) if isinstance(r[pf], str)
-                     else str(r[pf]),
-                     "answer": normalize_gold(r[af])})
-    return _check_ids(rows, where)
+    p = make_plan(raw[0], "eval", str(where), fmt or "auto",
+                  {"problem": problem_field or "", "answer": answer_field or "",
+                   "id": id_field or ""})
+    rows = [p.map(r, i + 1, i) for i, r in enumerate(raw)]
+    check_golds(rows, p)
+    return _check_ids(_eval_rows(rows), where)
 
 
 def _check_ids(rows: List[Row], where) -> List[Row]:

@@ -3,9 +3,16 @@
     mindrl data filter    SAMPLES --lo 0.1 --hi 0.9 -o prompts.jsonl
     mindrl data pairs     SAMPLES -o pairs.jsonl [--max-pairs 1] [--seed 0] [--prefer-shorter]
     mindrl data rejection SAMPLES -o sft.jsonl [--max-per-problem 0] [--no-dedupe]
+    mindrl data inspect   FILE [--rows 2] [--template NAME] [field options]
+    mindrl data convert   FILE -o OUT.parquet|OUT.jsonl --to verl|mindrl|pairs|sft [field options]
     python -m mindrl.data.cli ...            (the same, without the top-level CLI)
 
-SAMPLES is an eval run directory or its ``samples.jsonl``. ``mindrl.cli`` calls
+SAMPLES is an eval run directory or its ``samples.jsonl``. Field options (``--format``,
+``--problem-field``, ``--answer-field``, ``--id-field``, and for inspect/convert
+``--response-field``, ``--chosen-field``, ``--rejected-field``) take the paths of
+:mod:`mindrl.data.fields` (``reward_model.ground_truth``, ``prompt[-1].content``,
+``year,contest,number``); for filter/pairs/rejection they map the benchmark files the samples
+answer, overriding the run's settings. ``mindrl.cli`` calls
 :func:`add_data_parser` on its subparsers and then ``args.func(args)``; the library functions
 are in :mod:`mindrl.data.tools`.
 """
@@ -29,6 +36,32 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "../shared/data/eval)")
     p.add_argument("--settings-hash", default=None,
                    help="which samples to use when the file holds several settings")
+    _field_options(p, sft_pref=False)
+
+
+def _field_options(p: argparse.ArgumentParser, sft_pref: bool = True) -> None:
+    from mindrl.data.formats import FORMATS  # noqa: PLC0415
+
+    p.add_argument("--format", default="auto", choices=["auto"] + FORMATS.names(),
+                   help="the data format (auto = detected from the columns)")
+    p.add_argument("--problem-field", default="", help="path of the problem, e.g. "
+                   "extra_info.question or prompt (chat messages: the user turn)")
+    p.add_argument("--answer-field", default="", help="path of the gold answer, e.g. "
+                   "reward_model.ground_truth")
+    p.add_argument("--id-field", default="", help="path(s) of the id; comma-separated are "
+                   "joined with '-', e.g. year,contest,number")
+    if sft_pref:
+        p.add_argument("--response-field", default="", help="SFT: path of the target")
+        p.add_argument("--chosen-field", default="", help="DPO: path of the chosen response")
+        p.add_argument("--rejected-field", default="",
+                       help="DPO: path of the rejected response")
+        p.add_argument("--templated-prompts", default="auto", choices=["auto", "always", "never"],
+                       help="use prompts that carry chat markers as-is")
+
+
+def _fields(args: argparse.Namespace) -> dict:
+    return {role: getattr(args, f"{role}_field", "") or ""
+            for role in ("problem", "answer", "id", "response", "chosen", "rejected")}
 
 
 def add_data_parser(subparsers) -> argparse.ArgumentParser:
@@ -68,6 +101,30 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     rj.add_argument("--keep-truncated", action="store_true",
                     help="keep samples cut off at max_new_tokens")
     rj.set_defaults(func=data_command)
+
+    ins = sub.add_parser("inspect", formatter_class=fmt,
+                         help="a file's format, columns and mapping, and its first rows as each "
+                              "job (train/eval, sft, dpo) sees them")
+    ins.add_argument("file", metavar="FILE", help="a .jsonl, .json or .parquet file")
+    ins.add_argument("--rows", type=int, default=2, help="rows shown per job")
+    ins.add_argument("--template", default="", help="also show the prompt after this chat "
+                     "template (a name that needs no tokenizer, e.g. qwen25-math-cot)")
+    _field_options(ins)
+    ins.set_defaults(func=data_command)
+
+    cv = sub.add_parser("convert", formatter_class=fmt,
+                        help="convert between formats: anything -> verl parquet, verl -> mindrl "
+                             "jsonl, pairs, sft (streams; .parquet or .jsonl by suffix)")
+    cv.add_argument("file", metavar="FILE", help="a .jsonl, .json or .parquet file")
+    cv.add_argument("-o", "--output", required=True, help="file to write (.parquet or .jsonl)")
+    cv.add_argument("--to", default="verl", choices=["verl", "mindrl", "pairs", "sft"],
+                    help="target format")
+    cv.add_argument("--data-source", default="", help="verl: data_source (default: the input "
+                    "file's stem)")
+    cv.add_argument("--ability", default="math", help="verl: ability")
+    cv.add_argument("--split", default="train", help="verl: extra_info.split")
+    _field_options(cv)
+    cv.set_defaults(func=data_command)
     return p
 
 
@@ -77,9 +134,29 @@ def data_command(args: argparse.Namespace) -> int:
     from mindrl.data.io import DataError  # noqa: PLC0415
 
     try:
+        if args.data_command == "inspect":
+            from mindrl.data.convert import inspect_lines  # noqa: PLC0415
+
+            for line in inspect_lines(args.file, rows=args.rows, fmt=args.format,
+                                      fields=_fields(args), templated=args.templated_prompts,
+                                      template=args.template):
+                print(line)
+            return 0
+        if args.data_command == "convert":
+            from mindrl.data.convert import convert  # noqa: PLC0415
+
+            plan, n = convert(args.file, args.output, to=args.to, fmt=args.format,
+                              fields=_fields(args), templated=args.templated_prompts,
+                              data_source=args.data_source, ability=args.ability,
+                              split=args.split)
+            print(f"data convert: {n} rows -> {args.output} ({args.to}; {plan.describe()})")
+            return 0
+        fields = {"problem_field": args.problem_field, "answer_field": args.answer_field,
+                  "id_field": args.id_field,
+                  "format": "" if args.format == "auto" else args.format}
         samples = tools.load_eval_samples(args.samples, problems=args.problems,
                                           data_dir=args.data_dir,
-                                          settings_hash=args.settings_hash)
+                                          settings_hash=args.settings_hash, fields=fields)
         if args.data_command == "filter":
             res = tools.filter_by_difficulty(samples, args.lo, args.hi, out=args.output)
         elif args.data_command == "pairs":

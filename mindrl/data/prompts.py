@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from mindrl.data.benchmarks import (ANSWER_FIELDS, PROBLEM_FIELDS, gsm8k_final_answer,
-                                    normalize_gold, resolve_data_dir)
-from mindrl.data.io import DataError, pick_field, read_rows
+from mindrl.data.benchmarks import gsm8k_final_answer, normalize_gold, resolve_data_dir
+from mindrl.data.io import DataError, read_rows, where
 from mindrl.registry import Registry
 
 Row = Dict[str, Any]
@@ -94,10 +93,10 @@ def _map(raw: List[Row], path, pf: str, af: str, answer_fn, extra) -> List[Row]:
     if not raw:
         raise DataError(f"{path}: no rows")
     out = []
-    for i, r in enumerate(raw):
+    for i, r in enumerate(raw, 1):
         for f, what in ((pf, "prompt"), (af, "answer")):
             if f not in r:
-                raise DataError(f"{path}: row {i} has no {what} field '{f}'; its fields are: "
+                raise DataError(f"{where(path, i)}: no {what} field '{f}'; its fields are: "
                                 f"{', '.join(sorted(r))}")
         row = dict(r)
         row["problem"] = str(r[pf]).strip()
@@ -228,22 +227,44 @@ def _is_generator_spec(spec: str) -> bool:
 
 # ------------------------------------------------------------------------ the entry point
 def load_prompts(spec: str, data_dir=None, prompt_field: str = "", answer_field: str = "",
-                 max_rows: int = 0) -> List[Row]:
+                 max_rows: int = 0, **options) -> List[Row]:
     """Training prompts as rows with ``problem``, ``answer`` and all original columns.
 
     ``spec``: a registered name (``gsm8k``, ``math_l3to5``, ``countdown``, ...), a generated set
     (``countdown:gen``, ``kk:count=1000,people=3``; see the module docstring) or a path to a
     ``.jsonl``/``.json``/``.parquet`` file. ``data_dir`` holds the built-in files (default
-    ``../shared/data``). Empty field names mean the set's default (for files: the first of
-    ``problem/question/prompt/input/query`` and ``answer/gt_answer/final_answer/target/output``).
+    ``../shared/data``). Empty field names mean the set's default; files go through
+    :func:`mindrl.data.formats.load_file` (format detected from the columns; field paths such as
+    ``reward_model.ground_truth``; ``options``: ``id_field``, ``fmt``, ``templated``, ``job``).
     ``max_rows`` > 0 keeps the first rows. Generated sets ignore the field names.
     """
+    return load_prompt_source(spec, data_dir, prompt_field, answer_field, max_rows,
+                              **options)[1]
+
+
+def load_prompt_source(spec: str, data_dir=None, prompt_field: str = "", answer_field: str = "",
+                       max_rows: int = 0, id_field: str = "", fmt: str = "auto",
+                       templated: str = "auto", job: str = "rl",
+                       fields: Optional[Dict[str, str]] = None):
+    """``(plan or None, rows)``: :func:`load_prompts` with the file's mapping (None for
+    built-in and generated sets)."""
     if not spec:
         raise DataError("no prompt set given (data.train_file is empty)")
     if _is_generator_spec(spec):
-        return generate_prompts(spec, max_rows or 0)
+        return None, generate_prompts(spec, max_rows or 0)
     if spec in PROMPT_SETS:
-        return PROMPT_SETS.get(spec)(data_dir, max_rows, prompt_field, answer_field)
+        return None, PROMPT_SETS.get(spec)(data_dir, max_rows, prompt_field, answer_field)
+    path = resolve_file(spec, data_dir)
+    from mindrl.data.formats import load_file  # noqa: PLC0415
+
+    roles = dict(fields or {})
+    roles.update({k: v for k, v in (("problem", prompt_field), ("answer", answer_field),
+                                    ("id", id_field)) if v})
+    return load_file(path, job, fmt or "auto", roles, max_rows, templated)
+
+
+def resolve_file(spec: str, data_dir=None) -> Path:
+    """A data file path from a spec: as given, else relative to ``data_dir``."""
     path = Path(spec).expanduser()
     if path.suffix.lower() not in (".jsonl", ".json", ".parquet", ".ndjson"):
         gens = ", ".join(f"{g}:gen" for g in PROMPT_GENERATORS.names())
@@ -253,9 +274,4 @@ def load_prompts(spec: str, data_dir=None, prompt_field: str = "", answer_field:
     if not path.is_absolute() and not path.exists():
         alt = resolve_data_dir(data_dir, sub="") / path
         path = alt if alt.exists() else path
-    raw = read_rows(path, max_rows=max_rows or None)
-    if not raw:
-        raise DataError(f"{path}: no rows")
-    pf = prompt_field or pick_field(raw[0], PROBLEM_FIELDS, path, 0, "prompt")
-    af = answer_field or pick_field(raw[0], ANSWER_FIELDS, path, 0, "answer")
-    return _map(raw, path, pf, af, normalize_gold, None)
+    return path

@@ -19,6 +19,20 @@ up to 28 points on GSM8K (64.4 vs 92.6) by evaluating under a different template
 
 ``system_prompt`` (non-empty) replaces the template's system message (for ``r1-think`` it
 replaces the preamble).
+
+Two kinds of problem text are not plain strings (both are ``str`` subclasses made by the data
+loaders, :mod:`mindrl.data.formats`):
+
+:class:`Templated`   a prompt that is already in a model's chat format (AReaL-boba's
+                     ``<|im_start|>user ...`` prompts): rendered as-is under every template, so
+                     it is never wrapped twice. Loaders make one when the text carries a chat
+                     marker (:data:`CHAT_MARKERS`) and ``data.templated_prompts`` is ``auto``
+                     (``always`` / ``never`` force it).
+:class:`ChatPrompt`  a prompt given as chat messages (verl's ``prompt`` column): the text is the
+                     last user turn, ``system`` the system turn. The system turn is the system
+                     prompt unless ``system_prompt`` is set; template ``model`` renders every
+                     turn with the tokenizer's template (what verl does), the other templates
+                     the user turn.
 """
 
 from __future__ import annotations
@@ -37,6 +51,35 @@ R1_PREAMBLE = (
     "<think> </think> and <answer> </answer> tags, respectively, i.e., <think> reasoning "
     "process here </think> <answer> answer here </answer>."
 )
+
+
+CHAT_MARKERS = ("<|im_start|>", "<|start_header_id|>", "<\uff5cUser\uff5c>",
+                "<\uff5cAssistant\uff5c>", "<start_of_turn>", "[INST]", "<|user|>",
+                "<|assistant|>")
+
+
+class Templated(str):
+    """Prompt text already in a model's chat format: :func:`render_prompt` returns it as-is."""
+
+
+class ChatPrompt(str):
+    """The last user turn of a chat-message prompt, with its ``system`` turn and all
+    ``messages`` (a tuple of ``{"role", "content"}`` dicts)."""
+
+    def __new__(cls, text: str, system: str = "", messages=()):
+        obj = super().__new__(cls, text)
+        obj.system = system
+        obj.messages = tuple(messages)
+        return obj
+
+    def __reduce__(self):  # picklable for the reward worker processes
+        return (ChatPrompt, (str(self), self.system, self.messages))
+
+
+def has_chat_markers(text: str) -> bool:
+    """True when ``text`` carries a chat-template marker (``<|im_start|>``, Llama-3 headers,
+    DeepSeek's ``<\uff5cUser\uff5c>``, Gemma turns, ``[INST]``, ...)."""
+    return any(m in text for m in CHAT_MARKERS)
 
 
 def chatml(system: str, user: str) -> str:
@@ -108,8 +151,21 @@ def render_prompt(problem: str, template: str, tokenizer=None, system_prompt: st
     'Please reason step by step, and put your final answer within \\\\boxed{}.<|im_end|>'
     """
     t: ChatTemplate = TEMPLATES.get(template)
+    if isinstance(problem, Templated):
+        return str(problem)
     if t.needs_tokenizer and tokenizer is None:
         raise ValueError(f"chat template '{template}' needs a tokenizer")
+    if isinstance(problem, ChatPrompt):
+        system_prompt = system_prompt or problem.system
+        if template == "model" and len(problem.messages) > 1:
+            if getattr(tokenizer, "chat_template", None) in (None, ""):
+                return _model(str(problem), system_prompt, tokenizer)  # raises, naming why
+            turns = [dict(m) for m in problem.messages if m.get("role") != "system"]
+            msgs = ([{"role": "system", "content": system_prompt}] if system_prompt else []) \
+                + turns
+            return tokenizer.apply_chat_template(msgs, tokenize=False,
+                                                 add_generation_prompt=True)
+        problem = str(problem)
     return t.render(problem, system_prompt=system_prompt, tokenizer=tokenizer)
 
 

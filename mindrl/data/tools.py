@@ -146,20 +146,22 @@ def _load_problem_rows(specs: Sequence[str], data_dir, fields: Dict[str, Any]
         name = benchmark_name(spec)
         for r in load_benchmark(spec, data_dir, problem_field=fields.get("problem_field"),
                                 answer_field=fields.get("answer_field"),
-                                id_field=fields.get("id_field")):
+                                id_field=fields.get("id_field"), fmt=fields.get("format")):
             out[(name, str(r["id"]))] = {"problem": r["problem"], "answer": r["answer"]}
     return out
 
 
 def load_eval_samples(source: Union[str, Path], problems: Union[str, Sequence[str], None] = None,
-                      data_dir: Optional[str] = None, settings_hash: Optional[str] = None
-                      ) -> EvalSamples:
+                      data_dir: Optional[str] = None, settings_hash: Optional[str] = None,
+                      fields: Optional[Dict[str, str]] = None) -> EvalSamples:
     """Read an eval run (its directory or its ``samples.jsonl``) with its problems.
 
     The problems come from ``problems`` (benchmark specs as ``mindrl eval --benchmarks`` takes
     them: built-in names or files; a comma-separated string or a list), else from the run's
     ``settings.json`` (benchmarks, data_dir and field names). ``data_dir`` overrides the data
-    directory. When the file holds samples of several settings (a reused output directory), the
+    directory. ``fields`` (``problem_field``, ``answer_field``, ``id_field``, ``format``;
+    paths as in :mod:`mindrl.data.fields`) override the run's field mapping of the benchmark
+    files. When the file holds samples of several settings (a reused output directory), the
     run's own hash is taken, or ``settings_hash``. A record appended later for the same
     (benchmark, problem, sample index) replaces the earlier one (regrading appends).
     """
@@ -189,7 +191,8 @@ def load_eval_samples(source: Union[str, Path], problems: Union[str, Sequence[st
         problems = settings["benchmarks"]
     specs = [s.strip() for s in problems.split(",") if s.strip()] \
         if isinstance(problems, str) else list(problems)
-    table = _load_problem_rows(specs, data_dir or settings.get("data_dir"), settings)
+    mapping = {**settings, **{k: v for k, v in (fields or {}).items() if v}}
+    table = _load_problem_rows(specs, data_dir or settings.get("data_dir"), mapping)
 
     groups: "OrderedDict[ProblemKey, List[Row]]" = OrderedDict()
     for key in table:                         # problem order: the benchmark files' order

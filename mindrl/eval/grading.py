@@ -93,8 +93,14 @@ class Grader:
         from rewards.math_grader import gold_answer  # noqa: PLC0415
 
         preds = [self.extract(t) for t in texts]
-        golds = [gold_answer(g, mode=self.mode) or "" for g in golds]
-        scores = self._score(preds, golds)
+        # a list gold is any-of (mindrl.data.formats): the best score over its alternatives
+        owner = [i for i, g in enumerate(golds) for _ in (g if isinstance(g, list) else [g])]
+        flat = [gold_answer(a, mode=self.mode) or ""
+                for g in golds for a in (g if isinstance(g, list) else [g])]
+        scores: List[Optional[float]] = [None] * len(preds)
+        for i, s in zip(owner, self._score([preds[i] for i in owner], flat)):
+            if s is not None and (scores[i] is None or s > scores[i]):
+                scores[i] = s
         return list(zip(preds, scores))
 
     def _score(self, preds, golds) -> List[Optional[float]]:

@@ -160,7 +160,8 @@ class Trainer:
     def build_streams(self):
         from mindrl.trainer.prompts import build_streams
 
-        return build_streams(self.cfg.data, self.cfg.train.seed)
+        return build_streams(self.cfg.data, self.cfg.train.seed, cfg=self.cfg,
+                             job="sft" if self.kind == "sft" else "rl")
 
     def _stop_token_ids(self) -> Tuple[int, ...]:
         ids = []

@@ -1,7 +1,9 @@
 """Preference optimisation: DPO, IPO and SimPO (each with an optional SFT term, ``pref_ftx``).
 
-Data: JSONL/parquet rows with ``prompt`` (or ``problem``), ``chosen`` and ``rejected`` responses,
-the format ``mindrl data pairs`` writes (TRL's). The prompt is rendered with the run's chat
+Data: JSONL/JSON/parquet rows in any preference format of :mod:`mindrl.data.formats`: TRL's
+``prompt``/``chosen``/``rejected`` (strings, or chat messages: the last assistant turn), the
+format ``mindrl data pairs`` writes, or the seed's ``id, prompt, completion_1, completion_2,
+preferred``. The prompt is rendered with the run's chat
 template and each response is followed by the end-of-turn token, as in SFT and RL.
 
 Per step: a batch of pairs -> reference log-probs of both responses (DPO and IPO; SimPO needs no
@@ -24,26 +26,18 @@ from mindrl.types import pad_token_batch
 
 log = logging.getLogger("mindrl.preference")
 
-REQUIRED = ("chosen", "rejected")
+def load_pairs(path: str, max_rows: int = 0, data_cfg=None):
+    """Rows with ``problem``, ``chosen``, ``rejected`` (format detected, or ``data.format``;
+    field paths from ``data.prompt_field`` / ``chosen_field`` / ``rejected_field``); a missing
+    field names the file, the 1-based line/row and the field. Returns the rows; with
+    ``data_cfg`` given, ``(plan, rows)``."""
+    from mindrl.data.formats import fields_from, load_file
 
-
-def load_pairs(path: str, max_rows: int = 0) -> List[Dict]:
-    """Rows with ``problem``, ``chosen``, ``rejected``; a missing field names file and row."""
-    from mindrl.data.io import DataError, read_rows
-
-    rows = read_rows(path, max_rows or None)
-    out = []
-    for i, row in enumerate(rows):
-        problem = row.get("problem", row.get("prompt"))
-        if problem is None:
-            raise DataError(f"{path}: row {i + 1} has no 'prompt' (or 'problem') field")
-        for key in REQUIRED:
-            if not isinstance(row.get(key), str):
-                raise DataError(f"{path}: row {i + 1} has no string '{key}' field")
-        out.append({**row, "problem": str(problem)})
-    if not out:
-        raise DataError(f"{path}: no preference pairs")
-    return out
+    fields = fields_from(data_cfg) if data_cfg is not None else {}
+    fields = {k: fields.get(k, "") for k in ("problem", "chosen", "rejected")}
+    plan, rows = load_file(path, "pref", getattr(data_cfg, "format", "auto"), fields, max_rows,
+                           getattr(data_cfg, "templated_prompts", "auto"))
+    return (plan, rows) if data_cfg is not None else rows
 
 
 class PreferenceTrainer(Trainer):
@@ -57,9 +51,11 @@ class PreferenceTrainer(Trainer):
         if not d.train_file:
             raise ValueError("data.train_file is empty: point it at a JSONL of preference pairs "
                              "(prompt, chosen, rejected), e.g. one written by `mindrl data pairs`")
-        train = ListStream(load_pairs(d.train_file, d.max_train_samples), self.cfg.train.seed,
-                           d.shuffle)
-        return train, []
+        from mindrl.data.preflight import preflight
+
+        plan, rows = load_pairs(d.train_file, d.max_train_samples, d)
+        preflight(self.cfg, "pref", plan, rows)
+        return ListStream(rows, self.cfg.train.seed, d.shuffle), []
 
     def response(self, text: str) -> List[int]:
         eot = self.tokenizer.convert_tokens_to_ids("<|im_end|>")

@@ -130,8 +130,13 @@ def arithmetic_val_rows(opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
     return generate(n, seed + VAL_SEED_OFFSET, **arithmetic_options(opts))
 
 
-def build_streams(data_cfg, seed: int):
-    """(train stream, validation rows or []) from a :class:`DataConfig`."""
+def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
+    """(train stream, validation rows or []) from a :class:`DataConfig`.
+
+    ``job`` is ``rl`` or ``sft`` (which fields a row needs). With the whole run config ``cfg``,
+    the preflight (:mod:`mindrl.data.preflight`) shows the first row as the run sees it and
+    checks the gold answers against the configured rewards before any model loads.
+    """
     spec = data_cfg.train_file
     if not spec:
         raise ValueError("data.train_file is empty: name a data set, a file, or a generator "
@@ -143,17 +148,46 @@ def build_streams(data_cfg, seed: int):
             val = arithmetic_val_rows(parse_generator_spec(val_spec)[1],
                                       data_cfg.max_val_samples or 256, seed)
         else:
-            val = _load(data_cfg, val_spec, data_cfg.max_val_samples)
+            val = _load(data_cfg, val_spec, data_cfg.max_val_samples)[1]
         exclude = {r["problem"] for r in val}
         train = ArithmeticStream(seed, exclude=exclude, **arithmetic_options(opts))
+        if job == "sft":
+            probe = ArithmeticStream(seed, **arithmetic_options(opts)).take(1)
+            _check_response_field(probe, data_cfg, spec)
         return train, val
-    rows = _load(data_cfg, spec, data_cfg.max_train_samples)
-    val = _load(data_cfg, data_cfg.val_file, data_cfg.max_val_samples) if data_cfg.val_file else []
+    plan, rows = _load(data_cfg, spec, data_cfg.max_train_samples, job)
+    if job == "sft" and plan is None:
+        _check_response_field(rows, data_cfg, spec)
+    if cfg is not None:
+        from mindrl.data.preflight import preflight
+
+        preflight(cfg, job, plan, rows)
+    val = _load(data_cfg, data_cfg.val_file, data_cfg.max_val_samples)[1] \
+        if data_cfg.val_file else []
     return ListStream(rows, seed, data_cfg.shuffle), val
 
 
-def _load(data_cfg, spec: str, max_rows: int) -> List[Dict]:
-    from mindrl.data import load_prompts
+def _check_response_field(rows: Sequence[Dict], data_cfg, spec: str) -> None:
+    """SFT on a built-in or generated set: the target column must exist (checked before the
+    model loads, not at the first step)."""
+    from mindrl.data.io import DataError
 
-    return load_prompts(spec, data_dir=data_cfg.data_dir, prompt_field=data_cfg.prompt_field,
-                        answer_field=data_cfg.answer_field, max_rows=max_rows or None)
+    name = data_cfg.response_field or "answer"
+    for i, row in enumerate(rows[:data_cfg.preflight_rows], 1):
+        if name not in row:
+            raise DataError(f"{spec}: row {i}: field '{name}' (data.response_field): no such "
+                            f"column; its fields are: {', '.join(sorted(row))}")
+
+
+def _load(data_cfg, spec: str, max_rows: int, job: str = "rl"):
+    """``(plan or None, rows)`` of one spec with the config's format and field paths."""
+    from mindrl.data.formats import fields_from
+    from mindrl.data.prompts import load_prompt_source
+
+    fields = fields_from(data_cfg)
+    return load_prompt_source(spec, data_dir=data_cfg.data_dir,
+                              prompt_field=data_cfg.prompt_field,
+                              answer_field=data_cfg.answer_field,
+                              max_rows=max_rows or 0, id_field=data_cfg.id_field,
+                              fmt=data_cfg.format, templated=data_cfg.templated_prompts,
+                              job=job, fields=fields)

@@ -92,6 +92,12 @@ class RLTrainer(Trainer):
         cfg, a = self.cfg, self.cfg.algorithm
         t_step = time.perf_counter()
         rows, ro, sc, metrics = self.collect()
+        # a step whose rewards are mostly None trains on nothing: stop, naming the answer field
+        from mindrl.data.preflight import check_step_unscorable
+
+        check_step_unscorable({k: self.gather(v) for k, v in sc.components.items()},
+                              cfg.data.step_max_unscorable, self.step + 1,
+                              cfg.data.answer_field, cfg.data.train_file)
         P = max(len(p) for p in ro.prompt_ids)
         T = max(1, int(ro.response_lengths.max()))
         tokens = pad_token_batch(ro.prompt_ids, ro.response_ids, self.pad_id, P, T)

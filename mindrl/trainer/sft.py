@@ -25,10 +25,7 @@ class SFTTrainer(Trainer):
     kind = "sft"
 
     def response_ids(self, row: Dict) -> list:
-        field = self.cfg.data.response_field or "answer"
-        if field not in row:
-            raise KeyError(f"data.response_field='{field}' is not a column of the SFT data "
-                           f"(columns: {', '.join(sorted(row))})")
+        field = "response" if "response" in row else (self.cfg.data.response_field or "answer")
         ids = self.tokenizer.encode(str(row[field]), add_special_tokens=False)
         return ids + [self.stop_ids[0] if self.end_of_turn is None else self.end_of_turn]
 

@@ -74,5 +74,5 @@ def test_pairs_file_missing_field_is_named(tmp_path):
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt": "1+1=", "chosen": "2"}) + "\n")
-    with pytest.raises(DataError, match=r"bad.jsonl: row 1 has no string 'rejected'"):
+    with pytest.raises(DataError, match=r"bad.jsonl: line 1: no rejected field"):
         load_pairs(str(bad))

@@ -1,0 +1,116 @@
+"""Reading large data files: time to the first example and peak memory, mindrl vs full reads.
+
+Writes a verl-shaped file of N rows (default 1,000,000; data_source, prompt = [user turn],
+ability, reward_model {style, ground_truth}, extra_info {split, index}) as parquet (row groups
+of 64k rows) and as JSONL under /tmp, then runs each reader in a fresh subprocess and reports
+its wall time and peak RSS (``VmHWM`` of /proc/self/status, the high-water mark of that process's
+own memory map; ``getrusage``'s ``ru_maxrss`` would carry over the parent's size across fork and
+exec), interpreter and imports included:
+
+``mindrl first``   ``mindrl.data.formats.head(path, "rl", 1)``: what the preflight and
+                   ``mindrl data inspect`` read (one parquet batch / one JSONL line)
+``mindrl full``    ``mindrl.data.formats.load_file(path, "rl")``: every row mapped (training
+                   holds this list to reshuffle it each epoch)
+``mindrl convert`` ``mindrl.data.convert.convert(path, out.jsonl, to="mindrl")``: streaming
+``pyarrow full``   ``pq.read_table(path).to_pylist()`` / ``pyarrow.json.read_json``, as a
+                   reader that loads the whole file does (pandas is not installed here)
+
+Usage: python bench/data_io.py [--rows 1000000] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+REPO = Path(__file__).resolve().parents[1]
+TMP = Path("/tmp/mindrl_bench_data_io")
+
+READERS = {
+    "mindrl first": "from mindrl.data.formats import head; p, rows = head(PATH, 'rl', 1); "
+                    "assert rows[0][2]['answer']",
+    "mindrl full": "from mindrl.data.formats import load_file; p, rows = load_file(PATH, 'rl'); "
+                   "assert len(rows) == N",
+    "mindrl convert": "from mindrl.data.convert import convert; p, n = convert(PATH, OUT, "
+                      "to='mindrl'); assert n == N",
+    "pyarrow full": "import pyarrow.parquet as pq, pyarrow.json as pj; "
+                    "t = pq.read_table(PATH) if PATH.endswith('.parquet') else "
+                    "pj.read_json(PATH); rows = t.to_pylist(); assert len(rows) == N",
+}
+
+
+def write_files(n: int) -> tuple:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    TMP.mkdir(parents=True, exist_ok=True)
+    pq_path, jl_path = TMP / f"verl_{n}.parquet", TMP / f"verl_{n}.jsonl"
+    if pq_path.exists() and jl_path.exists():
+        return pq_path, jl_path
+    chunk = 65_536
+    writer = None
+    with jl_path.open("w") as jf:
+        for start in range(0, n, chunk):
+            rows = [{"data_source": "openai/gsm8k",
+                     "prompt": [{"role": "user", "content": f"Problem {i}: what is {i} + 17? "
+                                 "Let's think step by step and output the final answer after "
+                                 "\"####\"."}],
+                     "ability": "math",
+                     "reward_model": {"style": "rule", "ground_truth": str(i + 17)},
+                     "extra_info": {"split": "train", "index": i}}
+                    for i in range(start, min(n, start + chunk))]
+            table = pa.Table.from_pylist(rows)
+            if writer is None:
+                writer = pq.ParquetWriter(pq_path, table.schema)
+            writer.write_table(table)
+            jf.write("".join(json.dumps(r) + "\n" for r in rows))
+    writer.close()
+    return pq_path, jl_path
+
+
+def measure(code: str, path: Path, n: int) -> tuple:
+    """(seconds, peak RSS MiB) of ``code`` in a fresh interpreter."""
+    out = TMP / "converted.jsonl"
+    prog = (f"import time; PATH = {str(path)!r}; N = {n}; OUT = {str(out)!r}\n"
+            f"t0 = time.perf_counter()\n{code}\n"
+            "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+            "print(time.perf_counter() - t0, int(hwm.split()[1]) / 1024)")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr[-2000:])
+    sec, mib = res.stdout.split()[-2:]
+    return float(sec), float(mib)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--keep", action="store_true", help="keep the files in /tmp")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    files = write_files(args.rows)
+    print(f"wrote {args.rows:,} verl rows: " + ", ".join(
+        f"{p.name} {p.stat().st_size / 2**20:.0f} MiB" for p in files)
+        + f" ({time.perf_counter() - t0:.0f} s)")
+    print(f"{'file':8s} {'reader':15s} {'seconds':>9s} {'peak RSS MiB':>13s} "
+          f"{'time / pyarrow':>15s} {'RSS / pyarrow':>14s}")
+    for path in files:
+        results = {name: measure(code, path, args.rows) for name, code in READERS.items()}
+        base = results["pyarrow full"]
+        for name, (sec, mib) in results.items():
+            print(f"{path.suffix[1:]:8s} {name:15s} {sec:9.2f} {mib:13.0f} "
+                  f"{sec / base[0]:15.3f} {mib / base[1]:14.2f}")
+    if not args.keep:
+        for p in TMP.iterdir():
+            p.unlink()
+
+
+if __name__ == "__main__":
+    main()
