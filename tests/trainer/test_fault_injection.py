@@ -145,6 +145,39 @@ def test_manifest_records_sizes_and_crc32(tmp_path):
     assert "model.safetensors has CRC-32" in verify_checkpoint(ck)
 
 
+def test_every_file_and_directory_is_fsynced_before_the_marker_and_the_rename(tmp_path,
+                                                                              monkeypatch):
+    """The real os.fsync and os.replace run; a spy records what they touched, in order."""
+    from mindrl.trainer.checkpoint import save_checkpoint
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(src)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    root = tmp_path / "ck"
+    final = save_checkpoint(root, 1, FakeBackend(), {"step": 1}, keep_last=2)
+    tmp = next(src for kind, src in events if kind == "replace")
+    synced = [Path(p).relative_to(tmp).as_posix() if p.startswith(tmp) else p
+              for kind, p in events if kind == "fsync"]
+    files = sorted(p.relative_to(final).as_posix() for p in final.rglob("*") if p.is_file())
+    dirs = sorted(p.relative_to(final).as_posix() for p in final.rglob("*") if p.is_dir())
+    assert set(files) | set(dirs) | {".", str(root)} <= set(synced)
+    marker = synced.index("COMPLETE")
+    assert set(files) - {"COMPLETE"} <= set(synced[:marker])        # data before the marker
+    assert set(dirs) <= set(synced[:marker])
+    assert events.index(("replace", tmp)) < events.index(("fsync", str(root)))  # rename, then
+    assert events.index(("fsync", tmp)) < events.index(("replace", tmp))       # the parent
+
+
 def test_damaged_newest_checkpoint_falls_back_then_refuses(tmp_path):
     from mindrl.trainer.checkpoint import find_resumable, save_checkpoint
 
