@@ -305,8 +305,9 @@ class Trainer:
             log.warning("%s stores no config (written by an older mindrl): resuming without "
                         "checking that the configuration is unchanged", ckpt)
         else:
+            defaults = yaml.safe_load(dump_config(type(cfg)()))
             changes = check_resume_config(old, yaml.safe_load(text),
-                                          cfg.checkpoint.allow_changes, ckpt)
+                                          cfg.checkpoint.allow_changes, ckpt, defaults)
             if changes:
                 log.info("resuming with changed config: %s", "; ".join(
                     f"{k}: {o!r} -> {n!r}" for k, (o, n) in changes.items()))

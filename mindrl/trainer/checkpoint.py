@@ -232,16 +232,19 @@ def flatten(tree: Dict, prefix: str = "") -> Dict[str, Any]:
     return out
 
 
-def config_changes(old: Dict, new: Dict) -> Dict[str, Tuple[Any, Any]]:
-    """{dotted key: (old value, new value)} for every key whose value differs (a key present on
-    one side only counts, with None on the other)."""
+def config_changes(old: Dict, new: Dict, defaults: Optional[Dict] = None) -> \
+        Dict[str, Tuple[Any, Any]]:
+    """{dotted key: (old value, new value)} for every key of ``new`` whose value differs. A key
+    the old config lacks (added to mindrl since) counts with its value from ``defaults`` (None
+    when not given); keys only the old config has (removed since) cannot be set and are left
+    out."""
     a, b = flatten(old), flatten(new)
-    missing = object()
+    d = flatten(defaults or {})
     out = {}
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key, missing), b.get(key, missing)
-        if va != vb:
-            out[key] = (None if va is missing else va, None if vb is missing else vb)
+    for key in sorted(b):
+        va = a.get(key, d.get(key))
+        if va != b[key]:
+            out[key] = (va, b[key])
     return out
 
 
@@ -254,14 +257,14 @@ def allowed(key: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def check_resume_config(old: Dict, new: Dict, allow: Sequence[str], ckpt: Path) -> \
-        Dict[str, Tuple[Any, Any]]:
+def check_resume_config(old: Dict, new: Dict, allow: Sequence[str], ckpt: Path,
+                        defaults: Optional[Dict] = None) -> Dict[str, Tuple[Any, Any]]:
     """Raise :class:`ConfigError` listing ``key: old -> new`` for each change that is neither
     in :data:`mindrl.config.schema.RESUMABLE_KEYS` nor in ``allow`` (checkpoint.allow_changes);
-    returns all changes."""
+    returns all changes. ``defaults`` stand in for keys the checkpoint's config predates."""
     from mindrl.config.schema import RESUMABLE_KEYS, ConfigError
 
-    changes = config_changes(old, new)
+    changes = config_changes(old, new, defaults)
     refused = {k: v for k, v in changes.items()
                if not allowed(k, RESUMABLE_KEYS) and not allowed(k, allow)}
     if refused:

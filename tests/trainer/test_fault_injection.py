@@ -224,6 +224,14 @@ def test_config_changes_and_what_is_allowed(tmp_path):
     assert "train.lr" not in str(e.value)
     assert len(check_resume_config(old, new, ["train.*", "algorithm"], tmp_path)) == 5
     assert len(check_resume_config(old, new, ["*"], tmp_path)) == 5
+    # a key added to mindrl after the checkpoint: a change only when it is not at its default;
+    # a key removed since cannot be set and is not reported
+    newer = {"train": {"lr": 0.001, "steps": 4, "betas": [0.9, 0.999], "clip": 1.0},
+             "algorithm": {"adv_estimator": "grpo"}, "logging": {"plot": True}}
+    defaults = {"train": {"clip": 1.0}}
+    assert config_changes(old, newer, defaults) == {}
+    newer["train"]["clip"] = 2.0
+    assert config_changes(old, newer, defaults) == {"train.clip": (1.0, 2.0)}
 
 
 def test_config_history_keeps_every_config_used(tmp_path):
