@@ -205,12 +205,26 @@ class TrainConfig:
                                    "update's forward.")
 
 
+# Keys that may differ from a checkpoint's config on resume without checkpoint.allow_changes:
+# they change how long a run goes on, how it is logged, validated, saved or launched, or how
+# many threads and workers share the same work; not what a step computes.
+RESUMABLE_KEYS = ("train.steps", "train.threads", "logging.*", "checkpoint.*", "validation.*",
+                  "reward.num_workers", "rollout.gpu_memory_utilization",
+                  "distributed.launcher", "distributed.master_addr", "distributed.master_port",
+                  "distributed.ray_*")
+
+
 @dataclass(frozen=True)
 class CheckpointConfig:
     every: int = opt(0, "Save every k steps (0 = only at the end).")
     keep_last: int = opt(2, "Keep the newest N checkpoints.")
     resume: bool = opt(True, "Resume from the newest complete checkpoint in the run directory.")
     save_final: bool = opt(True, "Save a checkpoint after the last step.")
+    allow_changes: List[str] = opt([], "Resume: config keys that may differ from the "
+                                   "checkpoint's stored config (dotted keys, sections or globs, "
+                                   "e.g. [train.lr, algorithm]; '[\"*\"]' = any). Without them "
+                                   "a changed key stops the run, listing 'key: old -> new'. "
+                                   "Always allowed: " + ", ".join(RESUMABLE_KEYS) + ".")
 
 
 @dataclass(frozen=True)

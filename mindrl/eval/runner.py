@@ -24,7 +24,6 @@ seed and its first sample's key), which leaves every metric an unbiased estimate
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import warnings
@@ -181,11 +180,11 @@ def read_samples(path: Path, shash: str) -> Dict[SampleKey, Dict[str, Any]]:
 
 
 def _append(path: Path, records: List[Dict[str, Any]]) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    """Append and fsync; a line torn by an earlier crash is cut off first (it would swallow
+    the first new record)."""
+    from mindrl.jsonl import append_jsonl  # noqa: PLC0415
+
+    append_jsonl(path, records, fsync=True, ensure_ascii=False)
 
 
 # ------------------------------------------------------------------ planning

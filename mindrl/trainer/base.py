@@ -122,6 +122,9 @@ class Trainer:
 
         self.cfg = cfg
         self.run_dir = Path(cfg.logging.output_dir)
+        # Before anything heavy: pick the checkpoint to resume from (the newest intact one) and
+        # refuse a changed configuration.
+        self.config_text, self.resume_from, damaged = self._check_resume(cfg)
         seed_everything(cfg.train.seed)
         model_path = resolve_model_path(cfg.model.path)
         check_model_dir(model_path)
@@ -134,6 +137,9 @@ class Trainer:
         self.backend = build_backend(cfg.backend, cfg, with_reference=self.needs_reference())
         self.rank, self.world = self.backend.rank, self.backend.world_size
         self.is_main = bool(getattr(self.backend, "is_main", self.rank == 0))
+        if self.is_main:
+            for line in damaged:
+                log.warning("%s; resuming from the previous one, %s", line, self.resume_from.name)
         if cfg.train.prompts_per_step % self.world:
             raise ValueError(f"train.prompts_per_step={cfg.train.prompts_per_step} must be a "
                              f"multiple of the number of ranks ({self.world})")
@@ -274,16 +280,44 @@ class Trainer:
                                self.trainer_state(), self.cfg.checkpoint.keep_last,
                                is_main=self.is_main,
                                meta={"chat_template": self.cfg.model.chat_template,
-                                     "base_model": str(self.model_path), "step": self.step})
+                                     "base_model": str(self.model_path), "step": self.step},
+                               config=self.config_text)
         self.backend.barrier()
         return path
 
-    def maybe_resume(self, logger) -> None:
-        from mindrl.trainer.checkpoint import latest_checkpoint, read_trainer_state
+    def _check_resume(self, cfg) -> Tuple[str, Optional[Path], List[str]]:
+        """(this run's config as YAML, the checkpoint to resume from or None, damaged newer
+        checkpoints skipped). Raises ConfigError when the checkpoint's stored config differs
+        in keys that checkpoint.allow_changes does not allow."""
+        import yaml
 
-        if not self.cfg.checkpoint.resume:
-            return
-        ckpt = latest_checkpoint(self.run_dir / "checkpoints")
+        from mindrl.config.loader import dump_config
+        from mindrl.trainer.checkpoint import (check_resume_config, find_resumable,
+                                               read_checkpoint_config)
+
+        text = dump_config(cfg)
+        if not cfg.checkpoint.resume:
+            return text, None, []
+        ckpt, damaged = find_resumable(self.run_dir / "checkpoints")
+        if ckpt is None:
+            return text, None, []
+        old = read_checkpoint_config(ckpt)
+        if old is None:
+            log.warning("%s stores no config (written by an older mindrl): resuming without "
+                        "checking that the configuration is unchanged", ckpt)
+        else:
+            defaults = yaml.safe_load(dump_config(type(cfg)()))
+            changes = check_resume_config(old, yaml.safe_load(text),
+                                          cfg.checkpoint.allow_changes, ckpt, defaults)
+            if changes:
+                log.info("resuming with changed config: %s", "; ".join(
+                    f"{k}: {o!r} -> {n!r}" for k, (o, n) in changes.items()))
+        return text, ckpt, damaged
+
+    def maybe_resume(self, logger) -> None:
+        from mindrl.trainer.checkpoint import read_trainer_state
+
+        ckpt = self.resume_from
         if ckpt is None:
             return
         st = read_trainer_state(ckpt)
@@ -298,15 +332,16 @@ class Trainer:
 
     # ----------------------------------------------------------------- the loop
     def fit(self) -> Dict[str, float]:
-        from mindrl.config.loader import save_config
+        from mindrl.trainer.checkpoint import record_config
         from mindrl.trainer.logger import MetricsLogger
 
         cfg = self.cfg
         if self.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            save_config(cfg, self.run_dir / "config.yaml")
         logger = MetricsLogger(self.run_dir, cfg.logging.tensorboard, enabled=self.is_main)
         self.maybe_resume(logger)
+        if self.is_main:      # config.yaml: the current config; config_history/: every one used
+            record_config(self.run_dir, self.config_text, self.step)
         logger.truncate_after(self.step)  # rows after the checkpoint (or all, when starting) go
         if cfg.validation.before_training and self.step == 0 and self.val_rows:
             first = self.validate()

@@ -1,12 +1,15 @@
-"""Per-step metrics: ``metrics.jsonl`` (one JSON object a step), TensorBoard scalars when a
-writer is available, and a one-line console summary."""
+"""Per-step metrics: ``metrics.jsonl`` (one JSON object a step, appended through
+:func:`mindrl.jsonl.append_jsonl`, so a line torn by a crash is cut before the next append and
+skipped when read), TensorBoard scalars when a writer is available, and a one-line console
+summary."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Dict, Optional
+
+from mindrl.jsonl import append_jsonl, read_jsonl, rewrite_jsonl
 
 
 class MetricsLogger:
@@ -22,8 +25,7 @@ class MetricsLogger:
             return
         row = {"step": step}
         row.update({k: _jsonable(v) for k, v in sorted(metrics.items())})
-        with self.path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_jsonl(self.path, [row], fsync=False)
         if self._tb is not None:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)) and math.isfinite(float(v)):
@@ -34,9 +36,8 @@ class MetricsLogger:
         """On resume: forget rows of steps after the checkpoint (they will be redone)."""
         if not self.enabled or not self.path.is_file():
             return
-        rows = [line for line in self.path.read_text().splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        self.path.write_text("".join(r + "\n" for r in rows))
+        rows = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step]
+        rewrite_jsonl(self.path, rows)
 
     def close(self) -> None:
         if self._tb is not None:
@@ -66,4 +67,4 @@ def read_metrics(run_dir: Path):
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: is {run_dir} a mindrl run directory?")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path)

@@ -59,6 +59,22 @@ def _init_distributed(device: torch.device) -> Tuple[int, int]:
     return 0, 1
 
 
+def load_state_file(path: Path, map_location) -> Dict:
+    """A state file written by :meth:`TorchBackend.save_state`: tensors, numbers, strings and
+    containers only, so it is read with ``weights_only=True`` and anything else planted in the
+    run directory (a pickle that runs code) is refused, naming the file."""
+    from mindrl.errors import UserError
+
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise UserError(f"{path} is missing: the checkpoint is incomplete") from None
+    except Exception as e:  # UnpicklingError, or the file is not a torch zip at all
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"{path}: refused to load: it holds more than tensors and plain values "
+                        f"(a file planted or damaged in the run directory?): {first}") from None
+
+
 @BACKENDS.register("torch")
 class TorchBackend:
     """Policy (+ optional frozen reference) as transformers models, trained with AdamW.
@@ -471,8 +487,7 @@ class TorchBackend:
         d = Path(directory)
         if any(d.glob("*.safetensors")):
             self.load_pretrained(directory)
-        state = torch.load(d / "torch_optim.pt", map_location="cpu" if self.fsdp else self.device,
-                           weights_only=False)
+        state = load_state_file(d / "torch_optim.pt", "cpu" if self.fsdp else self.device)
         if state.get("fsdp", False) != self.fsdp:
             raise ValueError(f"{d} was written with train.fsdp={state.get('fsdp', False)}; this "
                              f"run has train.fsdp={self.fsdp} (the optimizer state layouts differ)")
@@ -482,8 +497,7 @@ class TorchBackend:
 
             full = {}
             if self.rank == 0:
-                full = torch.load(d / "torch_optim_full.pt", map_location="cpu",
-                                  weights_only=False)
+                full = load_state_file(d / "torch_optim_full.pt", "cpu")
             set_optimizer_state_dict(self.model, self.optimizer, optim_state_dict=full,
                                      options=StateDictOptions(full_state_dict=True,
                                                               broadcast_from_rank0=True))
@@ -494,7 +508,7 @@ class TorchBackend:
         self.skipped_steps = state["skipped_steps"]
         rng_file = d / f"torch_rng_rank{self.rank}.pt"
         if rng_file.is_file():
-            rng = torch.load(rng_file, weights_only=False)
+            rng = load_state_file(rng_file, "cpu")
             torch.set_rng_state(rng["torch"])
             if "cuda" in rng and self.device.type == "cuda":
                 torch.cuda.set_rng_state(rng["cuda"], self.device)
