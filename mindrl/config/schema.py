@@ -112,7 +112,9 @@ class DynamicSamplingConfig:
 class AlgorithmConfig:
     adv_estimator: str = opt("grpo", "Advantage estimator: grpo, dr_grpo, rloo, reinforce_pp, "
                              "reinforce_pp_baseline, passk.")
-    std_eps: float = opt(1e-6, "GRPO: epsilon added to the group std.")
+    std_eps: float = opt(1e-6, "GRPO (and REINFORCE++ whitening): epsilon added to the std, "
+                         ">= 0. A group (batch) whose values all agree gets advantage 0 "
+                         "whatever eps, so 0 is allowed.")
     std_ddof: int = opt(1, "GRPO: ddof of the group std (1 = unbiased, as verl and TRL).",
                         [0, 1])
     gamma: float = opt(1.0, "REINFORCE++: discount of token-level returns.")
