@@ -146,8 +146,12 @@ class RewardFunctionConfig:
 class RewardConfig:
     functions: List[RewardFunctionConfig] = opt(
         [RewardFunctionConfig()], "Reward components, summed with their weights.")
-    num_workers: int = opt(2, "Scoring worker processes (0 = score in this process).")
-    timeout: float = opt(5.0, "Per-item time limit in seconds; a timeout scores None.")
+    num_workers: int = opt(2, "Scoring worker processes (0 = score in this process: fastest "
+                           "for cheap rewards such as the demo's; the timeout still holds, by a "
+                           "SIGALRM timer in the main thread, and from any other thread one "
+                           "worker process is used instead).")
+    timeout: float = opt(5.0, "Per-item time limit in seconds, in every mode; a timeout scores "
+                         "None (counted in reward/timeouts).")
     none_as: float = opt(0.0, "Value used in the summed reward for an unscorable item.")
 
 
