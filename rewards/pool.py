@@ -243,8 +243,8 @@ class _ItemTimer:
         before = signal.getitimer(signal.ITIMER_REAL)[0]
         if seconds <= 0:
             self._arm(left)             # their limit is over: ours again
-        elif seconds < left:
-            signal.setitimer(signal.ITIMER_REAL, seconds, self.RESEND)
+        elif seconds < left:            # theirs comes first: one shot, as alarm() is
+            signal.setitimer(signal.ITIMER_REAL, seconds)
         else:
             self._arm(left)
         return int(math.ceil(before))

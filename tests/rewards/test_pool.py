@@ -191,3 +191,16 @@ def test_inline_timeout_holds_from_a_thread():
     assert out["timeouts"] == {"sleepy": 1, "accuracy": 1}
     # 2 items of 1 s each, in one worker, plus its start-up
     assert out["elapsed"] < 2 * (1.0 + 1.0), out["elapsed"]
+
+
+def test_inline_timer_survives_math_verify_own_alarm():
+    # accuracy's own math-verify limit (1 s) ends the tower first: not one of our timeouts;
+    # math-verify's alarm(0) must not disarm our 2 s limit for what comes after
+    fns = [{"name": "accuracy", "params": {"timeout": 1}}, {"name": f"{HELP}:sleepy"}]
+    with RewardScorer(fns, num_workers=0, timeout=2.0) as s:
+        t0 = time.monotonic()
+        res = s([r"\boxed{9^{9^{9^9}}}", "sleep:8"], answer=["5", "3"])
+        elapsed = time.monotonic() - t0
+    assert res.num_timeouts == {"accuracy": 0, "sleepy": 1}
+    assert res.components["sleepy"] == [float(len(r"\boxed{9^{9^{9^9}}}")), None]
+    assert elapsed < 1.0 + 2.0 + 1.0, elapsed
