@@ -6,7 +6,8 @@ response mask m (B, T) to per-token advantages A (B, T), zero on padding. Chosen
 :func:`compute_advantages`. For a group g with rewards r_1..r_N (N = group size):
 
 * ``grpo``      A_i = (r_i - mean_g) / (std_g + eps), std with ddof ``std_ddof`` (1 = unbiased,
-                as verl/TRL; 0 = population) and eps ``std_eps`` (1e-6 = verl).
+                as verl/TRL; 0 = population) and eps ``std_eps`` >= 0 (1e-6 = verl); a group
+                whose rewards all agree gets 0, whatever eps (also eps = 0).
 * ``dr_grpo``   A_i = r_i - mean_g (Dr. GRPO; pair it with ``seq_mean_token_sum_norm``).
 * ``rloo``      A_i = r_i - mean_{j != i} r_j = N/(N-1) (r_i - mean_g).
 * ``reinforce_pp``           token rewards -> discounted returns -> whitened over the batch.
@@ -95,14 +96,27 @@ def _group_std(r: np.ndarray, inv: np.ndarray, counts: np.ndarray, ddof: int) ->
     return np.sqrt(ss / denom)[inv]
 
 
+def _group_is_constant(r: np.ndarray, inv: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """True for each sample whose group's rewards are all equal, (B,). Tested on max == min, not
+    on std == 0: the float mean of equal values can differ from them by an ulp (3 x 0.1), which
+    leaves a centred reward and a std of ~1e-17 whose ratio is +-1, not 0."""
+    lo = np.full(len(counts), np.inf)
+    hi = np.full(len(counts), -np.inf)
+    np.minimum.at(lo, inv, r)
+    np.maximum.at(hi, inv, r)
+    return (lo == hi)[inv]
+
+
 def _broadcast(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return a[:, None] * mask
 
 
 def _whiten(x: np.ndarray, mask: np.ndarray, eps: float, ddof: int) -> np.ndarray:
-    """(x - mean) / (std + eps) over the valid tokens of the whole batch (masked)."""
+    """(x - mean) / (std + eps) over the valid tokens of the whole batch (masked); 0 when every
+    valid token has the same value (std 0, whatever eps)."""
     n = mask.sum()
-    if n == 0:
+    valid = x[mask > 0]
+    if n == 0 or valid.min() == valid.max():
         return np.zeros_like(x)
     mean = (x * mask).sum() / n
     var = (((x - mean) ** 2) * mask).sum() / max(n - ddof, 1)
@@ -115,13 +129,15 @@ def grpo(rewards, group_index, mask, *, std_eps: float = 1e-6, std_ddof: int = 1
     """GRPO (Shao et al. 2024): A_i = (r_i - mean_g) / (std_g + eps), same for every token.
 
     ``std_ddof`` 1 (unbiased, verl and TRL) or 0 (population); ``std_eps`` 1e-6 (verl; TRL uses
-    1e-4, OpenRLHF 1e-9). A group whose rewards all agree gets 0. A group of one gets 0 (verl:
-    r / (1 + eps)).
+    1e-4, OpenRLHF 1e-9; 0 is allowed). A group whose rewards all agree gets 0, whatever eps. A
+    group of one gets 0 (verl: r / (1 + eps)).
     """
     inv, counts = _groups(group_index)
     centred = rewards - _group_mean(rewards, inv, counts)
     std = _group_std(rewards, inv, counts, std_ddof)
-    adv = np.where(counts[inv] > 1, centred / (std + std_eps), 0.0)
+    flat = (counts[inv] < 2) | _group_is_constant(rewards, inv, counts)
+    adv = np.zeros_like(rewards)
+    adv[~flat] = centred[~flat] / (std[~flat] + std_eps)
     return _broadcast(adv, mask)
 
 
@@ -184,7 +200,8 @@ def reinforce_pp(rewards, group_index, mask, token_kl=None, *, gamma: float = 1.
     """REINFORCE++ (Hu 2025): whitened discounted returns of token-level rewards.
 
     c_t = r * [t = last response token] - kl_coef * kl_t ;  G_t = sum_{s>=t} gamma^(s-t) c_s ;
-    A = (G - mean(G)) / (std(G) + eps), mean and std over all valid tokens of the batch.
+    A = (G - mean(G)) / (std(G) + eps), mean and std over all valid tokens of the batch; 0 when
+    every valid G is equal (whatever eps).
     kl_t is the per-token KL estimate passed in (``algorithm.kl.estimator``; the paper uses k1).
     Departure: the whitening eps and ddof are the GRPO options (OpenRLHF: ddof 1, eps 1e-8;
     verl: rsqrt(var + 1e-8)). Ignores groups.

@@ -27,7 +27,7 @@ def _train(args: argparse.Namespace) -> int:
     from mindrl.config.loader import load_config
     from mindrl.trainer.rl import train
 
-    cfg = load_config(args.recipe, args.overrides)
+    cfg = load_config(args.recipe, args.overrides, require_model=True)
     train(cfg)
     return 0
 
@@ -36,7 +36,7 @@ def _sft(args: argparse.Namespace) -> int:
     from mindrl.config.loader import load_config
     from mindrl.trainer.sft import train_sft
 
-    cfg = load_config(args.recipe, args.overrides)
+    cfg = load_config(args.recipe, args.overrides, require_model=True)
     train_sft(cfg)
     return 0
 
@@ -48,20 +48,15 @@ def _pref(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.command in ("dpo", "simpo"):
         overrides = [f"preference.loss={args.command}"] + overrides
-    cfg = load_config(args.recipe, overrides)
+    cfg = load_config(args.recipe, overrides, require_model=True)
     train_preference(cfg)
     return 0
 
 
 def _launch(args: argparse.Namespace) -> int:
     from mindrl.distributed.launch import launch
-    from mindrl.distributed.ray_launch import LaunchError
 
-    try:
-        return launch(args.recipe, args.overrides, command=args.run)
-    except LaunchError as e:
-        print(f"mindrl: launch error: {e}", file=sys.stderr)
-        return 2
+    return launch(args.recipe, args.overrides, command=args.run)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -152,20 +147,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def user_message(e: BaseException) -> str:
+    """The text of a user error: a list of one problem ("header:\n  - item") on one line."""
+    text = str(e).strip()
+    head, sep, rest = text.partition("\n  - ")
+    if sep and "\n" not in rest:
+        return f"{head} {rest}"
+    return text
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed subcommand; a user error (bad config, data, eval input, launch) prints as
+    ``mindrl: ...error: MESSAGE`` on stderr and gives exit code 2, anything else is a bug and
+    keeps its traceback. Every subcommand, and ``python -m mindrl.eval.cli``, ends here."""
     from mindrl.config.schema import ConfigError
     from mindrl.errors import UserError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except ConfigError as e:
-        print(f"mindrl: configuration error: {e}", file=sys.stderr)
+        print(f"mindrl: configuration error: {user_message(e)}", file=sys.stderr)
         return 2
-    except UserError as e:  # data, eval, launch: one line naming the file / row / key
-        print(f"mindrl: error: {e}", file=sys.stderr)
+    except UserError as e:  # data, eval, launch, model path: one line naming file / row / key
+        print(f"mindrl: error: {user_message(e)}", file=sys.stderr)
         return 2
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    return run_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,14 @@ How it stays alive:
   - Batch-level rewards (``batch_level = True``, e.g. Kimi's ``length``) run on the whole batch
     in one worker call, limited to ``batch_timeout`` (default ``timeout * batch size``).
   - Works from any thread: the limit is enforced by the parent's clock, never by SIGALRM.
-  - ``num_workers=0`` scores in the calling process (no hard limit: math-verify's own alarm
-    applies in the main thread only). Scores do not depend on the worker count.
+  - ``num_workers=0`` scores in the calling process, item by item, and keeps ``timeout``: a
+    real-time timer (SIGALRM) armed per item raises inside the reward once the item is past its
+    limit; the item scores None and counts as a timeout. Python code, sleeps and math-verify
+    are cut on time; a C call that never checks for signals (one rare in rewards) is cut only
+    when it returns, which workers do not wait for. Python delivers signals to the main thread
+    only: called from any other thread (or where there is no SIGALRM), ``num_workers=0``
+    scores in one worker process instead, and says so once. Scores do not depend on the
+    worker count.
 
 Workers start from a ``forkserver`` (default on Linux; ``fork`` and ``spawn`` also work), so a
 replacement costs milliseconds and never copies a trainer's threads or accelerator state.
@@ -31,6 +37,8 @@ import logging
 import math
 import multiprocessing as mp
 import os
+import signal
+import threading
 import time
 import weakref
 from collections import deque
@@ -158,6 +166,97 @@ def _worker_main(conn, fns: Sequence[Callable]) -> None:
                 return
 
 
+# ------------------------------------------------------------------------------- in-process
+
+
+class _InlineTimeout(BaseException):
+    """Raised inside a reward scored in-process once its item is past the limit. A
+    BaseException, so a reward's own ``except Exception`` does not swallow it."""
+
+
+def _inline_limit_works() -> bool:
+    """An in-process limit needs SIGALRM delivered to this thread: the main thread on Unix."""
+    return (threading.current_thread() is threading.main_thread()
+            and hasattr(signal, "SIGALRM") and hasattr(signal, "setitimer"))
+
+
+class _ItemTimer:
+    """Wall-clock limit for items scored in the main thread (context manager around a batch).
+
+    ``start(limit)`` arms the process's real-time timer (``setitimer``, SIGALRM) for the item
+    and ``stop()`` disarms it: two system calls per item. When it fires, the handler raises
+    :class:`_InlineTimeout` in the reward; the timer then fires again every ``RESEND`` seconds
+    until the item ends (the reward may have caught the first one). A kernel timer, not a
+    watchdog thread: it also interrupts a C call that holds the GIL but checks for signals
+    (Python's big-integer power, which ``9^{9^{9^9}}`` reaches).
+
+    math-verify arms its own limit with ``signal.alarm(n)`` and disarms it with ``alarm(0)``,
+    which would replace ours; while the timer is in use ``signal.alarm`` is wrapped so that
+    ``alarm(n)`` arms at most the item's remaining time (math-verify's handler then raises its
+    own timeout, our deadline holds) and ``alarm(0)`` puts our timer back. On exit the previous
+    SIGALRM handler, ``signal.alarm`` and any alarm that was pending (less the time spent) are
+    restored.
+    """
+
+    RESEND = 0.05
+
+    def __init__(self):
+        self._deadline: Optional[float] = None   # monotonic deadline of the running item
+
+    def __enter__(self) -> "_ItemTimer":
+        self._t0 = time.monotonic()
+        self._prev_handler = signal.signal(signal.SIGALRM, self._on_alarm)
+        self._prev_timer = signal.setitimer(signal.ITIMER_REAL, 0)
+        self._real_alarm = signal.alarm
+        signal.alarm = self._alarm
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._deadline = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.alarm = self._real_alarm
+        signal.signal(signal.SIGALRM, self._prev_handler)
+        left, interval = self._prev_timer
+        if left > 0:                    # an alarm the caller had set: keep it running
+            spent = time.monotonic() - self._t0
+            signal.setitimer(signal.ITIMER_REAL, max(left - spent, 1e-3), interval)
+
+    def _arm(self, seconds: float) -> None:
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-4), self.RESEND)
+
+    def start(self, limit: float) -> None:
+        self._deadline = time.monotonic() + limit
+        self._arm(limit)
+
+    def stop(self) -> bool:
+        """Disarm; True if the item ran past its limit."""
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        late = self._deadline is not None and time.monotonic() >= self._deadline
+        self._deadline = None
+        return late
+
+    def _alarm(self, seconds: int) -> int:
+        """``signal.alarm`` while an item runs: never later than the item's deadline."""
+        if self._deadline is None:
+            return self._real_alarm(seconds)
+        left = self._deadline - time.monotonic()
+        before = signal.getitimer(signal.ITIMER_REAL)[0]
+        if seconds <= 0:
+            self._arm(left)             # their limit is over: ours again
+        elif seconds < left:            # theirs comes first: one shot, as alarm() is
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+        else:
+            self._arm(left)
+        return int(math.ceil(before))
+
+    def _on_alarm(self, signum, frame) -> None:
+        if self._deadline is not None and time.monotonic() >= self._deadline - 1e-3:
+            raise _InlineTimeout()
+        prev = self._prev_handler       # not ours (between items): the caller's handler
+        if callable(prev):
+            prev(signum, frame)
+
+
 # ------------------------------------------------------------------------------- parent side
 
 
@@ -212,8 +311,9 @@ class RewardScorer:
     Args:
       functions: config entries with ``name`` (registered name or import path), ``weight``,
         ``params`` (objects such as ``RewardFunctionConfig`` or dicts), or plain callables.
-      num_workers: worker processes; None = ``os.cpu_count()``; 0 = score in this process.
-      timeout: hard limit in seconds for one item of one item-level component.
+      num_workers: worker processes; None = ``os.cpu_count()``; 0 = score in this process
+        (from the main thread; from any other thread: in one worker process, see above).
+      timeout: limit in seconds for one item of one item-level component, in every mode.
       none_as: value a None score contributes to ``total``.
       batch_timeout: limit for one batch-level call; None = ``timeout * batch size``.
       start_method: ``forkserver`` (default where available), ``fork`` or ``spawn``.
@@ -245,6 +345,7 @@ class RewardScorer:
         self._workers: List[_Worker] = []
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
         self._closed = False
+        self._said_thread = False
         self.restarts = 0  # workers replaced after a timeout or crash, over the scorer's life
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -256,8 +357,13 @@ class RewardScorer:
             self._ctx = mp.get_context(self.start_method)
             if self.start_method == "forkserver":
                 self._ctx.set_forkserver_preload(_PRELOAD)
-        while len(self._workers) < self.num_workers:
+        while len(self._workers) < self._pool_size:
             self._workers.append(_Worker(self._ctx, self._fns()))
+
+    @property
+    def _pool_size(self) -> int:
+        """Worker processes when scoring in workers (num_workers=0 off the main thread: 1)."""
+        return max(1, self.num_workers)
 
     def _replace(self, w: _Worker) -> None:
         w.kill()
@@ -307,9 +413,15 @@ class RewardScorer:
                 base = len(tasks)
                 tasks.extend([_Task(base + i, c, [i], self.timeout) for i in range(n)])
         if n:
-            if self.num_workers == 0:
-                self._score_inline(tasks, completions, columns, scores, errors)
+            if self.num_workers == 0 and _inline_limit_works():
+                self._score_inline(tasks, completions, columns, scores, timeouts, errors)
             else:
+                if self.num_workers == 0 and not self._said_thread:
+                    self._said_thread = True
+                    logger.warning("reward.num_workers=0 outside the main thread: scoring in one "
+                                   "worker process, since the per-item time limit of an "
+                                   "in-process scorer needs SIGALRM, which only the main "
+                                   "thread receives")
                 self._score_pool(tasks, completions, columns, scores, timeouts, errors)
         return self._result(scores, timeouts, errors)
 
@@ -328,20 +440,35 @@ class RewardScorer:
         logger.warning("reward '%s' %s on %s%s; scored None", self.components[t.comp].key,
                        what, where, f": {detail}" if detail else "")
 
-    def _score_inline(self, tasks, completions, columns, scores, errors) -> None:
+    def _score_inline(self, tasks, completions, columns, scores, timeouts, errors) -> None:
         fns = self._fns()
-        for t in tasks:
-            _, comp, comps, cols = self._payload(t, completions, columns)
-            try:
-                self._record(t, _run_task(fns, comp, comps, cols), scores)
-            except Exception as e:  # noqa: BLE001
-                errors[t.comp] += 1
-                self._log("raised", t, f"{type(e).__name__}: {e}")
+        with _ItemTimer() as dog:
+            for t in tasks:
+                _, comp, comps, cols = self._payload(t, completions, columns)
+                values, failure = None, None
+                try:
+                    try:
+                        dog.start(t.limit)
+                        values = _run_task(fns, comp, comps, cols)
+                    finally:
+                        late = dog.stop()
+                except _InlineTimeout:
+                    late = True
+                except Exception as e:  # noqa: BLE001
+                    failure = f"{type(e).__name__}: {e}"
+                if late:                # cut, or finished only after the limit: as a worker
+                    timeouts[t.comp] += 1
+                    self._log(f"timed out after {t.limit:g}s", t)
+                elif failure is not None:
+                    errors[t.comp] += 1
+                    self._log("raised", t, failure)
+                else:
+                    self._record(t, values, scores)
 
     def _score_pool(self, tasks, completions, columns, scores, timeouts, errors) -> None:
         self._start()
         n_items = len(tasks)
-        size = self.chunk_size or max(1, min(16, math.ceil(n_items / (4 * self.num_workers))))
+        size = self.chunk_size or max(1, min(16, math.ceil(n_items / (4 * self._pool_size))))
         queue: Deque[List[_Task]] = deque()
         item_tasks = [t for t in tasks if not self.components[t.comp].batch_level]
         # batch-level tasks first: they are the longest

@@ -1,13 +1,18 @@
 """Build a :class:`RunConfig` from YAML recipes and dotted command-line overrides.
 
 - A recipe may ``extends: base.yaml`` (a path relative to the recipe, or a list of them); the
-  child's keys are merged over the base's, section by section.
+  child's keys are merged over the base's, section by section. A bare name (``extends:
+  grpo_tiny_demo``) is looked up as the command line does: beside the recipe first (with or
+  without ``.yaml``), then in ``yaml_configs/``.
+- YAML is read strictly: a key given twice in one mapping, a file that is not UTF-8 and a
+  syntax error each raise one line naming the file and line.
 - Overrides look like ``algorithm.adv_estimator=rloo train.lr=1e-6``; values are parsed as YAML
   (``true``, ``3``, ``[0.9, 0.95]``).
 - Every error names the dotted key and where its value came from (file or command line) and
   is raised before any work starts: unknown keys (with the closest valid key), wrong types (with
   the value and the expected type), values outside a field's choices, then the cross-field
-  checks of :meth:`RunConfig.check`.
+  checks of :meth:`RunConfig.check`. ``model.path`` is checked too: a ``builtin:`` name always,
+  a local directory when the caller is about to load it (``require_model=True``).
 """
 
 from __future__ import annotations
@@ -26,34 +31,111 @@ REPO_CONFIGS = Path(__file__).resolve().parents[2] / "yaml_configs"
 CLI = "the command line"
 
 
+def _known_recipes() -> str:
+    return ", ".join(sorted(x.stem for x in REPO_CONFIGS.glob("*.yaml")))
+
+
+def _recipe_candidates(name: str, beside: Path) -> List[Path]:
+    """Where a recipe named ``name`` may be: in ``beside`` (as given, then + .yaml), then, for a
+    bare name, in ``yaml_configs/``."""
+    p = Path(name).expanduser()
+    yaml_name = not name.endswith((".yaml", ".yml"))
+    out = [beside / p] + ([beside / f"{name}.yaml"] if yaml_name else [])
+    if len(p.parts) == 1:
+        out += [REPO_CONFIGS / name] + ([REPO_CONFIGS / f"{name}.yaml"] if yaml_name else [])
+    return out
+
+
 def resolve_recipe(name: str) -> Path:
     """A recipe path, or a bare name looked up in ``yaml_configs/`` (``grpo_tiny`` works)."""
-    p = Path(name)
-    if p.is_file():
-        return p
-    for cand in (REPO_CONFIGS / name, REPO_CONFIGS / f"{name}.yaml"):
+    for cand in _recipe_candidates(name, Path(".")):
         if cand.is_file():
             return cand
-    known = sorted(x.stem for x in REPO_CONFIGS.glob("*.yaml"))
     raise ConfigError(f"recipe '{name}' not found (not a file, not in {REPO_CONFIGS}); "
-                      f"known recipes: {', '.join(known)}")
+                      f"known recipes: {_known_recipes()}")
+
+
+def _resolve_base(base: Any, child: Path) -> Path:
+    """The file an ``extends:`` entry of ``child`` names."""
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{child}: extends: {base!r} must be a recipe name or path (or a "
+                          "list of them)")
+    cands = _recipe_candidates(base.strip(), child.parent)
+    for cand in cands:
+        if cand.is_file():
+            return cand
+    raise ConfigError(f"{child}: extends: '{base}' not found (looked for "
+                      f"{', '.join(map(str, cands))}); built-in recipes: {_known_recipes()}")
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, line: int, first: int):
+        super().__init__(key, line, first)
+        self.key, self.line, self.first = key, line, first
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: Dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # '<<' merges may override
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:                # unhashable: the base class says so
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    raise _DuplicateKey(key, line, first)
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml_file(path: Path, error: type = ConfigError) -> Any:
+    """Parse one YAML file strictly; raises ``error`` (a UserError) with a one-line message
+    naming the file and line for a missing or unreadable file, a non-UTF-8 byte, a syntax error
+    and a duplicated key."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise error(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
+                    "save the file as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except _DuplicateKey as e:
+        raise error(f"{path}, line {e.line}: key '{e.key}' appears twice in one mapping (first "
+                    f"on line {e.first}); YAML would silently keep the last, so remove one"
+                    ) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        what = " ".join(str(x) for x in (getattr(e, "context", None),
+                                         getattr(e, "problem", None)) if x) or str(e)
+        raise error(f"{where}: not valid YAML: {' '.join(what.split())}") from None
 
 
 def _read_yaml(path: Path, sources: Dict[str, str], chain: Tuple[Path, ...] = ()) -> Dict:
     path = path.resolve()
     if path in chain:
         raise ConfigError(f"recipe inheritance loops: {' -> '.join(map(str, chain + (path,)))}")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    data = read_yaml_file(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a recipe must be a mapping of sections, got "
                           f"{type(data).__name__}")
     bases = data.pop("extends", None) or []
     merged: Dict = {}
     for base in [bases] if isinstance(bases, str) else bases:
-        merged = _merge(merged, _read_yaml(path.parent / base, sources, chain + (path,)))
+        merged = _merge(merged, _read_yaml(_resolve_base(base, path), sources, chain + (path,)))
     _record_sources(data, str(path), sources)
     return _merge(merged, data)
 
@@ -84,7 +166,9 @@ def parse_override(text: str) -> Tuple[List[str], Any]:
     if not all(parts):
         raise ConfigError(f"override '{text}' on {CLI}: empty key segment in '{key}'")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=_StrictLoader) if raw.strip() else ""
+    except _DuplicateKey as e:
+        raise ConfigError(f"override '{text}' on {CLI}: key '{e.key}' appears twice") from None
     except yaml.YAMLError:
         value = raw
     return parts, value
@@ -196,15 +280,44 @@ def build_dataclass(cls: type, data: Dict, prefix: str, sources: Dict[str, str])
     return cls(**kwargs)
 
 
-def load_config(recipe: Optional[str] = None, overrides: Sequence[str] = ()) -> RunConfig:
-    """Read a recipe (or the defaults), apply overrides, type-check and cross-check."""
+def load_config(recipe: Optional[str] = None, overrides: Sequence[str] = (), *,
+                require_model: bool = False) -> RunConfig:
+    """Read a recipe (or the defaults), apply overrides, type-check and cross-check.
+
+    ``require_model``: also check that a local ``model.path`` is a model directory (commands
+    that load the model ask for it; ``config show`` of a recipe for another machine does not).
+    """
     sources: Dict[str, str] = {}
     data = _read_yaml(resolve_recipe(recipe), sources) if recipe else {}
     data = apply_overrides(data, overrides, sources)
     cfg = build_dataclass(RunConfig, data, "", sources)
     cfg.check()
     _check_registered_names(cfg)
+    _check_model_path(cfg.model.path, _where("model.path", sources), require_model)
     return cfg
+
+
+def _check_model_path(path: str, where: str, local: bool) -> None:
+    """A ``builtin:`` name must be one of the built-in models; with ``local``, any other path
+    must be a model directory (config.json, tokenizer, weights). Imports nothing heavy."""
+    from mindrl.models.tiny import BUILTIN_PREFIX, builtin_names, check_model_dir
+
+    head = f"model.path={path!r} (from {where})"
+    if path.startswith(BUILTIN_PREFIX):
+        if path[len(BUILTIN_PREFIX):] not in builtin_names():
+            raise ConfigError(f"{head}: unknown built-in model; valid: "
+                              + ", ".join(BUILTIN_PREFIX + n for n in builtin_names()))
+        return
+    if not local:
+        return
+    if not Path(path).expanduser().is_dir():
+        raise ConfigError(f"{head}: no such directory; give a local Hugging Face model "
+                          "directory (config.json, tokenizer, weights) or a built-in model ("
+                          + ", ".join(BUILTIN_PREFIX + n for n in builtin_names()) + ")")
+    try:
+        check_model_dir(str(Path(path).expanduser()), key=head)
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _check_registered_names(cfg: RunConfig) -> None:

@@ -139,7 +139,9 @@ class DynamicSamplingConfig:
 class AlgorithmConfig:
     adv_estimator: str = opt("grpo", "Advantage estimator: grpo, dr_grpo, rloo, reinforce_pp, "
                              "reinforce_pp_baseline, passk.")
-    std_eps: float = opt(1e-6, "GRPO: epsilon added to the group std.")
+    std_eps: float = opt(1e-6, "GRPO (and REINFORCE++ whitening): epsilon added to the std, "
+                         ">= 0. A group (batch) whose values all agree gets advantage 0 "
+                         "whatever eps, so 0 is allowed.")
     std_ddof: int = opt(1, "GRPO: ddof of the group std (1 = unbiased, as verl and TRL).",
                         [0, 1])
     gamma: float = opt(1.0, "REINFORCE++: discount of token-level returns.")
@@ -171,8 +173,12 @@ class RewardFunctionConfig:
 class RewardConfig:
     functions: List[RewardFunctionConfig] = opt(
         [RewardFunctionConfig()], "Reward components, summed with their weights.")
-    num_workers: int = opt(2, "Scoring worker processes (0 = score in this process).")
-    timeout: float = opt(5.0, "Per-item time limit in seconds; a timeout scores None.")
+    num_workers: int = opt(2, "Scoring worker processes (0 = score in this process: fastest "
+                           "for cheap rewards such as the demo's; the timeout still holds, by a "
+                           "SIGALRM timer in the main thread, and from any other thread one "
+                           "worker process is used instead).")
+    timeout: float = opt(5.0, "Per-item time limit in seconds, in every mode; a timeout scores "
+                         "None (counted in reward/timeouts).")
     none_as: float = opt(0.0, "Value used in the summed reward for an unscorable item.")
 
 

@@ -36,6 +36,11 @@ _FLAGS = {  # setting -> (flag, type)
 }
 _CHOICES = {"engine": ["native", "vllm"], "backend": ["torch", "mindspore"],
             "device": ["cpu", "cuda", "ascend"]}
+# What a None default means, for settings whose help does not already say it.
+_NONE_DEFAULT = {"problem_field": "the first usual problem field present",
+                 "answer_field": "the first usual answer field present",
+                 "id_field": "the first usual id field present, else the row number",
+                 "cache_dir": "$MINDRL_CACHE, else ~/.cache/mindrl"}
 
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:
@@ -45,22 +50,25 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "eval", help="evaluate a model on math benchmarks (or: eval compare RUN_A RUN_B)",
         description="Sample n responses per problem, grade them, report avg@n / pass@k / maj@k "
-                    "and response lengths. 'mindrl eval compare RUN_A RUN_B' compares two runs.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "and response lengths. 'mindrl eval compare RUN_A RUN_B' compares two runs.")
     p.add_argument("target", nargs="+", metavar="MODEL_DIR | compare RUN_A RUN_B",
                    help="a model directory (or builtin:tiny), or 'compare' and two run dirs")
     for name, (flag, typ) in _FLAGS.items():
         default = getattr(defaults, name)
         if name == "benchmarks":
             default = ",".join(default)
-        # default=None so that only flags actually given override the YAML config
+        if default is None:             # the help says what None means, or _NONE_DEFAULT does
+            default = _NONE_DEFAULT.get(name)
+        shown = "" if default is None else f" (default: {default})"
+        # default=None so that only flags actually given override the YAML config; the text
+        # shows EvalSettings' default (argparse's ArgumentDefaultsHelpFormatter would show None)
         p.add_argument(flag, dest=name, type=typ, default=None, choices=_CHOICES.get(name),
-                       help=f"{helps[name]} (default: {default})")
+                       help=f"{helps[name]}{shown}")
     p.add_argument("--last-number-fallback", dest="last_number_fallback",
                    action=argparse.BooleanOptionalAction, default=None,
                    help=f"{helps['last_number_fallback']} (default: on)")
     p.add_argument("--no-plot", dest="plot", action="store_false", default=None,
-                   help="do not write lengths.png")
+                   help="do not write lengths.png (default: write it)")
     p.add_argument("--config", default=None, help="YAML file with eval settings")
     p.set_defaults(func=eval_command)
     return p
@@ -70,12 +78,13 @@ def settings_from_args(args: argparse.Namespace) -> EvalSettings:
     """EvalSettings from the YAML config (if any) overridden by the flags given."""
     d: Dict[str, Any] = {}
     if getattr(args, "config", None):
-        import yaml  # noqa: PLC0415
+        from mindrl.config.loader import read_yaml_file  # noqa: PLC0415
 
         path = Path(args.config)
         if not path.is_file():
             raise EvalError(f"config file not found: {path}")
-        loaded = yaml.safe_load(path.read_text()) or {}
+        path = path.resolve()
+        loaded = read_yaml_file(path, error=EvalError) or {}
         if not isinstance(loaded, dict):
             raise EvalError(f"{path}: expected a mapping of eval settings")
         d.update(loaded.get("eval", loaded) if isinstance(loaded.get("eval"), dict) else loaded)
@@ -91,35 +100,52 @@ def settings_from_args(args: argparse.Namespace) -> EvalSettings:
 
 
 def eval_command(args: argparse.Namespace) -> int:
-    """Entry point bound to ``args.func``; returns the process exit code."""
-    from mindrl.data.io import DataError  # noqa: PLC0415
-
+    """Entry point bound to ``args.func``; returns the process exit code. User errors
+    (EvalError, DataError, a bad model path: all UserError) go up to
+    :func:`mindrl.cli.run_command`, which prints them as one line and exits 2."""
     target = args.target
-    try:
-        if target[0] == "compare":
-            if len(target) != 3:
-                raise EvalError("usage: mindrl eval compare RUN_A RUN_B")
-            from mindrl.eval.report import compare_runs  # noqa: PLC0415
+    if target[0] == "compare":
+        if len(target) != 3:
+            raise EvalError("usage: mindrl eval compare RUN_A RUN_B")
+        from mindrl.eval.report import compare_runs  # noqa: PLC0415
 
+        try:
             print(compare_runs(target[1], target[2]))
-            return 0
-        if len(target) != 1:
-            raise EvalError(f"expected one MODEL_DIR, got {' '.join(target)}")
-        from mindrl.eval.runner import run_eval  # noqa: PLC0415
-
-        result = run_eval(settings_from_args(args))
-        print(f"\nrun directory: {result.run_dir}")
+        except FileNotFoundError as e:          # a run directory without results.json
+            raise EvalError(str(e)) from None
         return 0
-    except (EvalError, DataError, FileNotFoundError) as e:
-        print(f"mindrl eval: error: {e}", file=sys.stderr)
-        return 2
+    if len(target) != 1:
+        raise EvalError(f"expected one MODEL_DIR, got {' '.join(target)}")
+    _check_model_arg(target[0])
+    from mindrl.eval.runner import run_eval  # noqa: PLC0415
+
+    result = run_eval(settings_from_args(args))
+    print(f"\nrun directory: {result.run_dir}")
+    return 0
+
+
+def _check_model_arg(model: str) -> None:
+    """MODEL_DIR before anything is loaded: a known ``builtin:`` name, or a directory with
+    config.json, tokenizer and weights."""
+    from mindrl.models.tiny import BUILTIN_PREFIX, builtin_names, check_model_dir  # noqa: PLC0415
+
+    if model.startswith(BUILTIN_PREFIX):
+        if model[len(BUILTIN_PREFIX):] not in builtin_names():
+            raise EvalError(f"MODEL_DIR '{model}' is not a built-in model; valid: "
+                            + ", ".join(BUILTIN_PREFIX + n for n in builtin_names()))
+        return
+    try:
+        check_model_dir(model, key="MODEL_DIR")
+    except FileNotFoundError as e:
+        raise EvalError(str(e)) from None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from mindrl.cli import run_command  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(prog="mindrl")
     add_eval_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return run_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import random
 from pathlib import Path
 from typing import List, Optional, Union
 
+from mindrl.errors import UserError
+
 BUILTIN_PREFIX = "builtin:"
 BUILTINS = {
     # name: builder keyword arguments
@@ -30,6 +32,18 @@ BUILTINS = {
     "mini": dict(hidden=128, layers=4, heads=4, kv_heads=2, vocab=1024),  # the CPU demo's model
     "small": dict(hidden=256, layers=4, heads=4, kv_heads=2, vocab=1024),
 }
+
+
+
+class ModelPathError(UserError, FileNotFoundError, ValueError):
+    """``model.path`` names no usable model: an unknown ``builtin:`` name, a missing directory,
+    or one without config.json / tokenizer / weights. (A FileNotFoundError and a ValueError
+    too, for callers that catch those.)"""
+
+
+def builtin_names() -> List[str]:
+    return sorted(BUILTINS)
+
 
 # Qwen2's pre-tokenizer split (transformers/models/qwen2/tokenization_qwen2.py): keep identical.
 QWEN2_SPLIT_REGEX = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
@@ -190,8 +204,8 @@ def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
         return path
     name = path[len(BUILTIN_PREFIX):]
     if name not in BUILTINS:
-        raise ValueError(f"unknown built-in model '{path}'; valid: "
-                         + ", ".join(BUILTIN_PREFIX + n for n in sorted(BUILTINS)))
+        raise ModelPathError(f"unknown built-in model '{path}'; valid: "
+                             + ", ".join(BUILTIN_PREFIX + n for n in builtin_names()))
     target = Path(cache_dir or default_cache_dir()) / name
     if (target / "mindrl_tiny.json").is_file():
         return str(target)
@@ -207,13 +221,14 @@ def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
     return str(target)
 
 
-def check_model_dir(path: str) -> None:
-    """Raise FileNotFoundError naming what is missing from a Hugging Face model directory
-    (config.json, tokenizer files, weights) before anything heavy is imported."""
+def check_model_dir(path: str, key: str = "model.path") -> None:
+    """Raise :class:`ModelPathError` (a FileNotFoundError) naming ``key`` (where the path came
+    from) and what is missing from a Hugging Face model directory (config.json, tokenizer
+    files, weights), before anything heavy is imported."""
     p = Path(path)
     if not p.is_dir():
-        raise FileNotFoundError(f"model directory {path} does not exist (model.path; use "
-                                "'builtin:tiny' for the embedded tiny model)")
+        raise ModelPathError(f"{key}: model directory {path} does not exist (use "
+                             "'builtin:tiny' for the embedded tiny model)")
     missing = []
     if not (p / "config.json").is_file():
         missing.append("config.json")
@@ -223,4 +238,4 @@ def check_model_dir(path: str) -> None:
     if not has_weights:
         missing.append("weights (" + " or ".join(WEIGHT_FILES[:1] + ("*.safetensors",)) + ")")
     if missing:
-        raise FileNotFoundError(f"model directory {path} lacks: " + "; ".join(missing))
+        raise ModelPathError(f"{key}: model directory {path} lacks: " + "; ".join(missing))

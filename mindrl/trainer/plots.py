@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
+from mindrl.errors import UserError
 from mindrl.trainer.logger import read_metrics
 
 PANELS = [
@@ -18,6 +19,13 @@ PANELS = [
 
 
 def plot_run(run_dir) -> List[Path]:
+    """Draw ``RUN_DIR/curves.png`` from ``RUN_DIR/metrics.jsonl``; returns the files written
+    (none when no panel has data). A missing folder or metrics file is a UserError."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"run directory {run_dir} does not exist")
+    if not (run_dir / "metrics.jsonl").is_file():
+        raise UserError(f"{run_dir} has no metrics.jsonl: is it a mindrl run directory?")
     import matplotlib
 
     matplotlib.use("Agg")

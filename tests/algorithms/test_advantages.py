@@ -188,3 +188,28 @@ def test_package_imports_no_framework():
             "bad = [m for m in ('torch', 'mindspore') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+# --- std == 0 with std_eps = 0 (issue 10): advantage 0, never NaN -----------------------------
+@pytest.mark.parametrize("rewards", [[1.0, 1.0, 1.0, 1.0], [0.1, 0.1, 0.1], [0.0, 0.0]])
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_grpo_equal_group_with_zero_eps_is_zero(rewards, ddof):
+    # 0.1 * 3 / 3 != 0.1 in float64: the centred rewards are ~1e-17, not 0; an exact
+    # "std == 0" test alone would divide 1e-17 by 1e-17 and give +-1
+    n = len(rewards)
+    a = adv_of("grpo", rewards + [1.0, 0.0], [0] * n + [1, 1], std_ddof=ddof, std_eps=0.0)
+    assert np.isfinite(a).all()
+    np.testing.assert_array_equal(a[:n], 0.0)
+    # the other group, by hand: mean 0.5, ddof 1 std sqrt(0.5) -> +-0.5/sqrt(0.5); ddof 0 -> +-1
+    expected = 0.5 / math.sqrt(0.5) if ddof == 1 else 1.0
+    np.testing.assert_allclose(a[n:, 0], [expected, -expected], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["reinforce_pp", "reinforce_pp_baseline"])
+def test_reinforce_pp_constant_batch_with_zero_eps_is_zero(name):
+    mask = np.array([[1, 1, 0], [1, 1, 1]], dtype=float)
+    # reinforce_pp, gamma 1: every valid token's return is the outcome 0.3 -> std 0 -> 0;
+    # baseline: centred rewards 0 everywhere -> 0
+    a = adv_of(name, [0.3, 0.3], [0, 0], mask, gamma=1.0, std_eps=0.0)
+    assert np.isfinite(a).all()
+    np.testing.assert_array_equal(a, 0.0)

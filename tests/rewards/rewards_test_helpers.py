@@ -5,11 +5,14 @@ import time
 
 
 def sleepy(completions, **columns):
-    """Hangs on a completion equal to 'hang', crashes its process on 'crash', raises on 'raise'."""
+    """Hangs on a completion equal to 'hang', sleeps S seconds on 'sleep:S', crashes its process
+    on 'crash', raises on 'raise'; else scores len(completion)."""
     out = []
     for c in completions:
         if c == "hang":
             time.sleep(600)
+        if c.startswith("sleep:"):
+            time.sleep(float(c[len("sleep:"):]))
         if c == "crash":
             os._exit(3)
         if c == "raise":

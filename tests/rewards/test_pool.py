@@ -125,3 +125,82 @@ def test_closed_and_bad_columns():
     s.close()
     with pytest.raises(RuntimeError):
         s(["a"])
+
+
+# --- num_workers=0 keeps reward.timeout (issue 10) ---------------------------------------------
+def test_inline_timeout_holds_in_the_main_thread():
+    import signal
+
+    assert threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGALRM)
+    with RewardScorer([{"name": f"{HELP}:sleepy"}], num_workers=0, timeout=1.0) as s:
+        t0 = time.monotonic()
+        res = s(["a", "sleep:6", "bb"])    # old code: waited the 6 s and scored 7.0
+        elapsed = time.monotonic() - t0
+    assert res.components["sleepy"] == [1.0, None, 2.0]
+    assert res.num_timeouts["sleepy"] == 1 and res.num_errors["sleepy"] == 0
+    assert elapsed < 2.0, elapsed                       # timeout + 1 s
+    assert signal.getsignal(signal.SIGALRM) is before   # the caller's handler is back
+    # math-verify's own alarm is 5 s (the accuracy reward's default): the scorer's 1 s wins
+    with RewardScorer([{"name": "accuracy"}], num_workers=0, timeout=1.0) as s:
+        t0 = time.monotonic()
+        res = s([r"\boxed{9^{9^{9^9}}}", r"\boxed{3}"], answer=["5", "3"])
+        elapsed = time.monotonic() - t0
+    assert res.components["accuracy"] == [None, 1.0]
+    assert res.num_timeouts["accuracy"] == 1
+    assert elapsed < 2.0, elapsed
+
+
+_THREAD_SCRIPT = r"""
+import json, os, sys, threading, time
+from rewards.pool import RewardScorer
+out = {}
+def run():
+    with RewardScorer([{"name": "rewards_test_helpers:sleepy"}, {"name": "accuracy"}],
+                      num_workers=0, timeout=1.0) as s:
+        t0 = time.monotonic()
+        res = s(["sleep:30", r"\boxed{9^{9^{9^9}}}", r"\boxed{3}"], answer=["1", "5", "3"])
+        out["elapsed"] = time.monotonic() - t0
+        out["components"] = res.components
+        out["timeouts"] = res.num_timeouts
+t = threading.Thread(target=run, daemon=True)
+t.start()
+t.join(20)
+print(json.dumps(out if out else {"hung": True}), flush=True)
+os._exit(0)
+"""
+
+
+def test_inline_timeout_holds_from_a_thread():
+    # in its own process: on failure the hung thread must not keep the test session busy
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parents[1]), str(here)]))
+    proc = subprocess.run([sys.executable, "-c", _THREAD_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=120)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "hung" not in out
+    # sleepy scores len(completion) and sleeps on 'sleep:30'; accuracy hangs on the tower
+    assert out["components"] == {"sleepy": [None, float(len(r"\boxed{9^{9^{9^9}}}")),
+                                            float(len(r"\boxed{3}"))],
+                                 "accuracy": [0.0, None, 1.0]}
+    assert out["timeouts"] == {"sleepy": 1, "accuracy": 1}
+    # 2 items of 1 s each, in one worker, plus its start-up
+    assert out["elapsed"] < 2 * (1.0 + 1.0), out["elapsed"]
+
+
+def test_inline_timer_survives_math_verify_own_alarm():
+    # accuracy's own math-verify limit (1 s) ends the tower first: not one of our timeouts;
+    # math-verify's alarm(0) must not disarm our 2 s limit for what comes after
+    fns = [{"name": "accuracy", "params": {"timeout": 1}}, {"name": f"{HELP}:sleepy"}]
+    with RewardScorer(fns, num_workers=0, timeout=2.0) as s:
+        t0 = time.monotonic()
+        res = s([r"\boxed{9^{9^{9^9}}}", "sleep:8"], answer=["5", "3"])
+        elapsed = time.monotonic() - t0
+    assert res.num_timeouts == {"accuracy": 0, "sleepy": 1}
+    assert res.components["sleepy"] == [float(len(r"\boxed{9^{9^{9^9}}}")), None]
+    assert elapsed < 1.0 + 2.0 + 1.0, elapsed
