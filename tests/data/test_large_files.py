@@ -61,6 +61,9 @@ def test_jsonl_index_yields_what_the_streaming_reader_yields(tmp_path, monkeypat
     assert rows.read([5, 0, 3]) == [expect[5], expect[0], expect[3]]
     for k in (1, 2, 3, 6, 9):
         assert JsonlRows(path, max_rows=k).read(range(min(k, 6))) == list(iter_rows(path, k))
+    plain = write_jsonl(tmp_path / "plain.jsonl", [{"q": i} for i in range(5)])
+    for k in (1, 2, 4, 5, 7):               # indexing stops early; the last row stays whole
+        assert JsonlRows(plain, max_rows=k).read(range(min(k, 5))) == list(iter_rows(plain, k))
 
 
 def test_jsonl_bad_line_is_named_when_read(tmp_path):
