@@ -7,10 +7,17 @@ its wall time and peak RSS (``VmHWM`` of /proc/self/status, the high-water mark 
 own memory map; ``getrusage``'s ``ru_maxrss`` would carry over the parent's size across fork and
 exec), interpreter and imports included:
 
-``mindrl first``   ``mindrl.data.formats.head(path, "rl", 1)``: what the preflight and
-                   ``mindrl data inspect`` read (one parquet batch / one JSONL line)
-``mindrl full``    ``mindrl.data.formats.load_file(path, "rl")``: every row mapped (training
-                   holds this list to reshuffle it each epoch)
+``mindrl first``   ``mindrl.data.formats.head(path, "rl", 1)``: what ``mindrl data inspect``
+                   reads (one parquet batch / one JSONL line)
+``list first``     the eager path (training before FileStream; still used for ``.json``):
+                   ``load_file(path, "rl")`` maps every row into a list, then
+                   ``ListStream(rows, 0).take(1)``
+``list 10k``       the same, then 10,000 rows taken, 100 at a time (a step's batch)
+``stream first``   ``index_file(path, "rl")`` + ``FileStream(rows, 0).take(1)`` (shuffled):
+                   what training does now for ``.jsonl``/``.parquet`` (JSONL: one pass to index
+                   the line offsets; parquet: the footer, then the first window's row groups)
+``stream 10k``     the same, then 10,000 rows taken 100 at a time (parquet: 64k-row groups, windows of
+                   ``DEFAULT_WINDOW_ROWS`` = 262,144 rows, so 4 row groups decoded)
 ``mindrl convert`` ``mindrl.data.convert.convert(path, out.jsonl, to="mindrl")``: streaming
 ``pyarrow full``   ``pq.read_table(path).to_pylist()`` / ``pyarrow.json.read_json``, as a
                    reader that loads the whole file does (pandas is not installed here)
@@ -32,11 +39,25 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 TMP = Path("/tmp/mindrl_bench_data_io")
 
+# 10,000 rows in 100 takes of 100 prompts (a training step's batch), all distinct
+TAKE_10K = "ids = {r['id'] for _ in range(100) for r in s.take(100)}; assert len(ids) == 10_000"
 READERS = {
     "mindrl first": "from mindrl.data.formats import head; p, rows = head(PATH, 'rl', 1); "
                     "assert rows[0][2]['answer']",
-    "mindrl full": "from mindrl.data.formats import load_file; p, rows = load_file(PATH, 'rl'); "
-                   "assert len(rows) == N",
+    "list first": "from mindrl.data.formats import load_file; "
+                  "from mindrl.trainer.prompts import ListStream; "
+                  "p, rows = load_file(PATH, 'rl'); assert len(rows) == N; "
+                  "assert ListStream(rows, 0).take(1)[0]['answer']",
+    "list 10k": "from mindrl.data.formats import load_file; "
+                "from mindrl.trainer.prompts import ListStream; "
+                "p, rows = load_file(PATH, 'rl'); s = ListStream(rows, 0); " + TAKE_10K,
+    "stream first": "from mindrl.data.formats import index_file; "
+                    "from mindrl.trainer.prompts import FileStream; "
+                    "p, rows = index_file(PATH, 'rl'); assert len(rows) == N; "
+                    "assert FileStream(rows, 0).take(1)[0]['answer']",
+    "stream 10k": "from mindrl.data.formats import index_file; "
+                  "from mindrl.trainer.prompts import FileStream; "
+                  "p, rows = index_file(PATH, 'rl'); s = FileStream(rows, 0); " + TAKE_10K,
     "mindrl convert": "from mindrl.data.convert import convert; p, n = convert(PATH, OUT, "
                       "to='mindrl'); assert n == N",
     "pyarrow full": "import pyarrow.parquet as pq, pyarrow.json as pj; "
