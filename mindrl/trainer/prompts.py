@@ -69,7 +69,8 @@ def arithmetic_options(opts: Dict[str, str]) -> Dict:
 
 
 class ListStream:
-    """A finite list of rows, reshuffled each epoch with ``seed + epoch``."""
+    """A finite list of rows held in memory (built-in and generated sets, ``.json`` files),
+    reshuffled each epoch: ``np.random.default_rng(seed + epoch).permutation(len(rows))``."""
 
     def __init__(self, rows: Sequence[Dict], seed: int, shuffle: bool = True):
         if not rows:
