@@ -18,11 +18,13 @@ exec), interpreter and imports included:
                    the line offsets; parquet: the footer, then the first window's row groups)
 ``stream 10k``     the same, then 10,000 rows taken 100 at a time (parquet: 64k-row groups, windows of
                    ``DEFAULT_WINDOW_ROWS`` = 262,144 rows, so 4 row groups decoded)
+``stream epoch``   the same, then a whole epoch (N rows, 1,000 at a time), every row seen
+                   once: the memory bound over an epoch (the parquet cache turns over)
 ``mindrl convert`` ``mindrl.data.convert.convert(path, out.jsonl, to="mindrl")``: streaming
 ``pyarrow full``   ``pq.read_table(path).to_pylist()`` / ``pyarrow.json.read_json``, as a
                    reader that loads the whole file does (pandas is not installed here)
 
-Usage: python bench/data_io.py [--rows 1000000] [--keep]
+Usage: python bench/data_io.py [--rows 1000000] [--keep] [--readers 'stream first,stream 10k']
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ READERS = {
     "stream 10k": "from mindrl.data.formats import index_file; "
                   "from mindrl.trainer.prompts import FileStream; "
                   "p, rows = index_file(PATH, 'rl'); s = FileStream(rows, 0); " + TAKE_10K,
+    "stream epoch": "import numpy as np; from mindrl.data.formats import index_file; "
+                    "from mindrl.trainer.prompts import FileStream; "
+                    "p, rows = index_file(PATH, 'rl'); s = FileStream(rows, 0); "
+                    "seen = np.zeros(N, bool)\nfor _ in range(N // 1000):\n"
+                    "    seen[[int(r['id']) for r in s.take(1000)]] = True\nassert seen.all()",
     "mindrl convert": "from mindrl.data.convert import convert; p, n = convert(PATH, OUT, "
                       "to='mindrl'); assert n == N",
     "pyarrow full": "import pyarrow.parquet as pq, pyarrow.json as pj; "
@@ -114,7 +121,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--keep", action="store_true", help="keep the files in /tmp")
+    ap.add_argument("--readers", default="", help="comma-separated subset of: "
+                    + ", ".join(READERS) + " (pyarrow full is always run: the ratios use it)")
     args = ap.parse_args()
+    names = [x.strip() for x in args.readers.split(",") if x.strip()] or list(READERS)
+    unknown = sorted(set(names) - set(READERS))
+    if unknown:
+        ap.error(f"unknown reader(s) {', '.join(unknown)}; valid: {', '.join(READERS)}")
+    names = [n for n in READERS if n in names or n == "pyarrow full"]
     t0 = time.perf_counter()
     files = write_files(args.rows)
     print(f"wrote {args.rows:,} verl rows: " + ", ".join(
@@ -123,7 +137,7 @@ def main() -> None:
     print(f"{'file':8s} {'reader':15s} {'seconds':>9s} {'peak RSS MiB':>13s} "
           f"{'time / pyarrow':>15s} {'RSS / pyarrow':>14s}")
     for path in files:
-        results = {name: measure(code, path, args.rows) for name, code in READERS.items()}
+        results = {name: measure(READERS[name], path, args.rows) for name in names}
         base = results["pyarrow full"]
         for name, (sec, mib) in results.items():
             print(f"{path.suffix[1:]:8s} {name:15s} {sec:9.2f} {mib:13.0f} "
