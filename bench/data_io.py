@@ -16,8 +16,8 @@ exec), interpreter and imports included:
 ``stream first``   ``index_file(path, "rl")`` + ``FileStream(rows, 0).take(1)`` (shuffled):
                    what training does now for ``.jsonl``/``.parquet`` (JSONL: one pass to index
                    the line offsets; parquet: the footer, then the first window's row groups)
-``stream 10k``     the same, then 10,000 rows taken 100 at a time (parquet: 64k-row groups, windows of
-                   ``DEFAULT_WINDOW_ROWS`` = 262,144 rows, so 4 row groups decoded)
+``stream 10k``     the same, then 10,000 rows taken 100 at a time (parquet: 64k-row groups,
+                   windows of ``DEFAULT_WINDOW_ROWS`` = 262,144 rows: 4 row groups decoded)
 ``stream epoch``   the same, then a whole epoch (N rows, 1,000 at a time), every row seen
                    once: the memory bound over an epoch (the parquet cache turns over)
 ``mindrl convert`` ``mindrl.data.convert.convert(path, out.jsonl, to="mindrl")``: streaming
