@@ -7,15 +7,24 @@ its wall time and peak RSS (``VmHWM`` of /proc/self/status, the high-water mark 
 own memory map; ``getrusage``'s ``ru_maxrss`` would carry over the parent's size across fork and
 exec), interpreter and imports included:
 
-``mindrl first``   ``mindrl.data.formats.head(path, "rl", 1)``: what the preflight and
-                   ``mindrl data inspect`` read (one parquet batch / one JSONL line)
-``mindrl full``    ``mindrl.data.formats.load_file(path, "rl")``: every row mapped (training
-                   holds this list to reshuffle it each epoch)
+``mindrl first``   ``mindrl.data.formats.head(path, "rl", 1)``: what ``mindrl data inspect``
+                   reads (one parquet batch / one JSONL line)
+``list first``     the eager path (training before FileStream; still used for ``.json``):
+                   ``load_file(path, "rl")`` maps every row into a list, then
+                   ``ListStream(rows, 0).take(1)``
+``list 10k``       the same, then 10,000 rows taken, 100 at a time (a step's batch)
+``stream first``   ``index_file(path, "rl")`` + ``FileStream(rows, 0).take(1)`` (shuffled):
+                   what training does now for ``.jsonl``/``.parquet`` (JSONL: one pass to index
+                   the line offsets; parquet: the footer, then the first window's row groups)
+``stream 10k``     the same, then 10,000 rows taken 100 at a time (parquet: 64k-row groups,
+                   windows of ``DEFAULT_WINDOW_ROWS`` = 262,144 rows: 4 row groups decoded)
+``stream epoch``   the same, then a whole epoch (N rows, 1,000 at a time), every row seen
+                   once: the memory bound over an epoch (the parquet cache turns over)
 ``mindrl convert`` ``mindrl.data.convert.convert(path, out.jsonl, to="mindrl")``: streaming
 ``pyarrow full``   ``pq.read_table(path).to_pylist()`` / ``pyarrow.json.read_json``, as a
                    reader that loads the whole file does (pandas is not installed here)
 
-Usage: python bench/data_io.py [--rows 1000000] [--keep]
+Usage: python bench/data_io.py [--rows 1000000] [--keep] [--readers 'stream first,stream 10k']
 """
 
 from __future__ import annotations
@@ -32,11 +41,30 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 TMP = Path("/tmp/mindrl_bench_data_io")
 
+# 10,000 rows in 100 takes of 100 prompts (a training step's batch), all distinct
+TAKE_10K = "ids = {r['id'] for _ in range(100) for r in s.take(100)}; assert len(ids) == 10_000"
 READERS = {
     "mindrl first": "from mindrl.data.formats import head; p, rows = head(PATH, 'rl', 1); "
                     "assert rows[0][2]['answer']",
-    "mindrl full": "from mindrl.data.formats import load_file; p, rows = load_file(PATH, 'rl'); "
-                   "assert len(rows) == N",
+    "list first": "from mindrl.data.formats import load_file; "
+                  "from mindrl.trainer.prompts import ListStream; "
+                  "p, rows = load_file(PATH, 'rl'); assert len(rows) == N; "
+                  "assert ListStream(rows, 0).take(1)[0]['answer']",
+    "list 10k": "from mindrl.data.formats import load_file; "
+                "from mindrl.trainer.prompts import ListStream; "
+                "p, rows = load_file(PATH, 'rl'); s = ListStream(rows, 0); " + TAKE_10K,
+    "stream first": "from mindrl.data.formats import index_file; "
+                    "from mindrl.trainer.prompts import FileStream; "
+                    "p, rows = index_file(PATH, 'rl'); assert len(rows) == N; "
+                    "assert FileStream(rows, 0).take(1)[0]['answer']",
+    "stream 10k": "from mindrl.data.formats import index_file; "
+                  "from mindrl.trainer.prompts import FileStream; "
+                  "p, rows = index_file(PATH, 'rl'); s = FileStream(rows, 0); " + TAKE_10K,
+    "stream epoch": "import numpy as np; from mindrl.data.formats import index_file; "
+                    "from mindrl.trainer.prompts import FileStream; "
+                    "p, rows = index_file(PATH, 'rl'); s = FileStream(rows, 0); "
+                    "seen = np.zeros(N, bool)\nfor _ in range(N // 1000):\n"
+                    "    seen[[int(r['id']) for r in s.take(1000)]] = True\nassert seen.all()",
     "mindrl convert": "from mindrl.data.convert import convert; p, n = convert(PATH, OUT, "
                       "to='mindrl'); assert n == N",
     "pyarrow full": "import pyarrow.parquet as pq, pyarrow.json as pj; "
@@ -93,7 +121,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--keep", action="store_true", help="keep the files in /tmp")
+    ap.add_argument("--readers", default="", help="comma-separated subset of: "
+                    + ", ".join(READERS) + " (pyarrow full is always run: the ratios use it)")
     args = ap.parse_args()
+    names = [x.strip() for x in args.readers.split(",") if x.strip()] or list(READERS)
+    unknown = sorted(set(names) - set(READERS))
+    if unknown:
+        ap.error(f"unknown reader(s) {', '.join(unknown)}; valid: {', '.join(READERS)}")
+    names = [n for n in READERS if n in names or n == "pyarrow full"]
     t0 = time.perf_counter()
     files = write_files(args.rows)
     print(f"wrote {args.rows:,} verl rows: " + ", ".join(
@@ -102,7 +137,7 @@ def main() -> None:
     print(f"{'file':8s} {'reader':15s} {'seconds':>9s} {'peak RSS MiB':>13s} "
           f"{'time / pyarrow':>15s} {'RSS / pyarrow':>14s}")
     for path in files:
-        results = {name: measure(code, path, args.rows) for name, code in READERS.items()}
+        results = {name: measure(READERS[name], path, args.rows) for name in names}
         base = results["pyarrow full"]
         for name, (sec, mib) in results.items():
             print(f"{path.suffix[1:]:8s} {name:15s} {sec:9.2f} {mib:13.0f} "

@@ -386,6 +386,39 @@ def load_file(path, job: str, fmt: str = "auto", fields: Optional[Dict[str, str]
     return p, out
 
 
+class IndexedRows:
+    """The rows of a ``.jsonl``/``.parquet`` file as ``job`` sees them, read and mapped on
+    demand: :meth:`get` gives row ``i`` exactly as element ``i`` of :func:`load_file`'s list
+    (the same plan, positions and 0-based index), without holding the rows
+    (:class:`~mindrl.data.io.JsonlRows`, :class:`~mindrl.data.io.ParquetRows`)."""
+
+    def __init__(self, source, plan_: Plan):
+        self.source, self.plan = source, plan_
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def get(self, indices: Sequence[int]) -> List[Row]:
+        """The mapped rows at these 0-based indices, in the order given."""
+        return [self.plan.map(raw, pos, int(i))
+                for i, (pos, raw) in zip(indices, self.source.read(indices))]
+
+
+def index_file(path, job: str, fmt: str = "auto", fields: Optional[Dict[str, str]] = None,
+               max_rows: int = 0, templated: str = "auto") -> Tuple[Plan, IndexedRows]:
+    """:func:`load_file` for large files: the plan (from the first row) and the rows as an
+    :class:`IndexedRows`. JSONL costs one pass to index the line offsets; parquet reads the
+    footer and the first row group."""
+    from mindrl.data.io import open_indexed  # noqa: PLC0415
+
+    source = open_indexed(path, max_rows or None)
+    if not len(source):
+        raise DataError(f"{path}: no rows")
+    pos, first = source.read([0])[0]
+    p = plan(first, job, str(path), fmt, fields, templated, pos)
+    return p, IndexedRows(source, p)
+
+
 def head(path, job: str, n: int = 2, **kw) -> Tuple[Plan, List[Tuple[int, Any, Row]]]:
     """The plan and the first ``n`` rows as ``(position, raw row, mapped row)``; reads only
     those rows."""

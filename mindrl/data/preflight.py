@@ -177,12 +177,14 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0") or 0) == 0
 
 
-def preflight(cfg, job: str, plan, rows: Sequence[Dict], check: bool = True) -> List[str]:
+def preflight(cfg, job: str, plan, rows: Sequence[Dict], check: bool = True,
+              count: Optional[int] = None) -> List[str]:
     """Show the first row as ``job`` will see it (logged on rank 0) and run the checks of the
-    module docstring; returns the lines shown."""
+    module docstring; returns the lines shown. ``count``: the data set's row count when
+    ``rows`` holds only its first rows (default ``len(rows)``)."""
     if not rows:
         raise DataError(f"{getattr(plan, 'source', 'data')}: no rows")
-    lines = example_lines(rows[0], job, plan, cfg, count=len(rows))
+    lines = example_lines(rows[0], job, plan, cfg, count=len(rows) if count is None else count)
     if is_main_process():
         for line in lines:
             log.info("%s", line)

@@ -2,11 +2,16 @@
 
 Order of work (nothing heavy starts before the cheap checks pass):
 
-1. settings checked; benchmarks loaded (missing file / field / unknown name -> error);
+1. settings checked; benchmarks loaded (missing file / field / unknown name -> error); the
+   first 64 gold answers of each benchmark checked with the math grader
+   (:func:`mindrl.data.preflight.check_golds`: more than 10% unusable -> error naming the file
+   and the answer field);
 2. model directory resolved (``builtin:tiny`` is built once into a cache) and checked (config,
    tokenizer, weights: the missing file is named); tokenizer loaded; chat template resolved
    (a checkpoint's ``mindrl_meta.json`` wins by default; overriding it with another template
    prints a loud warning, as a template mismatch cost the seed up to 28 points);
+   each benchmark's first problem printed as the engine will see it (problem, gold answer
+   after normalisation, id, the prompt after the chat template);
 3. the run directory's ``samples.jsonl`` read: samples already there with the same settings
    hash are kept (resume), only the missing (benchmark, problem, sample index) are generated;
 4. generation in this process (``workers=1``) or sharded over Ray workers, each finished
@@ -80,6 +85,35 @@ def load_problems(settings: EvalSettings) -> "OrderedDict[str, List[Problem]]":
                               limit=settings.limit or None)
         out[name] = [Problem(name, r["id"], r["problem"], r["answer"]) for r in rows]
     return out
+
+
+def check_gold_answers(problems: "OrderedDict[str, List[Problem]]",
+                       settings: EvalSettings) -> None:
+    """Stop before any model loads when a benchmark's gold answers cannot be graded (the data
+    preflight of :mod:`mindrl.data.preflight`, on the first rows of each benchmark)."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from mindrl.data.benchmarks import BENCHMARKS, is_builtin  # noqa: PLC0415
+    from mindrl.data.preflight import check_golds  # noqa: PLC0415
+
+    for spec, (name, ps) in zip(settings.benchmarks, problems.items()):
+        if is_builtin(spec):
+            b = BENCHMARKS.get(spec)
+            source, field_ = f"{name} ({b.filename})", b.answer_field
+        else:
+            source, field_ = spec, settings.answer_field or "answer"
+        check_golds([{"answer": p.answer} for p in ps],
+                    SimpleNamespace(source=source, paths={"answer": [field_]}))
+
+
+def example_lines(name: str, problems: List[Problem], template: str) -> List[str]:
+    """The first problem of a benchmark as the engine will see it."""
+    from mindrl.data.preflight import _short, example_lines as data_lines  # noqa: PLC0415
+
+    p = problems[0]
+    lines = data_lines({"problem": p.problem, "answer": p.answer, "id": p.id}, "eval", None)
+    return ([f"[eval] {name}: {len(problems)} problems; the first as the engine sees it:"]
+            + lines[1:] + [f"  prompt after template '{template}': {_short(p.prompt, 400)}"])
 
 
 def resolve_model(settings: EvalSettings) -> str:
@@ -231,6 +265,7 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
 
     settings.check()
     problems = load_problems(settings)
+    check_gold_answers(problems, settings)
     model_dir = resolve_model(settings)
     tokenizer = load_tokenizer(model_dir)
     meta = read_meta(model_dir)
@@ -244,6 +279,9 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
         for p in ps:
             p.prompt = render_prompt(p.problem, template, tokenizer, system)
             p.prompt_ids = tokenizer(p.prompt, add_special_tokens=False)["input_ids"]
+    for name, ps in problems.items():
+        for line in example_lines(name, ps, template) if ps else ():
+            log(line)
 
     gen = dict(model=model_dir, model_fingerprint=model_fingerprint(model_dir), template=template,
                system_prompt=system, n=settings.n, temperature=settings.temperature,

@@ -20,6 +20,7 @@ import numpy as np
 from mindrl.types import Rollouts, SamplingParams
 
 log = logging.getLogger("mindrl.train")
+PROMPT_CACHE_SIZE = 65_536      # encoded prompts kept (cleared when full: memory stays bounded)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -211,6 +212,8 @@ class Trainer:
             text = render_prompt(problem, self.cfg.model.chat_template, tokenizer=self.tokenizer,
                                  system_prompt=self.cfg.data.system_prompt)
             ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(self._prompt_cache) >= PROMPT_CACHE_SIZE:     # bounded for large data sets
+                self._prompt_cache.clear()
             self._prompt_cache[problem] = ids
         return ids
 

@@ -12,7 +12,14 @@ Specs (``data.train_file`` / ``data.val_file``):
   (operands of ``min_digits``..``digits`` digits; default: all exactly ``digits``) and
   ``slip`` (probability that the ``teacher`` column, the SFT demonstration, is an addition
   that forgot its carries; the gold ``answer`` is always right; default 0);
-- anything else goes to :func:`mindrl.data.load_prompts` (built-in names, JSONL/parquet paths).
+- a ``.jsonl``/``.ndjson``/``.parquet`` path: a :class:`FileStream`, which reads and maps rows
+  when they are taken (memory: an index of 8 bytes a row, not the rows);
+- anything else goes to :func:`mindrl.data.load_prompts` (built-in names, generated sets, and
+  ``.json`` files, which are one JSON document and are held in memory) and a
+  :class:`ListStream`.
+
+Prompts longer than ``data.max_prompt_len`` tokens are dropped by the trainer as they are taken
+(``Trainer._take_rows``), so neither stream needs a pass over the data for them.
 """
 
 from __future__ import annotations
@@ -62,7 +69,8 @@ def arithmetic_options(opts: Dict[str, str]) -> Dict:
 
 
 class ListStream:
-    """A finite list of rows, reshuffled each epoch with ``seed + epoch``."""
+    """A finite list of rows held in memory (built-in and generated sets, ``.json`` files),
+    reshuffled each epoch: ``np.random.default_rng(seed + epoch).permutation(len(rows))``."""
 
     def __init__(self, rows: Sequence[Dict], seed: int, shuffle: bool = True):
         if not rows:
@@ -90,6 +98,111 @@ class ListStream:
         return {"epoch": self.epoch, "pos": self.pos}
 
     def restore(self, state: Dict) -> None:
+        self.epoch, self.pos = int(state["epoch"]), int(state["pos"])
+        self._order = self._make_order()
+
+
+DEFAULT_WINDOW_ROWS = 1 << 18
+
+
+def epoch_order(n: int, seed: int, epoch: int, shuffle: bool = True,
+                group_sizes: Optional[Sequence[int]] = None,
+                window_rows: int = DEFAULT_WINDOW_ROWS) -> np.ndarray:
+    """The order (0-based row indices, int64) in which epoch ``epoch`` visits ``n`` rows.
+
+    - ``shuffle`` off: ``0, 1, ..., n - 1``.
+    - no row groups (JSONL, in-memory rows), or ``n <= window_rows``:
+      ``np.random.default_rng(seed + epoch).permutation(n)``, the order of :class:`ListStream`.
+    - row groups (parquet) and ``n > window_rows``: with ``rng = default_rng(seed + epoch)``,
+      the groups are put in the order ``rng.permutation(len(group_sizes))``; walking that order,
+      consecutive groups are gathered into windows, a window closing as soon as it holds
+      ``window_rows`` rows or more (the last one may hold fewer); then, window after window,
+      the window's rows (its groups in that order, each group's rows ascending) are permuted
+      with ``rng.permutation`` (the same generator, drawn in sequence). So each epoch visits
+      every row exactly once; rows of one window come out in a uniformly random order, and
+      only one window's row groups need to be decoded at a time.
+    """
+    if not shuffle:
+        return np.arange(n, dtype=np.int64)
+    rng = np.random.default_rng(seed + epoch)
+    if group_sizes is None or n <= window_rows:
+        return rng.permutation(n)
+    sizes = np.asarray(group_sizes, np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    out, window, held = [], [], 0
+
+    def close() -> None:
+        rows = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in window])
+        out.append(rows[rng.permutation(len(rows))])
+
+    for g in rng.permutation(len(sizes)):
+        window.append(int(g))
+        held += int(sizes[g])
+        if held >= window_rows:
+            close()
+            window, held = [], 0
+    if window:
+        close()
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
+
+
+class FileStream:
+    """Rows of a large ``.jsonl``/``.parquet`` file, read and mapped as they are taken.
+
+    ``rows`` is a :class:`mindrl.data.formats.IndexedRows`: row ``i`` is element ``i`` of
+    what :func:`mindrl.data.formats.load_file` returns (same mapping, same order). Epoch ``e``
+    visits the rows in :func:`epoch_order` ``(n, seed, e)`` order: for JSONL that is exactly
+    :class:`ListStream`'s order; for parquet with more than ``window_rows`` rows, a permutation
+    of row groups, then of rows within windows of about ``window_rows`` rows (see
+    :func:`epoch_order`). The state is ``{"epoch", "pos", "rows"}``; :meth:`restore` rebuilds
+    the epoch's order from the seed, so a restored stream continues bit-identically (a
+    :class:`ListStream` state, without ``rows``, restores too).
+
+    Memory: the epoch order (8 bytes a row), the file's index (JSONL: 8 bytes a row; parquet:
+    its row-group table) and, for parquet, the decoded row groups of about one window in
+    Arrow form (an LRU cache of ``window_rows`` + the largest group rows). A row that cannot
+    be read or mapped stops the run when it is taken, with a message naming the file, its
+    1-based line or row and the field (the first ``data.preflight_rows`` rows are checked
+    before the model loads).
+    """
+
+    def __init__(self, rows, seed: int, shuffle: bool = True,
+                 window_rows: int = DEFAULT_WINDOW_ROWS):
+        if not len(rows):
+            raise ValueError("the prompt set is empty")
+        self.rows, self.seed, self.shuffle = rows, seed, shuffle
+        self.n, self.window_rows = len(rows), window_rows
+        self.group_sizes = getattr(rows.source, "group_sizes", None)
+        if self.group_sizes is not None:
+            rows.source.cache_rows = window_rows + int(np.max(self.group_sizes))
+        self.epoch, self.pos = 0, 0
+        self._order = self._make_order()
+
+    def _make_order(self) -> np.ndarray:
+        return epoch_order(self.n, self.seed, self.epoch, self.shuffle, self.group_sizes,
+                           self.window_rows)
+
+    def take(self, k: int) -> List[Dict]:
+        out: List[Dict] = []
+        while len(out) < k:
+            if self.pos >= self.n:
+                self.epoch, self.pos = self.epoch + 1, 0
+                self._order = self._make_order()
+            m = min(k - len(out), self.n - self.pos)
+            out.extend(self.rows.get(self._order[self.pos:self.pos + m]))
+            self.pos += m
+        return out
+
+    def state(self) -> Dict:
+        return {"epoch": self.epoch, "pos": self.pos, "rows": self.n}
+
+    def restore(self, state: Dict) -> None:
+        from mindrl.data.io import DataError  # noqa: PLC0415
+
+        if "rows" in state and int(state["rows"]) != self.n:
+            raise DataError(f"{self.rows.plan.source}: the checkpoint was saved with "
+                            f"{state['rows']} training rows, the file now has {self.n}; "
+                            f"resume with the same data (or start a new run)")
         self.epoch, self.pos = int(state["epoch"]), int(state["pos"])
         self._order = self._make_order()
 
@@ -155,16 +268,42 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
             probe = ArithmeticStream(seed, **arithmetic_options(opts)).take(1)
             _check_response_field(probe, data_cfg, spec)
         return train, val
-    plan, rows = _load(data_cfg, spec, data_cfg.max_train_samples, job)
-    if job == "sft" and plan is None:
-        _check_response_field(rows, data_cfg, spec)
+    path = _indexed_path(spec, data_cfg)
+    if path is not None:
+        from mindrl.data.formats import fields_from, index_file
+
+        plan, indexed = index_file(path, job, data_cfg.format or "auto", fields_from(data_cfg),
+                                   data_cfg.max_train_samples or 0, data_cfg.templated_prompts)
+        train = FileStream(indexed, seed, data_cfg.shuffle)
+        head = indexed.get(range(min(len(indexed), max(1, data_cfg.preflight_rows))))
+        count = len(indexed)
+    else:
+        plan, rows = _load(data_cfg, spec, data_cfg.max_train_samples, job)
+        if job == "sft" and plan is None:
+            _check_response_field(rows, data_cfg, spec)
+        train, head, count = ListStream(rows, seed, data_cfg.shuffle), rows, len(rows)
     if cfg is not None:
         from mindrl.data.preflight import preflight
 
-        preflight(cfg, job, plan, rows)
+        preflight(cfg, job, plan, head, count=count)
     val = _load(data_cfg, data_cfg.val_file, data_cfg.max_val_samples)[1] \
         if data_cfg.val_file else []
-    return ListStream(rows, seed, data_cfg.shuffle), val
+    return train, val
+
+
+INDEXED_SUFFIXES = (".jsonl", ".ndjson", ".parquet")
+
+
+def _indexed_path(spec: str, data_cfg):
+    """The file of a ``.jsonl``/``.ndjson``/``.parquet`` spec (read by a :class:`FileStream`);
+    None for anything else (built-in names, generated sets, ``.json``)."""
+    from pathlib import Path
+
+    if Path(spec).suffix.lower() not in INDEXED_SUFFIXES:
+        return None
+    from mindrl.data.prompts import resolve_file
+
+    return resolve_file(spec, data_cfg.data_dir)
 
 
 def _check_response_field(rows: Sequence[Dict], data_cfg, spec: str) -> None:

@@ -1,6 +1,7 @@
 """Trainer pieces that need no model: prompt streams, checkpoints, dynamic-sampling filter,
 the arithmetic task."""
 
+import dataclasses
 import json
 import os
 
@@ -93,3 +94,22 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path):
     assert not list(root.glob(".tmp_*"))
     meta = json.loads((root / "step_000005" / "model" / "mindrl_meta.json").read_text())
     assert meta == {"chat_template": "none"}
+
+
+def test_prompt_cache_is_bounded(tiny_model_dir, monkeypatch):
+    """A million-row data set must not leave a million encoded prompts in memory."""
+    from transformers import AutoTokenizer
+
+    import mindrl.trainer.base as base
+    from mindrl.config.schema import RunConfig
+
+    monkeypatch.setattr(base, "PROMPT_CACHE_SIZE", 3)
+    t = object.__new__(base.Trainer)
+    t.cfg, t._prompt_cache = RunConfig(), {}
+    t.cfg = dataclasses.replace(t.cfg, model=dataclasses.replace(t.cfg.model,
+                                                                   chat_template="none"))
+    t.tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    for i in range(10):
+        ids = t.encode(f"{i} + {i} = ?")
+        assert ids == t.tokenizer.encode(f"{i} + {i} = ?", add_special_tokens=False)
+        assert len(t._prompt_cache) <= 3
