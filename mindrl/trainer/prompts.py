@@ -33,38 +33,52 @@ VAL_SEED_OFFSET = 1_000_003
 
 
 def parse_generator_spec(spec: str) -> Tuple[str, Dict[str, str]]:
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
     name, _, rest = spec.partition(":")
     opts = {}
     for item in filter(None, rest.split(",")):
         if "=" not in item:
-            raise ValueError(f"generator spec '{spec}': option '{item}' must look like key=value")
+            raise DataError(f"generator spec '{spec}': option '{item}' must look like key=value")
         k, v = item.split("=", 1)
         opts[k.strip()] = v.strip()
     return name, opts
 
 
-_ARITH_OPTS = ("digits", "ops", "reverse", "min_digits", "slip")
+_ARITH_OPTS = ("digits", "ops", "reverse", "min_digits", "slip", "offset")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def arithmetic_options(opts: Dict[str, str]) -> Dict:
-    """Typed keyword arguments of :func:`rewards.arithmetic.make_problem` from a spec's options."""
+    """Typed keyword arguments of :class:`ArithmeticStream` from a spec's options (a bad option
+    raises :class:`mindrl.data.io.DataError` naming it and the valid ones)."""
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
     unknown = sorted(set(opts) - set(_ARITH_OPTS))
     if unknown:
-        raise ValueError(f"arithmetic generator: unknown option(s) {', '.join(unknown)}; valid: "
-                         + ", ".join(_ARITH_OPTS))
+        raise DataError(f"arithmetic generator: unknown option(s) {', '.join(unknown)}; valid: "
+                        + ", ".join(_ARITH_OPTS))
     rev = opts.get("reverse", "false").lower()
     if rev not in _TRUE + _FALSE:
-        raise ValueError(f"arithmetic generator: reverse={opts['reverse']!r} is not a boolean")
-    out = {"digits": int(opts.get("digits", 3)), "ops": opts.get("ops", "+"),
-           "reverse": rev in _TRUE,
-           "min_digits": int(opts["min_digits"]) if "min_digits" in opts else None,
-           "slip": float(opts.get("slip", 0.0))}
+        raise DataError(f"arithmetic generator: reverse={opts['reverse']!r} is not a boolean")
+
+    def number(key: str, cast, default):
+        try:
+            return cast(opts[key]) if key in opts else default
+        except ValueError:
+            raise DataError(f"arithmetic generator: {key}={opts[key]!r} is not "
+                            f"{'an integer' if cast is int else 'a number'}") from None
+
+    out = {"digits": number("digits", int, 3), "ops": opts.get("ops", "+"),
+           "reverse": rev in _TRUE, "min_digits": number("min_digits", int, None),
+           "slip": number("slip", float, 0.0), "offset": number("offset", int, 0)}
     if not 0.0 <= out["slip"] <= 1.0:
-        raise ValueError(f"arithmetic generator: slip={opts['slip']} must be in [0, 1]")
+        raise DataError(f"arithmetic generator: slip={opts['slip']} must be in [0, 1]")
+    if out["offset"] < 0:
+        raise DataError(f"arithmetic generator: offset={opts['offset']} must be >= 0")
     if out["digits"] < 1 or (out["min_digits"] is not None
                              and not 1 <= out["min_digits"] <= out["digits"]):
-        raise ValueError(f"arithmetic generator: need 1 <= min_digits <= digits (got {opts})")
+        raise DataError(f"arithmetic generator: need 1 <= min_digits <= digits (got {opts})")
     return out
 
 
@@ -212,11 +226,11 @@ class ArithmeticStream:
 
     def __init__(self, seed: int, digits: int = 3, ops: str = "+",
                  exclude: Optional[set] = None, reverse: bool = False,
-                 min_digits: Optional[int] = None, slip: float = 0.0):
+                 min_digits: Optional[int] = None, slip: float = 0.0, offset: int = 0):
         self.seed, self.digits, self.ops = seed, digits, ops
         self.options = {"reverse": reverse, "min_digits": min_digits, "slip": slip}
         self.exclude = exclude or set()
-        self.pos = 0
+        self.pos = offset   # ``offset=N`` starts at row N of the seeded stream
 
     def take(self, k: int) -> List[Dict]:
         from rewards.arithmetic import make_problem
@@ -240,7 +254,9 @@ class ArithmeticStream:
 def arithmetic_val_rows(opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
     from rewards.arithmetic import generate
 
-    return generate(n, seed + VAL_SEED_OFFSET, **arithmetic_options(opts))
+    options = arithmetic_options(opts)
+    offset = options.pop("offset")    # skip the first ``offset`` rows of the validation stream
+    return generate(offset + n, seed + VAL_SEED_OFFSET, **options)[offset:]
 
 
 def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
@@ -255,15 +271,26 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         raise ValueError("data.train_file is empty: name a data set, a file, or a generator "
                          "such as 'arithmetic:digits=3,ops=+'")
     if spec.partition(":")[0] == "arithmetic":
-        _, opts = parse_generator_spec(spec)
+        from mindrl.data.io import DataError
+
         val_spec = data_cfg.val_file or spec
-        if val_spec.partition(":")[0] == "arithmetic":
-            val = arithmetic_val_rows(parse_generator_spec(val_spec)[1],
-                                      data_cfg.max_val_samples or 256, seed)
-        else:
+        key = "data.train_file"
+        try:
+            _, opts = parse_generator_spec(spec)
+            train_options = arithmetic_options(opts)
+            key = "data.val_file"
+            if val_spec.partition(":")[0] == "arithmetic":
+                val = arithmetic_val_rows(parse_generator_spec(val_spec)[1],
+                                          data_cfg.max_val_samples or 256, seed)
+            else:
+                val = None
+        except DataError as e:
+            raise DataError(f"{key}='{spec if key == 'data.train_file' else val_spec}': {e}") \
+                from None
+        if val is None:
             val = _load(data_cfg, val_spec, data_cfg.max_val_samples)[1]
         exclude = {r["problem"] for r in val}
-        train = ArithmeticStream(seed, exclude=exclude, **arithmetic_options(opts))
+        train = ArithmeticStream(seed, exclude=exclude, **train_options)
         if job == "sft":
             probe = ArithmeticStream(seed, **arithmetic_options(opts)).take(1)
             _check_response_field(probe, data_cfg, spec)
