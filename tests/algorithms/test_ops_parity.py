@@ -51,7 +51,15 @@ POLICY_VARIANTS = {
     "plain": dict(clip_eps_low=0.2, clip_eps_high=0.28),
     "dual_tis": dict(clip_eps_low=0.2, clip_eps_high=0.2, dual_clip_c=1.5, tis_cap=1.3,
                      log_ratio_clamp=0.5),
+    # loss-specific options with many selected tokens (covariance losses) and uneven gates
+    "hyper": dict(clip_eps_low=0.3, clip_eps_high=0.1, tau_pos=2.0, tau_neg=0.5,
+                  clip_cov_ratio=0.25, clip_cov_lb=-1.0, clip_cov_ub=1.0, kl_cov_ratio=0.3,
+                  ppo_kl_coef=0.7),
 }
+#: Losses whose gradient is by design not the derivative of their value (a stop_gradient
+#: inside: CISPO's detached weight, GSPO-token's sg(s_i) pi / sg(pi)); their gradients are
+#: checked by hand in test_new_losses.py instead of by finite differences.
+SURROGATE_LOSSES = ("cispo", "gspo_token")
 
 
 def _policy_case(name, variant):
@@ -200,7 +208,9 @@ def test_backends_agree(case_id):
         np.testing.assert_allclose(mg, tg, **TOL, err_msg=f"gradient wrt {name}")
 
 
-@pytest.mark.parametrize("case_id", sorted(CASES))
+@pytest.mark.parametrize("case_id", sorted(c for c in CASES
+                                            if c.split(":")[1:2] not in [[n] for n in
+                                                                         SURROGATE_LOSSES]))
 def test_torch_gradient_matches_finite_differences(case_id):
     """float64 autograd vs central differences of the numpy-equivalent torch forward."""
     case = CASES[case_id]
