@@ -211,12 +211,15 @@ def rollout_correction(ops, *, logp, old_logp, rollout_logp, advantages, mask, r
     factor, metrics = ops.ones_like(logp), {}
     if rc.rollout_is:
         w, m = importance_weights(ops, log_ratio, mask, rc.rollout_is, rc.rollout_is_threshold)
-        factor, metrics = factor * w, {**metrics, **m}
+        factor = factor * w
+        metrics.update(m)
     if rc.rollout_rs:
         keep, m = rejection_mask(ops, log_ratio, mask, rc.rollout_rs, rc.rollout_rs_threshold)
-        factor, metrics = factor * keep, {**metrics, **m}
+        factor = factor * keep
+        metrics.update(m)
     if rc.off_policy_seq_mask_kl:
         keep, m = off_policy_sequence_mask(ops, logp, rollout_logp, advantages, mask,
                                            rc.off_policy_seq_mask_kl)
-        factor, metrics = factor * keep, {**metrics, **m}
+        factor = factor * keep
+        metrics.update(m)
     return ops.stop_gradient(factor), metrics
