@@ -349,7 +349,8 @@ def _check_losses(a: AlgorithmConfig, r: RolloutConfig) -> List[str]:
         try:
             parse_is_threshold(rc.rollout_is_threshold)
         except ValueError as e:
-            errors.append(f"algorithm.rollout_correction.{e}")
+            errors.append(f"algorithm.rollout_correction.rollout_is_threshold="
+                          f"{rc.rollout_is_threshold!r}: {e}")
         if a.tis_cap:
             errors.append("algorithm.tis_cap and algorithm.rollout_correction.rollout_is both "
                           "weight the loss: keep one (tis_cap=c is rollout_is=token with "
@@ -358,7 +359,8 @@ def _check_losses(a: AlgorithmConfig, r: RolloutConfig) -> List[str]:
         try:
             parse_rs(rc.rollout_rs, rc.rollout_rs_threshold)
         except ValueError as e:
-            errors.append(f"algorithm.rollout_correction: {e}")
+            errors.append(f"algorithm.rollout_correction.rollout_rs={rc.rollout_rs!r}, "
+                          f"rollout_rs_threshold={rc.rollout_rs_threshold!r}: {e}")
     if rc.off_policy_seq_mask_kl < 0:
         errors.append(f"algorithm.rollout_correction.off_policy_seq_mask_kl="
                       f"{rc.off_policy_seq_mask_kl} must be >= 0 (0 = off)")
