@@ -18,7 +18,8 @@ import pytest
 from algorithms import (AGG_MODES, KL_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES, aggregate,
                         entropy_from_logits, get_ops, kl_penalty, preference_loss, rl_loss,
                         sft_nll)
-from mindrl.config.schema import AlgorithmConfig, KLConfig, PreferenceConfig
+from mindrl.config.schema import (AlgorithmConfig, KLConfig, PreferenceConfig,
+                                  RolloutCorrectionConfig)
 
 torch = pytest.importorskip("torch")
 ms = pytest.importorskip("mindspore")
@@ -106,10 +107,10 @@ def _logits(rng):
     return dict(logits=rng.normal(0, 2.0, (B, T, V)), tokens=rng.integers(0, V, (B, T)))
 
 
-def _rl_loss_case(mode):
+def _rl_loss_case(mode, **extra):
     cfg = AlgorithmConfig(kl=KLConfig(coef=0.2, estimator="k3", log_ratio_clip=1.0),
-                          entropy_coef=0.05, dual_clip_c=2.0, tis_cap=1.5,
-                          loss_agg_mode=mode)
+                          entropy_coef=0.05, dual_clip_c=2.0, loss_agg_mode=mode,
+                          **{"tis_cap": 1.5, **extra})
 
     def make(rng):
         d = _rl_inputs(rng)
@@ -143,6 +144,11 @@ CASES["token_logprobs"] = Case(("logits",), _logits,
 CASES["logsumexp"] = Case(("logits",), _logits, lambda ops, logits, tokens: ops.logsumexp(logits))
 CASES["rl_loss:token_mean"] = _rl_loss_case("token_mean")
 CASES["rl_loss:seq_mean_token_mean"] = _rl_loss_case("seq_mean_token_mean")
+CASES["rl_loss:corrected"] = _rl_loss_case(
+    "token_mean", tis_cap=0.0, policy_loss="sapo",
+    rollout_correction=RolloutCorrectionConfig(
+        rollout_is="sequence", rollout_is_threshold="0.3_3", rollout_rs="token_k1,seq_max_k3",
+        rollout_rs_threshold="0.4_2.5,0.5", off_policy_seq_mask_kl=0.1))
 
 
 # --- running one case on one backend ----------------------------------------------------------
