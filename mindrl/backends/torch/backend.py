@@ -217,8 +217,8 @@ class TorchBackend:
         loss, metrics = rl_loss(
             self.ops, logp=logp, old_logp=old_logp, advantages=self._const(mb.advantages),
             response_mask=mask, ref_logp=self._const(mb.ref_logp),
-            rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy, cfg=acfg,
-            global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
+            rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
+            cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask
