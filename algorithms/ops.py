@@ -14,7 +14,11 @@ Conventions shared by every implementation:
 * ``as_float(x, like)`` turns x (a bool / int mask, a NumPy array, a tensor) into a tensor of
   ``like``'s float dtype (and torch device), or of the backend's default float (float64 numpy,
   float32 torch / mindspore) when ``like`` is None;
-* binary functions accept a Python scalar as their second argument.
+* binary functions accept a Python scalar as their second argument;
+* ``rank_flat(x)`` is each element's 0-based ascending rank among ALL elements of x (ties by
+  position), as a float tensor of x's shape; ``flat_positions(x)`` is each element's row-major
+  index, as floats. With them a loss picks "the k smallest" for a k held in a tensor, with
+  static shapes (no top-k of data-dependent size), so it compiles into a MindSpore graph.
 
 The MindSpore implementation uses only ops with CPU kernels in both PyNative and graph mode
 (see ../shared/PLATFORM.md): ``ops.log_softmax``, ``ops.gather_elements``, and
@@ -45,6 +49,10 @@ class Ops:
     def masked_mean(self, x, mask, axis=None):
         """sum(x * mask) / max(sum(mask), 1); 0 where the mask is empty."""
         return self.sum(x * mask, axis=axis) / self.maximum(self.sum(mask, axis=axis), 1.0)
+
+    def sigmoid(self, x):
+        """1 / (1 + exp(-x)), stable for large |x| (via log_sigmoid)."""
+        return self.exp(self.log_sigmoid(x))
 
     def token_logprobs(self, logits, tokens):
         """(B, T, V) logits, (B, T) token ids -> (B, T) log pi(token)."""
@@ -113,6 +121,17 @@ class NumpyOps(Ops):
 
     def stop_gradient(self, x):
         return x
+
+    sign = staticmethod(np.sign)
+    floor = staticmethod(np.floor)
+
+    def rank_flat(self, x):
+        flat = np.reshape(x, -1)
+        order = np.argsort(flat, kind="stable")
+        return np.argsort(order, kind="stable").reshape(np.shape(x)).astype(np.asarray(x).dtype)
+
+    def flat_positions(self, x):
+        return np.arange(np.size(x), dtype=np.asarray(x).dtype).reshape(np.shape(x))
 
 
 class TorchOps(Ops):
@@ -187,6 +206,20 @@ class TorchOps(Ops):
 
     def stop_gradient(self, x):
         return x.detach()
+
+    def sign(self, x):
+        return self.torch.sign(x)
+
+    def floor(self, x):
+        return self.torch.floor(x)
+
+    def rank_flat(self, x):
+        flat = x.detach().reshape(-1)
+        order = self.torch.argsort(flat, stable=True)
+        return self.torch.argsort(order, stable=True).reshape(x.shape).to(x.dtype)
+
+    def flat_positions(self, x):
+        return self.torch.arange(x.numel(), dtype=x.dtype, device=x.device).reshape(x.shape)
 
 
 def _warm_up_mindspore(ms) -> None:
@@ -289,6 +322,23 @@ class MindSporeOps(Ops):
     def gather_last(self, x, index):
         index = index.astype(self.ms.int32).expand_dims(-1)
         return self.P.gather_elements(x, x.ndim - 1, index).squeeze(-1)
+
+    def sign(self, x):
+        return self.P.sign(x)
+
+    def floor(self, x):
+        return self.P.floor(x)
+
+    def rank_flat(self, x):
+        flat = self.P.stop_gradient(x).reshape(-1)
+        order = self.P.argsort(flat)
+        return self.P.argsort(order).reshape(x.shape).astype(x.dtype)
+
+    def flat_positions(self, x):
+        n = 1
+        for d in x.shape:
+            n = n * d
+        return self.P.arange(0, n, 1).astype(x.dtype).reshape(x.shape)
 
 
 _FACTORIES: Dict[str, Callable[[], Ops]] = {

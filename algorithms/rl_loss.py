@@ -4,14 +4,30 @@
                   - entropy_coef * agg(H)
 
 with one aggregation mode (``algorithm.loss_agg_mode``) and the same explicit normalisers for
-all three terms, so micro-batch and rank partials sum to the full-batch loss.
+all three terms, so micro-batch and rank partials sum to the full-batch loss. The per-token
+policy loss l^pg is multiplied by the detached rollout-correction factor of
+:mod:`algorithms.is_correction` (importance weights, rejection masks) when
+``algorithm.rollout_correction`` asks for one.
 """
 
 from __future__ import annotations
 
 from .aggregation import aggregate
+from .is_correction import rollout_correction
 from .kl import kl_penalty
 from .policy_loss import POLICY_LOSSES
+
+#: ``AlgorithmConfig`` fields every policy loss receives as keywords (verl's names for the
+#: loss-specific ones); a loss ignores those it does not use.
+LOSS_HYPER = ("clip_eps_low", "clip_eps_high", "dual_clip_c", "log_ratio_clamp", "tis_cap",
+              "tau_pos", "tau_neg", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub",
+              "kl_cov_ratio", "ppo_kl_coef")
+
+
+def loss_hyper(cfg) -> dict:
+    """The policy-loss keyword arguments of an ``AlgorithmConfig`` (duck-typed; fields it
+    lacks are left to the loss's defaults)."""
+    return {k: getattr(cfg, k) for k in LOSS_HYPER if hasattr(cfg, k)}
 
 
 def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
@@ -23,8 +39,8 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     old_logp, advantages, ref_logp, rollout_logp (B, T) constants, tensors or NumPy arrays
     (cast to logp's dtype and device);
     entropy (B, T) differentiable token entropy or None; ``cfg`` an ``AlgorithmConfig``
-    (duck-typed: policy_loss, clip_eps_low, clip_eps_high, dual_clip_c, log_ratio_clamp,
-    tis_cap, kl.{coef, estimator, in_reward, log_ratio_clip, value_clip}, entropy_coef,
+    (duck-typed: policy_loss, the :data:`LOSS_HYPER` fields, rollout_correction,
+    kl.{coef, estimator, in_reward, log_ratio_clip, value_clip}, entropy_coef,
     loss_agg_mode). Metrics are scalar tensors without gradient: the policy loss's own plus
     pg_loss, kl (when a reference is given), entropy (when given).
     """
@@ -38,10 +54,15 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     if rollout_logp is not None:
         rollout_logp = ops.as_float(rollout_logp, like=logp)
     norms = dict(global_tokens=global_tokens, global_seqs=global_seqs, max_len=max_len)
-    per_token, metrics = policy(
-        ops, logp, old_logp, advantages, mask, clip_eps_low=cfg.clip_eps_low,
-        clip_eps_high=cfg.clip_eps_high, dual_clip_c=cfg.dual_clip_c,
-        log_ratio_clamp=cfg.log_ratio_clamp, rollout_logp=rollout_logp, tis_cap=cfg.tis_cap)
+    per_token, metrics = policy(ops, logp, old_logp, advantages, mask,
+                                rollout_logp=rollout_logp, **loss_hyper(cfg))
+    if rollout_logp is not None:
+        factor, corr_metrics = rollout_correction(
+            ops, logp=logp, old_logp=old_logp, rollout_logp=rollout_logp, advantages=advantages,
+            mask=mask, rc=getattr(cfg, "rollout_correction", None))
+        if factor is not None:
+            per_token = per_token * factor
+            metrics.update(corr_metrics)
     pg = aggregate(ops, per_token, mask, cfg.loss_agg_mode, **norms)
     loss = pg
     metrics["pg_loss"] = ops.stop_gradient(pg)

@@ -31,7 +31,7 @@ class ConfigError(UserError, ValueError):
     """Bad configuration, raised before any expensive work starts."""
 
 
-GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline", "passk")
+GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline", "passk", "gdpo")
 
 
 @dataclass(frozen=True)
@@ -136,9 +136,33 @@ class DynamicSamplingConfig:
 
 
 @dataclass(frozen=True)
+class RolloutCorrectionConfig:
+    """Rollout-vs-trainer corrections (algorithms.is_correction); keys as verl's
+    algorithm.rollout_correction."""
+
+    rollout_is: Optional[str] = opt(None, "Importance weights pi_old/pi_rollout on the policy "
+                                    "loss: null (off), token, or sequence (product over the "
+                                    "sequence's tokens).", [None, "token", "sequence"])
+    rollout_is_threshold: Any = opt(2.0, "rollout_is bound: a number u truncates the weight "
+                                    "at u (TIS); a string 'l_u' zeroes weights outside [l, u] "
+                                    "(IcePop two-sided mask).")
+    rollout_rs: Optional[str] = opt(None, "Rejection (comma-separated, all must pass): "
+                                    "token_k1 (masked IS per token), seq_sum_k1 (per "
+                                    "sequence), seq_mean_k1 (geometric-mean sequence mask), "
+                                    "token|seq_sum|seq_mean_k2|k3, seq_max_k2|k3; null = off.")
+    rollout_rs_threshold: Any = opt(None, "rollout_rs bounds, one shared or one per option, "
+                                    "comma-separated: 'l_u' or u (then l = 1/u) on "
+                                    "pi_rollout/pi_old for *_k1; an upper bound for k2/k3.")
+    off_policy_seq_mask_kl: float = opt(0.0, "Off-policy sequence masking (DeepSeek-V3.2): "
+                                        "drop the negative-advantage tokens of a sequence whose "
+                                        "mean log(pi_rollout/pi_theta) exceeds this (0 = off).")
+
+
+@dataclass(frozen=True)
 class AlgorithmConfig:
     adv_estimator: str = opt("grpo", "Advantage estimator: grpo, dr_grpo, rloo, reinforce_pp, "
-                             "reinforce_pp_baseline, passk.")
+                             "reinforce_pp_baseline, passk, gdpo (each reward component "
+                             "normalised in its group before the weighted sum).")
     std_eps: float = opt(1e-6, "GRPO (and REINFORCE++ whitening): epsilon added to the std, "
                          ">= 0. A group (batch) whose values all agree gets advantage 0 "
                          "whatever eps, so 0 is allowed.")
@@ -146,7 +170,9 @@ class AlgorithmConfig:
                         [0, 1])
     gamma: float = opt(1.0, "REINFORCE++: discount of token-level returns.")
     passk_k: int = opt(4, "passk: k of the Pass@k objective (k <= rollout.n).")
-    policy_loss: str = opt("ppo_clip", "Policy loss (registered name).")
+    policy_loss: str = opt("ppo_clip", "Policy loss: ppo_clip (verl vanilla), vanilla_pg, gspo, "
+                           "gspo_token (verl gspo), cispo, sapo, clip_cov, kl_cov, gmpo (verl "
+                           "geo_mean), gpg.")
     clip_eps_low: float = opt(0.2, "PPO clip: ratio lower bound is 1 - eps_low.")
     clip_eps_high: float = opt(0.2, "PPO clip: ratio upper bound is 1 + eps_high "
                                "(clip-higher: DAPO uses 0.28).")
@@ -154,6 +180,20 @@ class AlgorithmConfig:
     log_ratio_clamp: float = opt(20.0, "Clamp logp - old_logp before exp for stability.")
     tis_cap: float = opt(0.0, "Truncated importance sampling against the rollout engine's own "
                          "log-probs, capped at this ratio (0 = off).")
+    tau_pos: float = opt(1.0, "sapo: gate temperature for tokens with positive advantage "
+                         "(verl actor.tau_pos).")
+    tau_neg: float = opt(1.05, "sapo: gate temperature for tokens with advantage <= 0 "
+                         "(verl actor.tau_neg).")
+    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of the micro-batch's tokens whose "
+                                "gradient is removed (verl policy_loss.clip_cov_ratio).")
+    clip_cov_lb: float = opt(1.0, "clip_cov: lower covariance bound of the eligible band.")
+    clip_cov_ub: float = opt(5.0, "clip_cov: upper covariance bound of the eligible band.")
+    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of the micro-batch's tokens (largest "
+                              "covariance) that get the KL penalty.")
+    ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
+    rollout_correction: RolloutCorrectionConfig = section(
+        RolloutCorrectionConfig, "Rollout-vs-trainer corrections: sequence/token IS, IcePop, "
+        "masked IS, geometric-mean mask, off-policy sequence masking.")
     kl: KLConfig = section(KLConfig, "KL to the reference policy.")
     entropy_coef: float = opt(0.0, "Entropy bonus coefficient.")
     loss_agg_mode: str = opt("token_mean", "Loss aggregation: token_mean, seq_mean_token_sum, "
@@ -308,6 +348,45 @@ class MindformersConfig:
                                              "keys, applied last.")
 
 
+def _check_losses(a: AlgorithmConfig, r: RolloutConfig) -> List[str]:
+    """Checks of the policy-loss options and the rollout corrections."""
+    from algorithms.is_correction import parse_is_threshold, parse_rs
+
+    errors = []
+    for key in ("tau_pos", "tau_neg"):
+        if getattr(a, key) <= 0:
+            errors.append(f"algorithm.{key}={getattr(a, key)} must be > 0")
+    for key in ("clip_cov_ratio", "kl_cov_ratio"):
+        if not 0 < getattr(a, key) <= 1:
+            errors.append(f"algorithm.{key}={getattr(a, key)} must be in (0, 1]")
+    if a.clip_cov_lb >= a.clip_cov_ub:
+        errors.append(f"algorithm.clip_cov_lb={a.clip_cov_lb} must be < "
+                      f"algorithm.clip_cov_ub={a.clip_cov_ub}")
+    if a.ppo_kl_coef < 0:
+        errors.append(f"algorithm.ppo_kl_coef={a.ppo_kl_coef} must be >= 0")
+    rc = a.rollout_correction
+    if rc.rollout_is:
+        try:
+            parse_is_threshold(rc.rollout_is_threshold)
+        except ValueError as e:
+            errors.append(f"algorithm.rollout_correction.rollout_is_threshold="
+                          f"{rc.rollout_is_threshold!r}: {e}")
+        if a.tis_cap:
+            errors.append("algorithm.tis_cap and algorithm.rollout_correction.rollout_is both "
+                          "weight the loss: keep one (tis_cap=c is rollout_is=token with "
+                          "rollout_is_threshold=c)")
+    if rc.rollout_rs:
+        try:
+            parse_rs(rc.rollout_rs, rc.rollout_rs_threshold)
+        except ValueError as e:
+            errors.append(f"algorithm.rollout_correction.rollout_rs={rc.rollout_rs!r}, "
+                          f"rollout_rs_threshold={rc.rollout_rs_threshold!r}: {e}")
+    if rc.off_policy_seq_mask_kl < 0:
+        errors.append(f"algorithm.rollout_correction.off_policy_seq_mask_kl="
+                      f"{rc.off_policy_seq_mask_kl} must be >= 0 (0 = off)")
+    return errors
+
+
 @dataclass(frozen=True)
 class RunConfig:
     backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
@@ -340,10 +419,11 @@ class RunConfig:
         for key in ("clip_eps_low", "clip_eps_high"):
             if getattr(a, key) <= 0:
                 errors.append(f"algorithm.{key}={getattr(a, key)} must be > 0")
-        if a.clip_eps_low >= 1:
+        if a.clip_eps_low >= 1 and a.policy_loss != "cispo":
             errors.append(f"algorithm.clip_eps_low={a.clip_eps_low} must be < 1")
         if a.dual_clip_c and a.dual_clip_c <= 1:
             errors.append(f"algorithm.dual_clip_c={a.dual_clip_c} must be > 1 (or 0 = off)")
+        errors.extend(_check_losses(a, r))
         if a.std_eps < 0:
             errors.append(f"algorithm.std_eps={a.std_eps} must be >= 0")
         if a.kl.coef < 0:

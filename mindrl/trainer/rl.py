@@ -140,10 +140,20 @@ class RLTrainer(Trainer):
         g_groups = self.gather(ro.group_index.astype(np.int64) + self.rank * self.local_prompts)
         g_mask = self.gather(pad_T(mask))
         g_kl = self.gather(pad_T(token_kl)) if token_kl is not None else None
-        adv = compute_advantages(a.adv_estimator, rewards=g_rewards, group_index=g_groups,
-                                 response_mask=g_mask, token_kl=g_kl, std_eps=a.std_eps,
-                                 std_ddof=a.std_ddof, gamma=a.gamma, passk_k=a.passk_k,
-                                 kl_coef=a.kl.coef)
+        if a.adv_estimator == "gdpo":       # each reward component normalised on its own
+            from algorithms.multi_reward import component_weights, compute_multi_reward_advantages
+
+            adv = compute_multi_reward_advantages(
+                "gdpo", total=g_rewards, components={k: self.gather(v) for k, v in
+                                                     sc.components.items()},
+                weights=component_weights(self.scorer), none_as=cfg.reward.none_as,
+                group_index=g_groups, response_mask=g_mask, std_eps=a.std_eps,
+                std_ddof=a.std_ddof)
+        else:
+            adv = compute_advantages(a.adv_estimator, rewards=g_rewards, group_index=g_groups,
+                                     response_mask=g_mask, token_kl=g_kl, std_eps=a.std_eps,
+                                     std_ddof=a.std_ddof, gamma=a.gamma, passk_k=a.passk_k,
+                                     kl_coef=a.kl.coef)
         B = len(ro)
         adv = adv[self.rank * B:(self.rank + 1) * B, :T].astype(np.float32) * mask
 

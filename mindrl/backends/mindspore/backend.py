@@ -520,9 +520,11 @@ class MindSporeBackend:
 
     # --- per-loss inputs: (flags, padded shape, [(step arguments, response tokens)]) --------
     def _rl_inputs(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
+        from algorithms.is_correction import needs_rollout_logp
+
         first = micro_batches[0]
         flags = (first.old_logp is not None, first.ref_logp is not None,
-                 first.rollout_logp is not None and bool(self.cfg.algorithm.tis_cap))
+                 first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm))
         rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape

@@ -215,6 +215,7 @@ class TorchBackend:
     def _micro_loss(self, mb: TrainBatch, norm: LossNormalizers):
         """Scalar RL loss (this micro-batch's share of the global loss) and its metrics."""
         from algorithms.entropy import entropy_from_logits
+        from algorithms.is_correction import needs_rollout_logp
         from algorithms.rl_loss import rl_loss
 
         acfg = self.cfg.algorithm
@@ -232,8 +233,8 @@ class TorchBackend:
         loss, metrics = rl_loss(
             self.ops, logp=logp, old_logp=old_logp, advantages=self._const(mb.advantages),
             response_mask=mask, ref_logp=self._const(mb.ref_logp),
-            rollout_logp=rollout_logp if acfg.tis_cap else None, entropy=entropy, cfg=acfg,
-            global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
+            rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
+            cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask
