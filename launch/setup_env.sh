@@ -10,6 +10,7 @@ PY="${PYTHON:-python3}"
 want="$(cat setup.cfg pyproject.toml launch/setup_env.sh | sha256sum | cut -c1-16)"
 marker="$VENV/.mindrl-complete"
 if [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ] && "$VENV/bin/python" -c "import mindrl" 2>/dev/null; then
+  PYTHON="$VENV/bin/python" bash launch/install_test_peers.sh
   exit 0
 fi
 echo "[setup_env] installing mindrl into $VENV (first run: about 2-3 minutes)" >&2
@@ -22,3 +23,6 @@ echo "[setup_env] installing mindrl into $VENV (first run: about 2-3 minutes)" >
 "$VENV/bin/python" -c "import torch, mindspore, vllm, ray, math_verify, mindrl, algorithms, rewards" 
 echo "$want" > "$marker"
 echo "[setup_env] ready: $VENV" >&2
+# The independent implementations the parity tests compare against (verl, ...): installed
+# beside the venv, never into it (their pins would move transformers); instant when present.
+PYTHON="$VENV/bin/python" bash launch/install_test_peers.sh
