@@ -3,6 +3,7 @@
     mindrl data filter    SAMPLES --lo 0.1 --hi 0.9 -o prompts.jsonl
     mindrl data pairs     SAMPLES -o pairs.jsonl [--max-pairs 1] [--seed 0] [--prefer-shorter]
     mindrl data rejection SAMPLES -o sft.jsonl [--max-per-problem 0] [--no-dedupe]
+    mindrl data clean     IN OUT --drop-urls --drop-cjk [--field problem]   (mindrl.data.clean)
     python -m mindrl.data.cli ...            (the same, without the top-level CLI)
 
 SAMPLES is an eval run directory or its ``samples.jsonl``. ``mindrl.cli`` calls
@@ -40,7 +41,8 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     sub.required = True
 
     f = sub.add_parser("filter", formatter_class=fmt,
-                       help="keep problems whose pass rate lies in [lo, hi] (a prompt file)")
+                       help="keep problems whose pass rate lies in [lo, hi] (a prompt file); after "
+                            "sampling k per problem, --lo 0 --hi (k-1)/k drops the always-solved")
     _common(f)
     f.add_argument("--lo", type=float, required=True, help="lowest pass rate kept (inclusive)")
     f.add_argument("--hi", type=float, required=True, help="highest pass rate kept (inclusive)")
@@ -68,6 +70,10 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     rj.add_argument("--keep-truncated", action="store_true",
                     help="keep samples cut off at max_new_tokens")
     rj.set_defaults(func=data_command)
+
+    from mindrl.data.clean import add_clean_parser  # noqa: PLC0415
+
+    add_clean_parser(sub)
     return p
 
 
