@@ -5,8 +5,9 @@ all-correct -> train): problems that cite a URL usually depend on a page the mod
 and problems in (or half-translated from) Chinese do not match an English chat template.
 
     url  ``http://``, ``https://``, ``ftp://`` or ``www.`` followed by a non-space, or a bare
-         domain such as ``example.com/...`` (a name, a dot and one of the common top-level
-         domains com/org/net/edu/gov/io/cn/uk/de/jp, then a slash or the word's end)
+         domain such as ``example.com/...`` (a name starting with a letter, a dot and one of
+         the common top-level domains com/org/net/edu/gov/io/cn/uk/de/jp, not followed by a
+         letter, digit or hyphen)
     cjk  a character of the CJK ideograph blocks (U+3400-U+4DBF, U+4E00-U+9FFF, U+F900-U+FAFF),
          CJK symbols and punctuation (U+3000-U+303F), kana (U+3040-U+30FF), Hangul syllables
          (U+AC00-U+D7AF) or full-width forms (U+FF00-U+FFEF)
@@ -25,7 +26,7 @@ from typing import Dict, List, Optional, Sequence
 from mindrl.data.io import DataError, read_rows
 
 URL_RE = re.compile(r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+"
-                    r"|\b[a-z0-9][a-z0-9-]*\.(?:com|org|net|edu|gov|io|cn|uk|de|jp)(?:/|\b)")
+                    r"|\b[a-z][a-z0-9-]*\.(?:com|org|net|edu|gov|io|cn|uk|de|jp)(?![\w-])")
 CJK_RE = re.compile("[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
                     "\uac00-\ud7af\uff00-\uffef]+")
 CHECKS = {"url": URL_RE, "cjk": CJK_RE}
