@@ -311,7 +311,10 @@ def sft_quantiles(data_file, checkpoints: Sequence[str], q: float = 0.01,
         finally:
             scorer.close()
         pos, val, cnt = position_quantiles(lps, q, min_count)
-        res.curves.append(Curve(Path(spec).name or spec, float(k), pos, val, cnt, len(lps),
+        name = Path(spec).name or spec                 # runs/x/checkpoints/step_000100/model
+        if name == "model" and Path(spec).parent.name:
+            name = Path(spec).parent.name
+        res.curves.append(Curve(name, float(k), pos, val, cnt, len(lps),
                                 float(np.mean([len(x) for x in lps]))))
     return res
 

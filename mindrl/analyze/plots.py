@@ -31,6 +31,7 @@ def plot_quantiles(res, path: Path, smooth: int = 1) -> Path:
     """One curve per step (RL, coloured by step with a colour bar) or per checkpoint (SFT,
     with a legend); below, how many responses reach each position."""
     plt = _plt()
+    import matplotlib  # noqa: PLC0415
     from matplotlib import cm, colors  # noqa: PLC0415
 
     curves = res.curves
@@ -38,7 +39,7 @@ def plot_quantiles(res, path: Path, smooth: int = 1) -> Path:
                                   gridspec_kw={"height_ratios": [3, 1]})
     vals = [c.value for c in curves]
     norm = colors.Normalize(min(vals), max(vals) if max(vals) > min(vals) else min(vals) + 1)
-    cmap = cm.get_cmap("viridis") if hasattr(cm, "get_cmap") else plt.get_cmap("viridis")
+    cmap = matplotlib.colormaps["viridis"]
     for c in curves:
         col = cmap(norm(c.value))
         ax.plot(c.positions, _smooth(c.quantiles, smooth), color=col, lw=1.4, label=c.label)
