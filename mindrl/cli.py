@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)
     add_data_parser(sub)
+    from mindrl.analyze.cli import add_analyze_parser
+
+    add_analyze_parser(sub)
     return parser
 
 

@@ -289,6 +289,13 @@ class LoggingConfig:
     tensorboard: bool = opt(True, "Also write TensorBoard scalars.")
     progress_bar: bool = opt(True, "Show a console progress bar.")
     plot: bool = opt(True, "Draw reward/accuracy/length/KL curves to PNG at the end.")
+    save_rollouts: int = opt(0, "Save the rollouts of step 1 and of every N-th step to "
+                             "rollouts/step_NNNNNN.jsonl (prompt, response and its token ids, "
+                             "rewards per function, advantage, rollout log-probs), for "
+                             "`mindrl show-rollouts` and `mindrl analyze logprob-quantiles` "
+                             "(0 = off).")
+    save_rollouts_max_mb: float = opt(256.0, "Stop saving rollouts (with a warning) once the "
+                                      "rollouts/ directory would exceed this many MB.")
 
 
 @dataclass(frozen=True)
@@ -502,6 +509,10 @@ class RunConfig:
                 errors.append(f"data.{key}={getattr(dc, key)} must be in [0, 1]")
         if dc.preflight_rows < 1:
             errors.append(f"data.preflight_rows={dc.preflight_rows} must be >= 1")
+        if self.logging.save_rollouts < 0 or self.logging.save_rollouts_max_mb <= 0:
+            errors.append(f"logging.save_rollouts={self.logging.save_rollouts} must be >= 0 and "
+                          f"logging.save_rollouts_max_mb={self.logging.save_rollouts_max_mb} "
+                          "must be > 0")
         if self.checkpoint.keep_last < 1:
             errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
         if errors:

@@ -5,6 +5,7 @@
     mindrl data rejection SAMPLES -o sft.jsonl [--max-per-problem 0] [--no-dedupe]
     mindrl data inspect   FILE [--rows 2] [--template NAME] [field options]
     mindrl data convert   FILE -o OUT.parquet|OUT.jsonl --to verl|mindrl|pairs|sft [field options]
+    mindrl data clean     IN OUT --drop-urls --drop-cjk [--field problem]   (mindrl.data.clean)
     python -m mindrl.data.cli ...            (the same, without the top-level CLI)
 
 SAMPLES is an eval run directory or its ``samples.jsonl``. Field options (``--format``,
@@ -73,7 +74,8 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     sub.required = True
 
     f = sub.add_parser("filter", formatter_class=fmt,
-                       help="keep problems whose pass rate lies in [lo, hi] (a prompt file)")
+                       help="keep problems whose pass rate lies in [lo, hi] (a prompt file); after "
+                            "sampling k per problem, --lo 0 --hi (k-1)/k drops the always-solved")
     _common(f)
     f.add_argument("--lo", type=float, required=True, help="lowest pass rate kept (inclusive)")
     f.add_argument("--hi", type=float, required=True, help="highest pass rate kept (inclusive)")
@@ -125,6 +127,10 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     cv.add_argument("--split", default="train", help="verl: extra_info.split")
     _field_options(cv)
     cv.set_defaults(func=data_command)
+
+    from mindrl.data.clean import add_clean_parser  # noqa: PLC0415
+
+    add_clean_parser(sub)
     return p
 
 

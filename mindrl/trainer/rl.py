@@ -27,6 +27,7 @@ import numpy as np
 
 from mindrl.trainer.base import (Scored, Trainer, group_all_equal, run_trainer, score_rollouts,
                                  stats)
+from mindrl.trainer.rollout_log import save_step_rollouts
 from mindrl.types import LossNormalizers, Rollouts, TrainBatch, pad_token_batch
 
 log = logging.getLogger("mindrl.train")
@@ -156,6 +157,7 @@ class RLTrainer(Trainer):
                                      kl_coef=a.kl.coef)
         B = len(ro)
         adv = adv[self.rank * B:(self.rank + 1) * B, :T].astype(np.float32) * mask
+        save_step_rollouts(self, rows, ro, sc, adv, mask)          # logging.save_rollouts
 
         batch = TrainBatch(tokens, adv, old_logp,
                            ref_logp if (a.kl.coef > 0 and not a.kl.in_reward) else None,
