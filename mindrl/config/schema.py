@@ -61,6 +61,16 @@ class DataConfig:
     max_val_samples: int = opt(64, "Use at most this many validation rows (0 = all).")
     response_field: str = opt("", "SFT: field with the target response ('' = the answer).")
     shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
+    format: str = opt("auto", "SFT data format: auto (detected from the columns and logged), "
+                      "messages, sharegpt, traces, reasoning (chat: loss on assistant turns; "
+                      "see mindrl.data.conversations), columns / prompt_completion (one "
+                      "prompt and data.response_field).",
+                      ["auto", "messages", "sharegpt", "traces", "reasoning", "columns",
+                       "prompt_completion"])
+    trace_select: str = opt("first_correct", "SFT format 'traces': which trace of a list "
+                            "column to train on: the first marked correct "
+                            "(correctness_math_verify; rows with none are dropped), or the "
+                            "first.", ["first_correct", "first"])
 
 
 @dataclass(frozen=True)
