@@ -142,15 +142,18 @@ class SFTTrainer(Trainer):
                             f"'{self.cfg.model.chat_template}': {e}") from None
 
     def build_batch(self, rows: List[Dict]) -> TokenBatch:
-        """The padded batch of ``rows``; responses cut at ``rollout.max_new_tokens``."""
+        """The padded batch of ``rows``; responses cut at ``rollout.max_new_tokens`` (counted
+        in the ``truncated`` metric)."""
         T = self.cfg.rollout.max_new_tokens
         prompts, responses, masks = [], [], []
+        self._truncated = 0
         for r in rows:
             if "messages" in r:
                 p, resp, m = self.chat_ids(r)
             else:
                 p, resp = self.encode(r["problem"]), self.response_ids(r)
                 m = [1.0] * len(resp)
+            self._truncated += len(resp) > T
             prompts.append(p)
             responses.append(resp[:T])
             masks.append(m[:T])
@@ -171,6 +174,7 @@ class SFTTrainer(Trainer):
         metrics = self.backend.sft_step(micro, norm)
         metrics["time/step"] = time.perf_counter() - t0
         metrics["tokens"] = float(norm.global_tokens)
+        metrics["truncated"] = float(self.allsum(self._truncated))   # responses cut at T
         return metrics
 
 
