@@ -51,7 +51,8 @@ def test_shapes_give_the_expected_first_conversation(tmp_path):
              "<|end_of_thought|>\n\n<|begin_of_solution|>\n\n2\n\n<|end_of_solution|>"}],
         "AM-DeepSeek-R1-0528-Distilled": [
             {"role": "user", "content": "what is 7 minus 1"},
-            {"role": "assistant", "content": "<think>\n7 take 1\n</think>\n<answer>\n6\n</answer>"}],
+            {"role": "assistant",
+             "content": "<think>\n7 take 1\n</think>\n<answer>\n6\n</answer>"}],
         "s1K": [{"role": "user", "content": "what is 8 divided by 2"},
                 {"role": "assistant", "content": "4", "reasoning": "divide 8 by 2"}],
         "dolphin-r1": [{"role": "user", "content": "what is 1 plus 1"},
