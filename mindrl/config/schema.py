@@ -55,9 +55,11 @@ class DataConfig:
     data_dir: str = opt("../shared/data", "Directory holding the built-in data files.")
     format: str = opt("auto", "Data format: auto (detected from the columns and printed), "
                       "verl, orz, pairwise, preference, messages, sharegpt, prompt_completion, "
-                      "columns (see mindrl.data.formats).",
+                      "columns (see mindrl.data.formats); for SFT also traces and reasoning, "
+                      "and messages / sharegpt train on whole conversations with the loss on "
+                      "assistant turns (see mindrl.data.conversations).",
                       ["auto", "verl", "orz", "pairwise", "preference", "messages", "sharegpt",
-                       "prompt_completion", "columns"])
+                       "prompt_completion", "columns", "traces", "reasoning"])
     prompt_field: str = opt("", "Field path of the problem text, e.g. 'question', "
                             "'prompt' (chat messages: the user turn), 'extra_info.question' "
                             "('' = the format's default).")
@@ -88,6 +90,10 @@ class DataConfig:
     step_max_unscorable: float = opt(0.5, "RL: stop when a reward is None (unscorable) for "
                                      "more than this share of a step's rollouts.")
     shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
+    trace_select: str = opt("first_correct", "SFT format 'traces': which trace of a list "
+                            "column to train on: the first marked correct "
+                            "(correctness_math_verify; rows with none are dropped), or the "
+                            "first.", ["first_correct", "first"])
 
 
 @dataclass(frozen=True)

@@ -430,13 +430,27 @@ def head(path, job: str, n: int = 2, **kw) -> Tuple[Plan, List[Tuple[int, Any, R
 
 
 def sft_view_hook(raw: Any, mapped: Row, plan_: Plan) -> Row:
-    """The SFT view ``mindrl data inspect`` prints for a row.
+    """The SFT view ``mindrl data inspect`` prints for a row: for the chat formats
+    (:mod:`mindrl.data.conversations`: messages, sharegpt, traces, reasoning) the whole
+    conversation as ``mindrl sft`` trains on it, trained (assistant) turns marked ``*``;
+    otherwise the mapped row (problem -> response)."""
+    from mindrl.data.conversations import CHAT_FORMATS, detect_format, to_messages  # noqa: PLC0415
 
-    MERGE HOOK (coordinator): for the chat formats (``messages``, ``sharegpt``) route this to
-    :mod:`mindrl.data.conversations` so that inspect shows the whole conversation and its
-    assistant-only loss mask as ``mindrl sft`` trains on it. Until then: the mapped row
-    (last user turn -> last assistant turn)."""
-    return mapped
+    if not isinstance(raw, dict):
+        return mapped
+    forced = plan_.format.name if plan_.format.name in CHAT_FORMATS and not plan_.detected \
+        else "auto"
+    fmt, col = detect_format(raw, forced)
+    if fmt not in CHAT_FORMATS:
+        return mapped
+    msgs = to_messages(raw, fmt, col, plan_.source, 0) or []
+    turns = []
+    for m in msgs:
+        mark = "*" if m["role"] == "assistant" else ""
+        think = f"<think>{m['reasoning']}</think> " if m.get("reasoning") else ""
+        turns.append(f"[{m['role']}{mark}] {think}{m['content']}")
+    user = next((m["content"] for m in msgs if m["role"] == "user"), mapped.get("problem", ""))
+    return {**mapped, "problem": user, "response": " | ".join(turns)}
 
 
 def iter_mapped(path, job: str, **kw) -> Iterable[Tuple[Plan, Row]]:

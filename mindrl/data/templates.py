@@ -183,3 +183,87 @@ def check_template(template: str, tokenizer=None) -> Optional[str]:
     if template == "model" and getattr(tokenizer, "chat_template", None) in (None, ""):
         return "the tokenizer has no chat_template"
     return None
+
+
+# ------------------------------------------------------------------------ whole conversations
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def think_block(reasoning: str) -> str:
+    """The reasoning written into the assistant text when the template has no place for it:
+    ``<think>\\n{reasoning}\\n</think>\\n\\n`` (DeepSeek-R1 / Qwen3 layout)."""
+    return f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n\n"
+
+
+def has_reasoning_slot(tokenizer) -> bool:
+    """True when the tokenizer's own chat template reads a ``reasoning_content`` field (Qwen3,
+    newer DeepSeek templates): the reasoning is then passed there, not in the content."""
+    return "reasoning_content" in str(getattr(tokenizer, "chat_template", None) or "")
+
+
+def render_chat(messages, template: str, tokenizer=None, system_prompt: str = "",
+                add_generation_prompt: bool = False) -> str:
+    """The text of a whole conversation under ``template`` (SFT on chat data).
+
+    ``messages``: dicts with ``role`` (system / user / assistant), ``content`` and, for
+    assistant turns, an optional ``reasoning``. For every template the conversation cut before
+    an assistant turn, rendered with ``add_generation_prompt=True``, is a prefix of the whole
+    text, and for one user turn it equals :func:`render_prompt` (what RL rolls out from).
+
+    - System: ``system_prompt`` if set, else the data's system turns, else the template's
+      default.
+    - The template's change to the problem (``qwen25-chat`` / ``model-boxed``: the boxed
+      instruction after it) applies to the first user turn only.
+    - Reasoning: with ``model`` / ``model-boxed`` and a template that reads
+      ``reasoning_content``, it goes there; otherwise :func:`think_block` is put before the
+      content. ``r1-think`` opens ``<think>`` in the prompt, so the turn continues after it.
+    - ``r1-think`` and ``none`` render one user turn and its answer only (ValueError otherwise).
+    """
+    t: ChatTemplate = TEMPLATES.get(template)
+    if t.needs_tokenizer and tokenizer is None:
+        raise ValueError(f"chat template '{template}' needs a tokenizer")
+    system = system_prompt or "\n\n".join(str(m["content"]) for m in messages
+                                          if m["role"] == "system")
+    turns = [m for m in messages if m["role"] != "system"]
+    first_user = next((i for i, m in enumerate(turns) if m["role"] == "user"), -1)
+    boxed = template in ("qwen25-chat", "model-boxed")
+
+    def content_of(i: int, m, slot: bool = False) -> str:
+        text = str(m["content"])
+        if boxed and i == first_user:
+            text = f"{text}\n{BOXED_INSTRUCTION}"
+        if m["role"] == "assistant" and m.get("reasoning") and not slot:
+            text = think_block(m["reasoning"]) + text
+        return text
+
+    if template in ("model", "model-boxed"):
+        if getattr(tokenizer, "chat_template", None) in (None, ""):
+            return _model("", system, tokenizer)        # raises, naming why
+        slot = has_reasoning_slot(tokenizer)
+        out = [{"role": "system", "content": system}] if system else []
+        for i, m in enumerate(turns):
+            msg = {"role": m["role"], "content": content_of(i, m, slot)}
+            if slot and m["role"] == "assistant" and m.get("reasoning"):
+                msg["reasoning_content"] = str(m["reasoning"]).strip()
+            out.append(msg)
+        return tokenizer.apply_chat_template(out, tokenize=False,
+                                             add_generation_prompt=add_generation_prompt)
+    if template in ("qwen25-math-cot", "qwen25-chat"):
+        default = BOXED_INSTRUCTION if template == "qwen25-math-cot" else QWEN25_DEFAULT_SYSTEM
+        text = f"<|im_start|>system\n{system or default}<|im_end|>\n"
+        for i, m in enumerate(turns):
+            text += f"<|im_start|>{m['role']}\n{content_of(i, m)}<|im_end|>\n"
+        return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+    # one-turn plain-text templates (r1-think, none, and any registered later)
+    roles = [m["role"] for m in turns]
+    if roles not in (["user"], ["user", "assistant"]):
+        raise ValueError(f"chat template '{template}' renders one user turn and its answer; "
+                         f"this conversation has turns {' -> '.join(roles)} (use a chat "
+                         f"template: model, qwen25-chat, qwen25-math-cot)")
+    prompt = t.render(str(turns[0]["content"]), system_prompt=system, tokenizer=tokenizer)
+    if add_generation_prompt or len(turns) == 1:
+        return prompt
+    answer = content_of(1, turns[1])
+    if template == "r1-think" and answer.startswith(THINK_OPEN):
+        answer = answer[len(THINK_OPEN):]           # the prompt already opened <think>
+    return prompt + answer

@@ -1,45 +1,182 @@
-"""Supervised fine-tuning: masked next-token NLL on the response tokens.
+"""Supervised fine-tuning: masked next-token NLL on the trained response tokens.
 
-Rows are (problem, response) pairs; the prompt is rendered with the run's chat template exactly
-as RL renders it, and the response is followed by the end-of-turn token, so a model trained here
-stops where the RL rollout expects it to. The loss is summed over response tokens and divided by
-the response-token count of the whole batch (``algorithms.sft_nll`` with token-mean
-aggregation), so micro-batching does not change it.
+Two kinds of rows (see :mod:`mindrl.data.conversations` for the formats and their detection):
+
+- plain (problem, response) pairs: the prompt is rendered with the run's chat template exactly
+  as RL renders it, and the response (``data.response_field``, default ``answer``) is followed
+  by the end-of-turn token, so a model trained here stops where the RL rollout expects it to;
+- conversations (chat formats): rendered whole with the run's chat template; the prompt is
+  everything before the first assistant turn, the response region everything after, and its
+  mask is 1 on the assistant turns' tokens (through their end-of-turn marker) and 0 on the
+  user/system turns between them. The backends already train on ``response_mask`` only, so
+  this is the whole change to the token batch.
+
+The loss is summed over trained tokens and divided by the trained-token count of the whole
+batch (``algorithms.sft_nll`` with token-mean aggregation), so micro-batching does not change
+it. Data errors (a misspelt ``data.response_field``, a malformed turn) are raised while the
+data is read, before the model loads; a template that cannot render the first rows fails
+right after the model loads, before the first step.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
-from typing import Dict
+from pathlib import Path
+from typing import Dict, List, Tuple
 
 import numpy as np
 
 from mindrl.trainer.base import Trainer, run_trainer
-from mindrl.types import LossNormalizers, pad_token_batch
+from mindrl.types import LossNormalizers, TokenBatch, pad_token_batch
 
 log = logging.getLogger("mindrl.sft")
+
+PREFLIGHT_ROWS = 64           # rows whose response field is checked before the model loads
+TEMPLATE_CHECK_ROWS = 4       # rows rendered and tokenized right after the model loads
 
 
 class SFTTrainer(Trainer):
     kind = "sft"
 
-    def response_ids(self, row: Dict) -> list:
-        field = "response" if "response" in row else (self.cfg.data.response_field or "answer")
-        ids = self.tokenizer.encode(str(row[field]), add_special_tokens=False)
-        return ids + [self.stop_ids[0] if self.end_of_turn is None else self.end_of_turn]
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        rows = getattr(self.train_stream, "rows", None)
+        if rows is None:
+            rows = []
+        elif not isinstance(rows, list):    # a FileStream's rows (plain columns, no chat)
+            rows = rows.get(range(min(len(rows), TEMPLATE_CHECK_ROWS)))
+        for row in rows[:TEMPLATE_CHECK_ROWS]:
+            if "messages" in row:
+                self.chat_ids(row)
 
+    # ----------------------------------------------------------------- data
+    def build_streams(self):
+        """Chat-format files become conversation rows; everything else takes the RL loader
+        (plain columns, built-in and generated sets) with its response field checked."""
+        from mindrl.data.conversations import CHAT_FORMATS, detect_format, load_conversations
+        from mindrl.data.io import DataError, read_rows
+        from mindrl.trainer.prompts import ListStream
+
+        d = self.cfg.data
+        path = Path(d.train_file).expanduser() if d.train_file else None
+        if path is not None and not path.is_absolute() and not path.exists() and d.data_dir:
+            alt = Path(d.data_dir) / path
+            path = alt if alt.exists() else path
+        if path is not None and path.suffix.lower() in (".jsonl", ".ndjson", ".json",
+                                                         ".parquet") and path.is_file():
+            raw = read_rows(path, max_rows=d.max_train_samples or None)
+            if not raw:
+                raise DataError(f"{path}: no rows")
+            fmt, col = detect_format(raw[0], d.format, d.response_field)
+            if fmt in CHAT_FORMATS:
+                rows = load_conversations(path, fmt, col, prompt_field=d.prompt_field,
+                                          trace_select=d.trace_select, rows=raw)
+                val = self._val_rows()
+                return ListStream(rows, self.cfg.train.seed, d.shuffle), val
+            del raw
+        train, val = super().build_streams()
+        rows = getattr(train, "rows", None)
+        if isinstance(rows, list):
+            probe = rows[:PREFLIGHT_ROWS]
+        elif rows is not None:           # a FileStream: its first rows, read and mapped
+            probe = rows.get(range(min(len(rows), PREFLIGHT_ROWS)))
+        else:                            # a generator stream
+            probe = copy.deepcopy(train).take(1)
+        self._check_response_field(probe, d.train_file)
+        log.info("%s: detected: columns (problem <- the prompt field, response <- '%s')",
+                 d.train_file, d.response_field or "answer")
+        return train, val
+
+    def _val_rows(self) -> List[Dict]:
+        d = self.cfg.data
+        if not d.val_file:
+            return []
+        from mindrl.data import load_prompts
+
+        return load_prompts(d.val_file, data_dir=d.data_dir, prompt_field=d.prompt_field,
+                            answer_field=d.answer_field, max_rows=d.max_val_samples or 0)
+
+    def _check_response_field(self, rows, spec: str) -> None:
+        from mindrl.data.io import DataError
+
+        for i, row in enumerate(rows, 1):
+            # rows mapped by mindrl.data.formats carry the target as 'response'
+            field = "response" if "response" in row else (self.cfg.data.response_field
+                                                          or "answer")
+            if field not in row:
+                raise DataError(f"{spec}: row {i}: field '{field}' (data.response_field): no "
+                                f"such column; its fields are: {', '.join(sorted(row))}")
+            v = row[field]
+            if isinstance(v, (list, tuple, dict)) or v is None:
+                raise DataError(f"{spec}: row {i}: field '{field}' (data.response_field) holds "
+                                f"{'nothing' if v is None else 'a ' + type(v).__name__}, not "
+                                f"text; a list of traces or turns needs data.format=traces / "
+                                f"messages / sharegpt")
+
+    # ----------------------------------------------------------------- tokens
     @property
     def end_of_turn(self):
         tid = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         return tid if isinstance(tid, int) and tid != self.tokenizer.unk_token_id else None
 
+    @property
+    def eos_id(self) -> int:
+        return self.stop_ids[0] if self.end_of_turn is None else self.end_of_turn
+
+    def response_ids(self, row: Dict) -> list:
+        field = "response" if "response" in row else (self.cfg.data.response_field or "answer")
+        ids = self.tokenizer.encode(str(row[field]), add_special_tokens=False)
+        return ids + [self.eos_id]
+
+    def chat_ids(self, row: Dict) -> Tuple[List[int], List[int], List[float]]:
+        """(prompt ids, response ids, response mask) of a conversation row."""
+        from mindrl.data.conversations import encode_conversation
+        from mindrl.data.io import DataError
+        from mindrl.data.templates import render_chat
+
+        tok = self.tokenizer
+        markers = [m for m in tok.convert_ids_to_tokens(list(self.stop_ids)) if m]
+
+        def render(msgs, add_generation_prompt):
+            return render_chat(msgs, self.cfg.model.chat_template, tokenizer=tok,
+                               system_prompt=self.cfg.data.system_prompt,
+                               add_generation_prompt=add_generation_prompt)
+
+        try:
+            return encode_conversation(row["messages"], render,
+                                       lambda s: tok.encode(s, add_special_tokens=False),
+                                       markers, self.eos_id)
+        except ValueError as e:
+            raise DataError(f"{row['where']}: chat template "
+                            f"'{self.cfg.model.chat_template}': {e}") from None
+
+    def build_batch(self, rows: List[Dict]) -> TokenBatch:
+        """The padded batch of ``rows``; responses cut at ``rollout.max_new_tokens`` (counted
+        in the ``truncated`` metric)."""
+        T = self.cfg.rollout.max_new_tokens
+        prompts, responses, masks = [], [], []
+        self._truncated = 0
+        for r in rows:
+            if "messages" in r:
+                p, resp, m = self.chat_ids(r)
+            else:
+                p, resp = self.encode(r["problem"]), self.response_ids(r)
+                m = [1.0] * len(resp)
+            self._truncated += len(resp) > T
+            prompts.append(p)
+            responses.append(resp[:T])
+            masks.append(m[:T])
+        tokens = pad_token_batch(prompts, responses, self.pad_id)
+        for i, m in enumerate(masks):
+            tokens.response_mask[i, :len(m)] = m
+        return tokens
+
     def run_step(self) -> Dict[str, float]:
         t0 = time.perf_counter()
         rows = self._take_rows()
-        prompts = [self.encode(r["problem"]) for r in rows]
-        responses = [self.response_ids(r)[:self.cfg.rollout.max_new_tokens] for r in rows]
-        tokens = pad_token_batch(prompts, responses, self.pad_id)
+        tokens = self.build_batch(rows)
         norm = LossNormalizers(global_tokens=float(self.allsum(tokens.response_mask.sum())),
                                global_seqs=float(self.allsum(len(rows))),
                                max_len=float(self.cfg.rollout.max_new_tokens))
@@ -48,6 +185,7 @@ class SFTTrainer(Trainer):
         metrics = self.backend.sft_step(micro, norm)
         metrics["time/step"] = time.perf_counter() - t0
         metrics["tokens"] = float(norm.global_tokens)
+        metrics["truncated"] = float(self.allsum(self._truncated))   # responses cut at T
         return metrics
 
 
