@@ -60,8 +60,10 @@ def _launch(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from mindrl.paths import check_output_path
     from mindrl.trainer.demo import run_demo
 
+    check_output_path(args.output_dir, "--output-dir")
     result = run_demo(backend=args.backend, output_dir=args.output_dir, overrides=args.overrides)
     return 0 if result["rl_accuracy"] >= result["sft_accuracy"] else 1
 
