@@ -344,3 +344,23 @@ def test_overrides_after_an_option_are_overrides():
     assert (args.run, args.overrides) == ("dpo", ["a.b=1", "c.d=2"])
     with pytest.raises(SystemExit):
         parse_argv(["launch", "sft_tiny_demo", "--run", "sft", "--nope"])
+
+
+def test_a_command_without_a_form_is_reported_with_the_line_to_add(tmp_path):
+    """How a section merged later without annotations fails: with the exact line to add."""
+    md = tmp_path / "R.md"
+    md.write_text("# A\n\n<!-- readme-test\nmindrl config show --keys => run\n-->\n\n```bash\n"
+                  "mindrl config show --keys   # all keys\nmindrl analyze RUN_DIR \\\n"
+                  "    --top 3\nray start --head\n```\n\n# B\n\nprose\n```bash\nmindrl x y\n```\n")
+    blocks = doc.read_blocks(md)
+    assert [(b.line, b.annotation is not None) for b in blocks] == [(7, True), (17, False)]
+    forms, problems = doc.parse_annotation(blocks[0].annotation)
+    cmds = doc.commands(blocks[0])
+    assert [(c.line, c.text) for c in cmds] == [(8, "mindrl config show --keys"),
+                                                (9, "mindrl analyze RUN_DIR --top 3"),
+                                                (11, "ray start --head")]
+    assert [doc.form_for(c, forms) is not None for c in cmds] == [True, False, False]
+    assert doc.suggestion(cmds[1]) == "mindrl analyze RUN_DIR --top 3 => help"
+    assert doc.suggestion(cmds[2]) == "ray start --head => skip: REASON"
+    assert doc.placeholders(cmds[1].text) == ["RUN_DIR"]
+    assert not problems and doc.commands(blocks[1])[0].text == "mindrl x y"
