@@ -185,7 +185,8 @@ def test_readme_command_runs(cmd, form, request, capsys):
     assert rc == 2, f"{where}: `{command}` should fail as the README shows, exited {rc}:\n{tail}"
     got = err.strip().splitlines()[-1]
     if form.kind == "run":
-        assert got == cmd.expected[0], f"{where}: README shows\n  {cmd.expected[0]}\nit prints\n  {got}"
+        assert got == cmd.expected[0], \
+            f"{where}: README shows\n  {cmd.expected[0]}\nit prints\n  {got}"
     else:
         assert _no_paths(got) == _no_paths(cmd.expected[0]), \
             f"{where}: README shows\n  {cmd.expected[0]}\nit prints\n  {got}"
@@ -247,7 +248,8 @@ def test_every_recipe_in_the_tables_resolves_and_every_recipe_is_listed():
         load_config(name)                # raises ConfigError naming the problem
     on_disk = sorted(p.stem for p in (REPO / "yaml_configs").glob("*.yaml"))
     unlisted = sorted(set(on_disk) - set(names))
-    assert not unlisted, f"recipes in yaml_configs/ missing from the README's recipe table: {unlisted}"
+    assert not unlisted, \
+        f"recipes in yaml_configs/ missing from the README's recipe table: {unlisted}"
 
 
 NESTED = {"kl": "algorithm.kl", "dynamic_sampling": "algorithm.dynamic_sampling"}   # short forms
@@ -302,7 +304,8 @@ def test_every_figure_is_found_once_in_the_readme():
     text = README.read_text(encoding="utf-8")
     bad = [f"{f.name}: {len(f.old(text))} matches of {f.pattern!r}" for f in figs.FIGURES
            if len(f.old(text)) != 1]
-    assert not bad, "bench/readme_figures.py patterns out of step with README.md:\n" + "\n".join(bad)
+    assert not bad, ("bench/readme_figures.py patterns out of step with README.md:\n"
+                     + "\n".join(bad))
 
 
 def test_instant_figures_hold(tiny_dir):
@@ -318,7 +321,8 @@ def test_instant_figures_hold(tiny_dir):
 def test_eval_example_table_is_what_its_command_prints(readme_env, capsys):
     """The table under 'Evaluation' is the whole output of the README's tiny eval command."""
     text = README.read_text(encoding="utf-8")
-    cmd = next(c for b in BLOCKS for c in doc.commands(b) if c.text.startswith("mindrl eval builtin:tiny"))
+    cmd = next(c for b in BLOCKS for c in doc.commands(b)
+               if c.text.startswith("mindrl eval builtin:tiny"))
     lines = text[text.index("## Evaluation"):].splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("| benchmark | problems"))
     shown = []
@@ -329,7 +333,8 @@ def test_eval_example_table_is_what_its_command_prints(readme_env, capsys):
     rc, out, err = _run(cmd.text, capsys)
     assert rc == 0, err[-2000:]
     printed = [ln for ln in out.splitlines() if ln.startswith("|")]
-    assert printed == shown, "README table:\n" + "\n".join(shown) + "\nprinted:\n" + "\n".join(printed)
+    assert printed == shown, ("README table:\n" + "\n".join(shown) + "\nprinted:\n"
+                              + "\n".join(printed))
 
 
 def test_overrides_after_an_option_are_overrides():
