@@ -60,8 +60,10 @@ def _launch(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from mindrl.paths import check_output_path
     from mindrl.trainer.demo import run_demo
 
+    check_output_path(args.output_dir, "--output-dir")
     result = run_demo(backend=args.backend, output_dir=args.output_dir, overrides=args.overrides)
     return 0 if result["rl_accuracy"] >= result["sft_accuracy"] else 1
 
@@ -176,9 +178,22 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def parse_argv(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """Parse a command line. Overrides may follow an option (``mindrl launch RECIPE --run sft
+    key=value``): argparse fills a ``*`` positional once, so the later ``key=value`` words come
+    back unparsed and are added to the overrides here."""
     parser = build_parser()
-    return run_command(parser.parse_args(argv))
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extra):
+            args.overrides = list(args.overrides) + extra
+        else:
+            parser.error("unrecognized arguments: " + " ".join(extra))
+    return args
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    return run_command(parse_argv(argv))
 
 
 if __name__ == "__main__":

@@ -118,3 +118,34 @@ def ray_two_nodes():
     cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()
+
+
+# A real run of the RL loop, as small as it gets: builtin:tiny, 2 steps, a checkpoint after each.
+TINY_RUN_OVERRIDES = [
+    "model.path=builtin:tiny", "train.steps=2", "train.prompts_per_step=2", "rollout.n=2",
+    "rollout.max_new_tokens=4", "validation.every=0", "checkpoint.every=1",
+    "checkpoint.save_final=true", "logging.plot=false", "logging.tensorboard=false",
+    "logging.progress_bar=false", "reward.num_workers=0",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_dir):
+    """RUN_DIR of a 2-step ``mindrl train grpo_tiny_demo`` on builtin:tiny (checkpoints
+    step_000001 and step_000002), run once per session through the command itself."""
+    from mindrl.cli import main
+
+    run = tmp_path_factory.mktemp("tiny_run") / "run"
+    cache = str(Path(tiny_dir).parent)
+    old = os.environ.get("MINDRL_CACHE")
+    os.environ["MINDRL_CACHE"] = cache          # builtin:tiny = the session's tiny_dir
+    try:
+        rc = main(["train", "grpo_tiny_demo"] + TINY_RUN_OVERRIDES
+                  + [f"logging.output_dir={run}"])
+    finally:
+        if old is None:
+            os.environ.pop("MINDRL_CACHE", None)
+        else:
+            os.environ["MINDRL_CACHE"] = old
+    assert rc == 0
+    return run

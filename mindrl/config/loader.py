@@ -294,6 +294,11 @@ def load_config(recipe: Optional[str] = None, overrides: Sequence[str] = (), *,
     cfg.check()
     _check_registered_names(cfg)
     _check_model_path(cfg.model.path, _where("model.path", sources), require_model)
+    if require_model:        # a command that will run: its run directory must be creatable
+        from mindrl.paths import check_output_path
+
+        check_output_path(cfg.logging.output_dir, "logging.output_dir", error=ConfigError,
+                          where=_where("logging.output_dir", sources))
     return cfg
 
 

@@ -117,9 +117,14 @@ def eval_command(args: argparse.Namespace) -> int:
     if len(target) != 1:
         raise EvalError(f"expected one MODEL_DIR, got {' '.join(target)}")
     _check_model_arg(target[0])
+    settings = settings_from_args(args)
+    if settings.output_dir:      # before the model loads, not at mkdir after it
+        from mindrl.paths import check_output_path  # noqa: PLC0415
+
+        check_output_path(settings.output_dir, "--output-dir", error=EvalError)
     from mindrl.eval.runner import run_eval  # noqa: PLC0415
 
-    result = run_eval(settings_from_args(args))
+    result = run_eval(settings)
     print(f"\nrun directory: {result.run_dir}")
     return 0
 
