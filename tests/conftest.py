@@ -125,7 +125,7 @@ TINY_RUN_OVERRIDES = [
     "model.path=builtin:tiny", "train.steps=2", "train.prompts_per_step=2", "rollout.n=2",
     "rollout.max_new_tokens=4", "validation.every=0", "checkpoint.every=1",
     "checkpoint.save_final=true", "logging.plot=false", "logging.tensorboard=false",
-    "logging.progress_bar=false", "reward.num_workers=0",
+    "logging.progress_bar=false", "reward.num_workers=0", "logging.save_rollouts=1",
 ]
 
 

@@ -322,7 +322,7 @@ def test_eval_example_table_is_what_its_command_prints(readme_env, capsys):
     """The table under 'Evaluation' is the whole output of the README's tiny eval command."""
     text = README.read_text(encoding="utf-8")
     cmd = next(c for b in BLOCKS for c in doc.commands(b)
-               if c.text.startswith("mindrl eval builtin:tiny"))
+               if c.text.startswith("mindrl eval builtin:tiny --benchmarks math500"))
     lines = text[text.index("## Evaluation"):].splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("| benchmark | problems"))
     shown = []
