@@ -42,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ScoringService", "ServiceStats"]
 
+_WARMUP = -1            # task id of a new worker's warm-up call
+STARTUP_TIMEOUT = 120.0  # seconds a new worker may take to answer its warm-up call
+MAX_FAILED_STARTS = 5    # workers that die before answering, in a row, before requests fail
+
 
 @dataclass
 class ServiceStats:
@@ -112,8 +116,8 @@ class ScoringService:
         if start_method == "forkserver":
             self._ctx.set_forkserver_preload(_PRELOAD)
         self._fns = [c.fn for c in self.components]
-        self._workers: List[_Worker] = [_Worker(self._ctx, self._fns)
-                                        for _ in range(self.num_workers)]
+        self._workers: List[_Worker] = [self._spawn() for _ in range(self.num_workers)]
+        self._failed_starts = 0
         self._queue: Deque[_Task] = deque()
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = mp.Pipe(duplex=False)
@@ -250,9 +254,21 @@ class ScoringService:
         if job.left == 0 and not job.future.done():
             job.future.set_result(self._result(job))
 
+    def _spawn(self) -> _Worker:
+        """A new worker, sent a warm-up call (an empty batch): it gets tasks only once it has
+        answered, so a slow start (a worker re-importing a heavy ``__main__``) is never charged
+        to an item's time limit."""
+        w = _Worker(self._ctx, self._fns)
+        w.ready, w.spawned = False, time.monotonic()
+        try:
+            w.conn.send([(_WARMUP, 0, [], {})])
+        except (OSError, BrokenPipeError):
+            pass
+        return w
+
     def _replace(self, w: _Worker) -> _Worker:
         w.kill()
-        new = _Worker(self._ctx, self._fns)
+        new = self._spawn()
         with self._lock:
             self._workers[self._workers.index(w)] = new
         self.stats.restarts += 1
@@ -265,11 +281,30 @@ class ScoringService:
         self._replace(w)
         self._finish(t, failure=detail)
 
+    def _check_start(self, w: _Worker, ready: set) -> None:
+        """Mark a new worker ready once it answers its warm-up call; replace it if it dies
+        or does not answer within STARTUP_TIMEOUT."""
+        try:
+            if w.conn in ready and w.conn.poll():
+                w.conn.recv()                       # ("ok" or "error": it runs; both are fine)
+                w.ready = True
+                self._failed_starts = 0
+                return
+        except (EOFError, OSError):
+            pass
+        if not w.proc.is_alive() or time.monotonic() > w.spawned + STARTUP_TIMEOUT:
+            self._failed_starts += 1
+            if self._failed_starts > MAX_FAILED_STARTS:
+                raise RuntimeError(f"{self._failed_starts} reward workers in a row died or hung "
+                                   "before answering their first call")
+            self._replace(w)
+
     def _loop(self) -> None:
         try:
             self._run()
         except Exception:  # noqa: BLE001 - a dispatcher bug must not leave callers waiting
             logger.exception("scoring dispatcher stopped")
+            self._closed = True
             with self._lock:
                 jobs = {id(t.job): t.job for t in self._queue}
                 self._queue.clear()
@@ -284,10 +319,11 @@ class ScoringService:
         next_id = 0
         while not self._closed:
             for w in list(self._workers):
-                if w.chunk:
+                if w.chunk or not w.ready:
                     continue
                 if not w.proc.is_alive():      # died between tasks: nothing was lost
                     w = self._replace(w)
+                    continue
                 with self._lock:
                     t = self._queue.popleft() if self._queue else None
                 if t is None:
@@ -304,16 +340,22 @@ class ScoringService:
                 w.chunk.append(t)
                 w.task_id = next_id
                 w.started = time.monotonic()
+            starting = [w for w in self._workers if not w.ready]
             busy = [w for w in self._workers if w.chunk]
             timeout = None
-            if busy:
-                deadline = min(w.started + w.chunk[0].limit for w in busy)
-                timeout = max(0.0, deadline - time.monotonic())
-            ready = set(wait([self._wake_r] + [w.conn for w in busy]
-                             + [w.proc.sentinel for w in busy], timeout=timeout))
+            deadlines = ([w.started + w.chunk[0].limit for w in busy]
+                         + [w.spawned + STARTUP_TIMEOUT for w in starting])
+            if deadlines:
+                timeout = max(0.0, min(deadlines) - time.monotonic())
+            if starting:
+                timeout = 0.05 if timeout is None else min(timeout, 0.05)
+            ready = set(wait([self._wake_r] + [w.conn for w in busy + starting]
+                             + [w.proc.sentinel for w in busy + starting], timeout=timeout))
             if self._wake_r in ready:
                 while self._wake_r.poll():
                     self._wake_r.recv_bytes()
+            for w in starting:
+                self._check_start(w, ready)
             for w in busy:
                 got = False
                 if w.conn in ready or w.proc.sentinel in ready:
