@@ -143,7 +143,8 @@ def create_app(service: ScoringService, token: Optional[str] = None,
         if token is None:
             return
         got = request.headers.get("authorization", "")
-        given = got[7:] if got.lower().startswith("bearer ") else request.query_params.get("token", "")
+        given = (got[7:] if got.lower().startswith("bearer ")
+                 else request.query_params.get("token", ""))
         if not hmac.compare_digest(given.encode(), token.encode()):
             raise RequestError(401, "unauthorized", "missing or wrong bearer token")
 

@@ -1,4 +1,4 @@
-"""A thread-safe scoring service: many callers, one set of reward worker processes, no batch barrier.
+"""A thread-safe scoring service: many callers, one set of reward workers, no batch barrier.
 
 :class:`rewards.pool.RewardScorer` scores one batch per call and returns when the whole batch is
 done. A server (or a framework that calls a reward once per sample from many threads) needs
@@ -152,7 +152,8 @@ class ScoringService:
         fut: cf.Future = cf.Future()
         job = _Job(n, comps, weights, fut)
         tasks: List[_Task] = []
-        batch_limit = self.batch_timeout if self.batch_timeout is not None else self.timeout * max(n, 1)
+        batch_limit = (self.batch_timeout if self.batch_timeout is not None
+                       else self.timeout * max(n, 1))
         for c in comps:
             job.scores[c] = [None] * n
             job.timeouts[c] = 0

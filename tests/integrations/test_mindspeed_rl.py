@@ -14,7 +14,8 @@ SEQ = ("<|im_start|>user\nhalf?<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_clean_response_cuts_prompt_and_stop_words():
-    assert clean_response(SEQ) == "<think>\nok\n</think>\n<answer>\n\\boxed{\\frac{1}{2}}\n</answer>"
+    want = "<think>\nok\n</think>\n<answer>\n\\boxed{\\frac{1}{2}}\n</answer>"
+    assert clean_response(SEQ) == want
 
 
 def test_verifier_signature_and_queue():

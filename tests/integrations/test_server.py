@@ -1,4 +1,5 @@
-"""The reward server over HTTP on loopback: scoring, limits, auth, errors, metrics, killed workers."""
+"""The reward server over HTTP on loopback: scoring, limits, auth, errors, metrics, killed
+workers."""
 
 import os
 import signal
@@ -146,4 +147,5 @@ def test_bad_reward_name_is_a_one_line_error(tmp_path):
                            str(free_port()), "--reward", "acuracy"], capture_output=True,
                           text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith("mindrl: error: --reward: unknown reward")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("mindrl: error: --reward: unknown reward")

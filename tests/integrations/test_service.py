@@ -9,6 +9,8 @@ import pytest
 
 from mindrl.serve.service import ScoringService
 
+pytestmark = pytest.mark.slow
+
 SLOW = {"name": "pathological_rewards:slow_len", "weight": 1.0}
 
 

@@ -35,9 +35,10 @@ def main():
     out["custom"] = [
         fn(data_source="openai/gsm8k", solution_str="she pays 18 dollars", ground_truth="18",
            extra_info={}),
-        fn(data_source="lighteval/MATH", solution_str="so \\boxed{\\frac{1}{2}}", ground_truth="0.5",
+        fn(data_source="lighteval/MATH", solution_str="so \\boxed{\\frac{1}{2}}",
+           ground_truth="0.5", extra_info={}),
+        fn(data_source="lighteval/MATH", solution_str="so \\boxed{3}", ground_truth="4",
            extra_info={}),
-        fn(data_source="lighteval/MATH", solution_str="so \\boxed{3}", ground_truth="4", extra_info={}),
         fn(data_source="countdown", solution_str="<answer>(100 - 93) * 30 / 10</answer>",
            ground_truth={"target": 21, "numbers": [30, 100, 93, 10]}, extra_info={}),
     ]
@@ -48,7 +49,8 @@ def main():
     out["custom_spec"] = get_custom_reward_fn(cfg2)(data_source="x", solution_str=good,
                                                     ground_truth="7", extra_info={})
 
-    # 2. a DataProto batch: prompts left-padded, responses right-padded, as verl's rollout makes them
+    # 2. a DataProto batch: prompts left-padded, responses right-padded, as verl's rollout
+    #    makes them
     tok = AutoTokenizer.from_pretrained(sys.argv[2])
     responses_text = ["so \\boxed{2}", "the answer is \\boxed{5} ok", "she pays 18", "17"]
     truths = ["2", "4", "#### 18", "18"]
