@@ -13,11 +13,14 @@ fi
 DEST="$ROOT/tests/.verl_pkgs"
 PINS="verl==0.9.1 tensordict==0.15.3 pyvers==0.2.3 omegaconf==2.4.0 codetiming==1.4.0 orjson==3.13.0"
 STAMP="$DEST/.installed-$(echo "$PINS" | tr ' =' '_-')"
-if [ -f "$STAMP" ]; then
-  exit 0
+if [ ! -f "$STAMP" ]; then
+  rm -rf "$DEST"
+  # shellcheck disable=SC2086
+  "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --target "$DEST" $PINS
+  touch "$STAMP"
+  echo "test peers installed in $DEST"
 fi
-rm -rf "$DEST"
-# shellcheck disable=SC2086
-"$PY" -m pip install --quiet --disable-pip-version-check --no-deps --target "$DEST" $PINS
-touch "$STAMP"
-echo "test peers installed in $DEST"
+# The frameworks the plugins are tested inside (verl, OpenRLHF, TRL): tests/.peers/<name>.
+VENV_DIR="$(dirname "$(dirname "$PY")")"
+[ -x "$VENV_DIR/bin/python" ] || VENV_DIR="$ROOT/.venv"
+MINDRL_VENV="$VENV_DIR" bash "$ROOT/launch/install_peers_plugins.sh"

@@ -141,14 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("directory")
     bt.set_defaults(func=_build_tiny)
 
+    from mindrl.analyze.cli import add_analyze_parser
     from mindrl.data.cli import add_data_parser
     from mindrl.eval.cli import add_eval_parser
+    from mindrl.serve.cli import add_serve_parser
 
     add_eval_parser(sub)
     add_data_parser(sub)
-    from mindrl.analyze.cli import add_analyze_parser
-
     add_analyze_parser(sub)
+    add_serve_parser(sub)
     return parser
 
 

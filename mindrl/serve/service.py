@@ -1,0 +1,382 @@
+"""A thread-safe scoring service: many callers, one set of reward workers, no batch barrier.
+
+:class:`rewards.pool.RewardScorer` scores one batch per call and returns when the whole batch is
+done. A server (or a framework that calls a reward once per sample from many threads) needs
+more: requests arrive while others are being scored, and one request's pathological item must
+not hold up another request. ``ScoringService`` keeps the pool's worker processes, its worker
+protocol and its rules (``rewards.pool``: an item past ``timeout`` has its worker SIGKILLed and
+replaced and scores None as a timeout; a worker that dies scores its item None as an error; an
+exception in a reward scores None as an error) and changes only the scheduling:
+
+  - every request is split into tasks (one per item and item-level component; one per
+    batch-level component, on the whole request), queued in arrival order;
+  - one dispatcher thread hands one task at a time to each idle worker, so a worker stuck on a
+    pathological item holds exactly one task and the other workers keep serving everybody;
+  - a request's future is resolved as soon as its own tasks are done.
+
+So a normal item waits at most for a free worker, never for another request's slow item to
+finish, unless every worker is busy with slow items at once (then it waits at most
+``timeout``, when those workers are killed).
+
+Results are :class:`rewards.pool.RewardResult` objects with the same total as the pool:
+``total_i = sum_k w_k * (r_k,i if not None else none_as)``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing as mp
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from rewards.pool import _PRELOAD, RewardResult, _Worker, build_components
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ScoringService", "ServiceStats"]
+
+_WARMUP = -1            # task id of a new worker's warm-up call
+STARTUP_TIMEOUT = 120.0  # seconds a new worker may take to answer its warm-up call
+MAX_FAILED_STARTS = 5    # workers that die before answering, in a row, before requests fail
+
+
+@dataclass
+class ServiceStats:
+    """Counters over the service's life (read them under no lock: ints are atomic enough)."""
+
+    requests: int = 0
+    items: int = 0
+    tasks: int = 0
+    timeouts: int = 0
+    errors: int = 0
+    restarts: int = 0
+
+
+@dataclass
+class _Job:
+    n: int
+    comps: List[int]                         # component indices this job asked for
+    weights: Dict[int, float]
+    future: cf.Future
+    scores: Dict[int, List[Optional[float]]] = field(default_factory=dict)
+    timeouts: Dict[int, int] = field(default_factory=dict)
+    errors: Dict[int, int] = field(default_factory=dict)
+    left: int = 0
+
+
+@dataclass
+class _Task:
+    job: _Job
+    comp: int
+    items: List[int]
+    limit: float
+    payload: tuple
+
+
+class ScoringService:
+    """Score requests from any number of threads on ``num_workers`` reward worker processes.
+
+    Args:
+      functions: reward config entries, as for :class:`rewards.pool.RewardScorer` (dicts with
+        ``name``, ``weight``, ``params``; registered names or import paths).
+      num_workers: worker processes (>= 1).
+      timeout: limit in seconds for one item of one item-level component.
+      none_as: value a None score contributes to the total.
+      batch_timeout: limit for one batch-level call; None = ``timeout * request size``.
+      start_method: ``forkserver`` (default where available), ``fork`` or ``spawn``.
+
+    ``submit(completions, **columns)`` returns a ``concurrent.futures.Future`` of a
+    :class:`RewardResult`; ``score(...)`` waits for it. ``rewards=`` picks a subset of the
+    configured components by key, optionally with new weights (``{"accuracy": 1.0}``).
+    """
+
+    def __init__(self, functions: Sequence[Any], num_workers: int = 2, timeout: float = 5.0,
+                 none_as: float = 0.0, batch_timeout: Optional[float] = None,
+                 start_method: Optional[str] = None):
+        self.components = build_components(functions)
+        self.keys = [c.key for c in self.components]
+        if num_workers < 1:
+            raise ValueError("num_workers must be >= 1")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.num_workers = int(num_workers)
+        self.timeout = float(timeout)
+        self.none_as = float(none_as)
+        self.batch_timeout = batch_timeout
+        if start_method is None:
+            start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        self._ctx = mp.get_context(start_method)
+        if start_method == "forkserver":
+            self._ctx.set_forkserver_preload(_PRELOAD)
+        self._fns = [c.fn for c in self.components]
+        self._workers: List[_Worker] = [self._spawn() for _ in range(self.num_workers)]
+        self._failed_starts = 0
+        self._queue: Deque[_Task] = deque()
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = mp.Pipe(duplex=False)
+        self._closed = False
+        self.stats = ServiceStats()
+        self._thread = threading.Thread(target=self._loop, name="mindrl-scoring", daemon=True)
+        self._thread.start()
+
+    # -- public ----------------------------------------------------------------------------
+    @property
+    def worker_pids(self) -> List[int]:
+        with self._lock:
+            return [w.proc.pid for w in self._workers]
+
+    def submit(self, completions: Sequence[str], rewards: Optional[Mapping[str, Any]] = None,
+               **columns) -> cf.Future:
+        """Queue one request; its future resolves to a :class:`RewardResult`.
+
+        ``columns`` are lists aligned with ``completions``. ``rewards``: component keys to
+        compute (a list, or a mapping key -> weight, None = the configured weight); default all.
+        Raises ValueError for an unknown key or a misaligned column.
+        """
+        if self._closed:
+            raise RuntimeError("ScoringService is closed")
+        n = len(completions)
+        completions = [str(c) for c in completions]
+        for k, v in columns.items():
+            if v is None or len(v) != n:
+                raise ValueError(f"column '{k}' must be a list of {n} values")
+        columns = {k: list(v) for k, v in columns.items()}
+        comps, weights = self._select(rewards)
+        fut: cf.Future = cf.Future()
+        job = _Job(n, comps, weights, fut)
+        tasks: List[_Task] = []
+        batch_limit = (self.batch_timeout if self.batch_timeout is not None
+                       else self.timeout * max(n, 1))
+        for c in comps:
+            job.scores[c] = [None] * n
+            job.timeouts[c] = 0
+            job.errors[c] = 0
+            if self.components[c].batch_level:
+                tasks.append(_Task(job, c, list(range(n)), batch_limit, (c, completions, columns)))
+            else:
+                tasks.extend(_Task(job, c, [i], self.timeout,
+                                   (c, [completions[i]], {k: [v[i]] for k, v in columns.items()}))
+                             for i in range(n))
+        job.left = len(tasks)
+        self.stats.requests += 1
+        self.stats.items += n
+        if not tasks:
+            fut.set_result(self._result(job))
+            return fut
+        with self._lock:
+            self._queue.extend(tasks)
+        self._wake_w.send_bytes(b"x")
+        return fut
+
+    def score(self, completions: Sequence[str], rewards=None, **columns) -> RewardResult:
+        """``submit(...).result()``."""
+        return self.submit(completions, rewards=rewards, **columns).result()
+
+    def close(self) -> None:
+        """Stop the dispatcher and every worker; pending requests fail with RuntimeError."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._wake_w.send_bytes(b"x")
+        except OSError:
+            pass
+        self._thread.join(timeout=10)
+        for w in self._workers:
+            w.stop()
+        with self._lock:
+            pending = {id(t.job): t.job for t in self._queue}
+            self._queue.clear()
+        for job in pending.values():
+            if not job.future.done():
+                job.future.set_exception(RuntimeError("ScoringService closed"))
+
+    def __enter__(self) -> "ScoringService":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------
+    def _select(self, rewards) -> tuple:
+        if rewards is None:
+            comps = list(range(len(self.components)))
+            return comps, {c: self.components[c].weight for c in comps}
+        items = rewards.items() if isinstance(rewards, Mapping) else [(k, None) for k in rewards]
+        comps, weights = [], {}
+        for key, w in items:
+            if key not in self.keys:
+                raise ValueError(f"unknown reward '{key}'; this server scores {self.keys}")
+            c = self.keys.index(key)
+            comps.append(c)
+            weights[c] = self.components[c].weight if w is None else float(w)
+        if not comps:
+            raise ValueError("'rewards' selects no reward")
+        return comps, weights
+
+    def _result(self, job: _Job) -> RewardResult:
+        total = np.zeros(job.n, dtype=np.float64)
+        comps: Dict[str, List[Optional[float]]] = {}
+        for c in job.comps:
+            vals = job.scores[c]
+            comps[self.keys[c]] = vals
+            total += job.weights[c] * np.array([self.none_as if v is None else v for v in vals],
+                                               dtype=np.float64)
+        return RewardResult(
+            components=comps, total=total,
+            weights={self.keys[c]: job.weights[c] for c in job.comps},
+            num_none={self.keys[c]: sum(v is None for v in job.scores[c]) for c in job.comps},
+            num_timeouts={self.keys[c]: job.timeouts[c] for c in job.comps},
+            num_errors={self.keys[c]: job.errors[c] for c in job.comps})
+
+    def _finish(self, t: _Task, values=None, failure: Optional[str] = None) -> None:
+        job = t.job
+        self.stats.tasks += 1
+        if failure == "timeout":
+            job.timeouts[t.comp] += 1
+            self.stats.timeouts += 1
+        elif failure is not None:
+            job.errors[t.comp] += 1
+            self.stats.errors += 1
+        else:
+            for i, v in zip(t.items, values):
+                job.scores[t.comp][i] = v
+        if failure is not None:
+            where = f"item {t.items[0]}" if len(t.items) == 1 else f"batch of {len(t.items)}"
+            logger.warning("reward '%s' %s on %s; scored None", self.keys[t.comp], failure, where)
+        job.left -= 1
+        if job.left == 0 and not job.future.done():
+            job.future.set_result(self._result(job))
+
+    def _spawn(self) -> _Worker:
+        """A new worker, sent a warm-up call (an empty batch): it gets tasks only once it has
+        answered, so a slow start (a worker re-importing a heavy ``__main__``) is never charged
+        to an item's time limit."""
+        w = _Worker(self._ctx, self._fns)
+        w.ready, w.spawned = False, time.monotonic()
+        try:
+            w.conn.send([(_WARMUP, 0, [], {})])
+        except (OSError, BrokenPipeError):
+            pass
+        return w
+
+    def _replace(self, w: _Worker) -> _Worker:
+        w.kill()
+        new = self._spawn()
+        with self._lock:
+            self._workers[self._workers.index(w)] = new
+        self.stats.restarts += 1
+        return new
+
+    def _fail(self, w: _Worker, kind: str) -> None:
+        t = w.chunk.popleft()
+        detail = ("timeout" if kind == "timeout"
+                  else f"crashed its worker (exit code {w.proc.exitcode})")
+        self._replace(w)
+        self._finish(t, failure=detail)
+
+    def _check_start(self, w: _Worker, ready: set) -> None:
+        """Mark a new worker ready once it answers its warm-up call; replace it if it dies
+        or does not answer within STARTUP_TIMEOUT."""
+        try:
+            if w.conn in ready and w.conn.poll():
+                w.conn.recv()                       # ("ok" or "error": it runs; both are fine)
+                w.ready = True
+                self._failed_starts = 0
+                return
+        except (EOFError, OSError):
+            pass
+        if not w.proc.is_alive() or time.monotonic() > w.spawned + STARTUP_TIMEOUT:
+            self._failed_starts += 1
+            if self._failed_starts > MAX_FAILED_STARTS:
+                raise RuntimeError(f"{self._failed_starts} reward workers in a row died or hung "
+                                   "before answering their first call")
+            self._replace(w)
+
+    def _loop(self) -> None:
+        try:
+            self._run()
+        except Exception:  # noqa: BLE001 - a dispatcher bug must not leave callers waiting
+            logger.exception("scoring dispatcher stopped")
+            self._closed = True
+            with self._lock:
+                jobs = {id(t.job): t.job for t in self._queue}
+                self._queue.clear()
+            for w in self._workers:
+                jobs.update({id(t.job): t.job for t in w.chunk})
+            for job in jobs.values():
+                if not job.future.done():
+                    job.future.set_exception(RuntimeError("reward dispatcher failed"))
+
+    def _run(self) -> None:
+        by_id: Dict[int, _Task] = {}
+        next_id = 0
+        while not self._closed:
+            for w in list(self._workers):
+                if w.chunk or not w.ready:
+                    continue
+                if not w.proc.is_alive():      # died between tasks: nothing was lost
+                    w = self._replace(w)
+                    continue
+                with self._lock:
+                    t = self._queue.popleft() if self._queue else None
+                if t is None:
+                    break
+                next_id += 1
+                by_id[next_id] = t
+                try:
+                    w.conn.send([(next_id, *t.payload)])
+                except (OSError, BrokenPipeError):
+                    with self._lock:
+                        self._queue.appendleft(t)
+                    self._replace(w)
+                    continue
+                w.chunk.append(t)
+                w.task_id = next_id
+                w.started = time.monotonic()
+            starting = [w for w in self._workers if not w.ready]
+            busy = [w for w in self._workers if w.chunk]
+            timeout = None
+            deadlines = ([w.started + w.chunk[0].limit for w in busy]
+                         + [w.spawned + STARTUP_TIMEOUT for w in starting])
+            if deadlines:
+                timeout = max(0.0, min(deadlines) - time.monotonic())
+            if starting:
+                timeout = 0.05 if timeout is None else min(timeout, 0.05)
+            ready = set(wait([self._wake_r] + [w.conn for w in busy + starting]
+                             + [w.proc.sentinel for w in busy + starting], timeout=timeout))
+            if self._wake_r in ready:
+                while self._wake_r.poll():
+                    self._wake_r.recv_bytes()
+            for w in starting:
+                self._check_start(w, ready)
+            for w in busy:
+                got = False
+                if w.conn in ready or w.proc.sentinel in ready:
+                    try:
+                        if w.conn.poll():
+                            task_id, status, value = w.conn.recv()
+                            t = w.chunk.popleft()
+                            by_id.pop(task_id, None)
+                            got = True
+                            if status == "ok":
+                                self._finish(t, values=value)
+                            else:
+                                self._finish(t, failure=f"raised ({value})")
+                    except (EOFError, OSError):
+                        pass
+                if not got and w.chunk and w.proc.sentinel in ready and not w.proc.is_alive():
+                    by_id.pop(w.task_id, None)
+                    self._fail(w, "crash")
+            now = time.monotonic()
+            for w in list(self._workers):
+                if w.chunk and now >= w.started + w.chunk[0].limit and not w.conn.poll():
+                    by_id.pop(w.task_id, None)
+                    self._fail(w, "timeout")

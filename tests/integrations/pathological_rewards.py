@@ -1,0 +1,22 @@
+"""Rewards that misbehave on purpose, for the scoring service and server tests.
+
+A completion ``"sleep:S"`` sleeps S seconds, ``"crash"`` kills its worker process, ``"raise"``
+raises; anything else scores its length. Imported by worker processes as
+``pathological_rewards:slow_len`` (tests/integrations is on their sys.path).
+"""
+
+import os
+import time
+
+
+def slow_len(completions, **columns):
+    out = []
+    for text in completions:
+        if text.startswith("sleep:"):
+            time.sleep(float(text.split(":", 1)[1]))
+        elif text == "crash":
+            os._exit(3)
+        elif text == "raise":
+            raise RuntimeError("asked to raise")
+        out.append(float(len(text)))
+    return out

@@ -1,0 +1,92 @@
+"""ScoringService: concurrent requests on one worker set, per-item timeouts, killed workers."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from mindrl.serve.service import ScoringService
+
+pytestmark = pytest.mark.slow
+
+SLOW = {"name": "pathological_rewards:slow_len", "weight": 1.0}
+
+
+def test_scores_equal_the_rewards_and_weights():
+    # accuracy (math grader) and format (Open-R1), format weighted 0.5: totals by hand
+    good = "<think>\nok\n</think>\n<answer>\n\\frac{1}{2}\n</answer>"
+    with ScoringService([{"name": "accuracy"}, {"name": "format", "weight": 0.5}],
+                        num_workers=2, timeout=5.0) as svc:
+        r = svc.score([good, "\\boxed{3}", "no"], answer=["0.5", "4", "1"])
+        assert r.components == {"accuracy": [1.0, 0.0, 0.0], "format": [1.0, 0.0, 0.0]}
+        assert r.total.tolist() == [1.5, 0.0, 0.0]
+        # a subset with a new weight
+        r2 = svc.score([good], answer=["0.5"], rewards={"format": 2.0})
+        assert list(r2.components) == ["format"] and r2.total.tolist() == [2.0]
+        with pytest.raises(ValueError, match="unknown reward 'nope'"):
+            svc.submit(["x"], rewards=["nope"], answer=["1"])
+
+
+def test_pathological_batch_answers_everything_in_time():
+    # 2 hanging items among 6 normal ones, 3 workers, 0.5 s limit: the hanging items are cut
+    # (None, timeouts), the rest are scored, and the whole batch ends near one timeout
+    batch = ["a", "sleep:30", "bb", "ccc", "sleep:30", "dddd", "raise", "eeeee"]
+    with ScoringService([SLOW], num_workers=3, timeout=0.5) as svc:
+        t0 = time.monotonic()
+        r = svc.score(batch)
+        took = time.monotonic() - t0
+        assert r.components["slow_len"] == [1.0, None, 2.0, 3.0, None, 4.0, None, 5.0]
+        assert r.num_timeouts == {"slow_len": 2} and r.num_errors == {"slow_len": 1}
+        assert took < 3.0, took
+        assert svc.stats.restarts == 2
+
+
+def test_a_slow_request_does_not_delay_another():
+    # request A hangs on one worker; request B (normal items) is answered by the other
+    # workers well before A's item is cut at the timeout
+    with ScoringService([SLOW], num_workers=2, timeout=3.0) as svc:
+        svc.score(["warm"])
+        a = svc.submit(["sleep:30"])
+        time.sleep(0.1)
+        t0 = time.monotonic()
+        b = svc.score(["x", "yy", "zzz"])
+        b_took = time.monotonic() - t0
+        assert b.total.tolist() == [1.0, 2.0, 3.0]
+        assert b_took < 1.5, b_took
+        assert not a.done()
+        assert a.result(timeout=10).num_timeouts == {"slow_len": 1}
+
+
+def test_worker_killed_mid_batch_loses_nothing():
+    # every item takes 0.3 s; a worker is SIGKILLed while the batch runs: the item it held
+    # is answered as an error (None), every other item is scored, none is lost
+    batch = ["sleep:0.3"] * 8
+    with ScoringService([SLOW], num_workers=2, timeout=5.0) as svc:
+        svc.score(["warm"])
+        fut = svc.submit(batch)
+        time.sleep(0.45)
+        os.kill(svc.worker_pids[0], signal.SIGKILL)
+        r = fut.result(timeout=20)
+        vals = r.components["slow_len"]
+        assert len(vals) == 8
+        assert vals.count(None) == 1 and r.num_errors == {"slow_len": 1}
+        assert all(v == 9.0 for v in vals if v is not None)
+        assert svc.stats.restarts == 1
+        assert svc.score(["ok"]).total.tolist() == [2.0]        # the pool is whole again
+
+
+def test_many_threads_share_one_service():
+    with ScoringService([SLOW], num_workers=2, timeout=5.0) as svc:
+        out = {}
+
+        def call(i):
+            out[i] = svc.score(["x" * i, "y" * (i + 1)]).total.tolist()
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert out == {i: [float(i), float(i + 1)] for i in range(8)}
