@@ -113,12 +113,25 @@ def read_jsonl(path: Path) -> List[Dict[str, Any]]:
     return rows
 
 
-def rewrite_jsonl(path: Path, records: Iterable[Dict[str, Any]]) -> None:
-    """Replace ``path`` with ``records`` atomically (written beside it, fsynced, renamed)."""
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Replace ``path`` with ``text`` atomically: written beside it (a name with this process's
+    id), fsynced, renamed; a crash leaves either the old file or the new one, never a torn one."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in records))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def rewrite_jsonl(path: Path, records: Iterable[Dict[str, Any]]) -> Path:
+    """Replace ``path`` with one line per record, atomically (:func:`write_text_atomic`)."""
+    return write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                           for r in records))

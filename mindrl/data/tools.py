@@ -38,7 +38,6 @@ A sample is truncated when its ``finish_reason`` is ``"length"``.
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -214,20 +213,9 @@ def _as_samples(samples: Union[EvalSamples, str, Path]) -> EvalSamples:
 # --------------------------------------------------------------------------- writing
 def write_jsonl(rows: Iterable[Row], out: Union[str, Path]) -> Path:
     """Write rows as JSONL atomically (a temporary file in the same directory, then rename)."""
-    out = Path(out).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return out
+    from mindrl.jsonl import rewrite_jsonl  # noqa: PLC0415
+
+    return rewrite_jsonl(Path(out).expanduser(), rows)
 
 
 def _finish(rows: List[Row], counts: Dict[str, int], out) -> ToolResult:

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import numpy as np
+
+from mindrl.jsonl import write_text_atomic
 
 log = logging.getLogger("mindrl.train")
 
@@ -84,20 +85,6 @@ def rollout_records(step: int, rows: List[Dict], ro, sc, adv: np.ndarray, mask: 
     return out
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 class RolloutLog:
     """Decides which steps to save and writes them, within a size cap."""
 
@@ -129,7 +116,7 @@ class RolloutLog:
                         self.run_dir / ROLLOUT_DIR, self.max_bytes / 2 ** 20,
                         self.used / 2 ** 20)
             return None
-        write_atomic(path, text)
+        write_text_atomic(path, text)
         self.used += size - old
         return path
 
