@@ -8,3 +8,7 @@ from __future__ import annotations
 
 class UserError(Exception):
     """An error in the user's input: its message names the file, line, field or config key."""
+
+
+class ConfigError(UserError, ValueError):
+    """Bad configuration, raised before any expensive work starts."""
