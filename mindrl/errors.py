@@ -12,3 +12,8 @@ class UserError(Exception):
 
 class ConfigError(UserError, ValueError):
     """Bad configuration, raised before any expensive work starts."""
+
+
+class LaunchError(UserError, RuntimeError):
+    """The cluster cannot run this launch (placement, missing checkout on a node, a missing
+    model directory found before any worker starts)."""
