@@ -151,3 +151,19 @@ def test_lower_rooms_do_not_import_upper_ones():
               if (a.startswith("mindrl.config") and b.startswith("mindrl.backends"))
               or (a.startswith("mindrl.distributed") and b.startswith("mindrl.models"))]
     assert not climbs, climbs
+
+
+def test_rooms_form_no_cycle():
+    """One floor above another: the rooms (``mindrl.<room>``, ``algorithms``, ``rewards``)
+    import each other one way only, so the house reads bottom-up."""
+    graph = import_graph()
+
+    def room(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if parts[0] == "mindrl" and len(parts) > 1 else parts[0]
+
+    rooms: Dict[str, Set[str]] = {}
+    for a, targets in graph.items():
+        rooms.setdefault(room(a), set()).update(room(b) for b in targets if room(b) != room(a))
+    found = cycles(rooms)
+    assert not found, "rooms in a circle:\n" + "\n".join("  " + " -> ".join(c) for c in found)
