@@ -19,15 +19,14 @@ Gold answers are normalised per file so that graders compare like with like:
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from mindrl.data.io import DataError, read_rows
 # Answer normalisation lives in mindrl.data.answers (below the file formats); re-exported here.
 from mindrl.data.answers import (BOXED_SUFFIX, gsm8k_final_answer,  # noqa: F401
                                  normalize_gold, number_to_str, strip_suffix_line)
+from mindrl.data.io import DataError, read_rows
 from mindrl.registry import Registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

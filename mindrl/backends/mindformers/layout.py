@@ -1,4 +1,5 @@
-"""The pure part of the mindformers adapter: names, model config, parallel layout, packing.
+"""The pure part of the mindformers adapter: names, model config, packing (and the parallel layout,
+which lives in :mod:`mindrl.config.parallel` because the config checks it at load).
 
 Nothing here imports mindspore or mindformers, so all of it is tested on any machine
 (``tests/backends/mindformers``). The facts it encodes were read from the mindformers 2.0.0
@@ -16,7 +17,6 @@ wheel (the release that pairs with MindSpore 2.10):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Mapping, Tuple
 
 import numpy as np
