@@ -38,6 +38,8 @@ sys.path[:] = [os.path.dirname(_BENCH)] + [p for p in sys.path if os.path.abspat
 
 import numpy as np  # noqa: E402
 
+from bench.harness import interleaved  # noqa: E402  (the timing harness every bench shares)
+
 SIZES = {"tiny": "hidden 64, 2 layers", "mini": "hidden 128, 4 layers",
          "small": "hidden 256, 4 layers"}
 
@@ -54,19 +56,6 @@ def make_batch(rng, B, P, T, vocab):
     tb = pad_token_batch(prompts, resps, 0, P, T)
     adv = (rng.normal(size=tb.response_mask.shape) * tb.response_mask).astype(np.float32)
     return TrainBatch(tb, adv, None, None, None)
-
-
-def interleaved(fa, fb, steps):
-    """Median ms of ``fa`` and ``fb`` called alternately ``steps`` times each."""
-    a, b = [], []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        fa()
-        a.append((time.perf_counter() - t0) * 1e3)
-        t0 = time.perf_counter()
-        fb()
-        b.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(a), statistics.median(b)
 
 
 def bench_size(size: str, args, rows_out):

@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,10 +58,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TRL_DIR = Path(os.environ.get("MINDRL_BENCH_TRL_DIR", HERE / ".trl_pkgs"))   # TRL lives here
-RESULT_TAG = "@@BENCH_RESULT "
 # bench/ holds a rewards.py that would shadow the `rewards` package: the repository goes first,
 # bench/ last (so that 'trl_compare:bench_reward' still imports for mindrl's reward registry).
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+# The timing harness every bench shares (bench/harness.py).
+from bench.harness import (QUIET_ONE_THREAD_ENV, Profile, emit, loadavg,  # noqa: E402
+                           pool_runs as summarize, run_worker, torch_one_thread)
 
 SIZES = {  # model, prompts per step, samples per prompt, response tokens
     "tiny": {"model": "builtin:tiny", "prompts": 8, "n": 4, "tokens": 32},
@@ -104,60 +106,9 @@ def make_prompts(count: int, seed: int = 0):
     return rows
 
 
-def loadavg() -> float:
-    try:
-        return float(Path("/proc/loadavg").read_text().split()[0])
-    except OSError:
-        return float("nan")
-
-
-def _threads_one():
-    import torch
-
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-
-
-def _emit(result: dict) -> None:
-    print(RESULT_TAG + json.dumps(result), flush=True)
-
-
-class _Profile:
-    """cProfile of the measured steps only (start after warm-up, stop at the end)."""
-
-    def __init__(self, path):
-        self.path, self.prof = path, None
-
-    def start(self):
-        if self.path and self.prof is None:
-            import cProfile
-
-            self.prof = cProfile.Profile()
-            self.prof.enable()
-
-    def stop(self):
-        if self.prof is not None:
-            import io
-            import pstats
-
-            self.prof.disable()
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self.prof.dump_stats(self.path)
-            s = io.StringIO()
-            pstats.Stats(self.prof, stream=s).sort_stats("cumulative").print_stats(45)
-            Path(str(self.path) + ".txt").write_text(s.getvalue())
-            s = io.StringIO()
-            pstats.Stats(self.prof, stream=s).sort_stats("tottime").print_stats(35)
-            Path(str(self.path) + ".tottime.txt").write_text(s.getvalue())
-            self.prof = None
-
-
 # --------------------------------------------------------------------------- mindrl side
 def _mindrl_worker(a) -> None:
-    _threads_one()
+    torch_one_thread()
     from mindrl.config.loader import load_config
     from mindrl.trainer.rl import RLTrainer
 
@@ -186,7 +137,7 @@ def _mindrl_worker(a) -> None:
     tr = RLTrainer(load_config(None, over))
     setup_s = time.perf_counter() - t0
     _force_length_mindrl(tr, size["tokens"])
-    prof = _Profile(a.profile)
+    prof = Profile(a.profile)
     ends, cpu_ends, phases = [], [], []
     original = RLTrainer.run_step
 
@@ -211,7 +162,7 @@ def _mindrl_worker(a) -> None:
         tr.close()
     step_times = [e - s for s, e in zip([start] + ends[:-1], ends)]
     cpu_times = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
-    _emit({"side": f"mindrl-{a.engine}", "size": a.size, "setup_s": setup_s,
+    emit({"side": f"mindrl-{a.engine}", "size": a.size, "setup_s": setup_s,
            "step_times": step_times, "cpu_times": cpu_times, "phases": phases, "warmup": a.warmup})
 
 
@@ -240,7 +191,7 @@ def _force_length_mindrl(tr, tokens: int) -> None:
 
 # --------------------------------------------------------------------------- TRL side
 def _trl_worker(a) -> None:
-    _threads_one()
+    torch_one_thread()
     sys.path.insert(0, str(TRL_DIR))
     import datasets.arrow_dataset as _ad
     import torch
@@ -298,7 +249,7 @@ def _trl_worker(a) -> None:
     timed(trainer, "_generate_and_score_completions", "_gen_and_score")
     timed(trainer, "training_step", "_training_step")      # includes _prepare_inputs
     timed(trainer, "_get_per_token_logps_and_entropies", "_logp_forwards")
-    prof = _Profile(a.profile)
+    prof = Profile(a.profile)
     ends, cpu_ends, phases, lengths = [], [], [], []
 
     class StepClock(TrainerCallback):
@@ -336,7 +287,7 @@ def _trl_worker(a) -> None:
         if ln is not None:
             p["response_length/mean"] = ln
     cpu_times = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
-    _emit({"side": "trl", "size": a.size, "setup_s": setup_s, "step_times": step_times,
+    emit({"side": "trl", "size": a.size, "setup_s": setup_s, "step_times": step_times,
            "cpu_times": cpu_times,
            "phases": phases, "warmup": a.warmup,
            "versions": {"trl": __import__("trl").__version__, "torch": torch.__version__,
@@ -354,40 +305,14 @@ def trl_available() -> bool:
 
 
 def run_side(side: str, engine: str, size: str, workdir: Path, a) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error",
-               VLLM_LOGGING_LEVEL="ERROR", HF_HUB_DISABLE_PROGRESS_BARS="1",
-               HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONWARNINGS="ignore",
-               GLOG_v="3", ACCELERATE_DISABLE_RICH="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     cmd = [sys.executable, __file__, "--worker", side, "--engine", engine, "--size", size,
            "--workdir", str(workdir), "--steps", str(a.steps), "--warmup", str(a.warmup)]
     if a.profile:
         cmd += ["--profile", str(Path(a.profile).resolve() / f"{side}-{engine}-{size}.prof")]
-    load0 = loadavg()
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True,
-                       cwd=str(workdir), timeout=a.timeout)
-    wall = time.perf_counter() - t0
-    line = next((x for x in p.stdout.splitlines() if x.startswith(RESULT_TAG)), None)
-    if p.returncode != 0 or line is None:
-        sys.stderr.write(p.stdout[-3000:] + p.stderr[-6000:])
-        raise RuntimeError(f"{side} ({engine}, {size}) failed with exit code {p.returncode}")
-    res = json.loads(line[len(RESULT_TAG):])
-    res.update(load_before=load0, load_after=loadavg(), wall_s=wall, engine=engine)
+    res = run_worker(cmd, what=f"{side} ({engine}, {size})", cwd=workdir, timeout=a.timeout,
+                     env=QUIET_ONE_THREAD_ENV, repo=REPO)
+    res.update(engine=engine)
     return res
-
-
-def summarize(runs) -> dict:
-    """Pool the measured steps (warm-up dropped) of every run of one (size, side)."""
-    st = [t for r in runs for t in r["step_times"][r["warmup"]:]]
-    ph = [p for r in runs for p in r["phases"][r["warmup"]:]]
-    keys = sorted({k for p in ph for k in p})
-    med = {k: statistics.median([p[k] for p in ph if k in p]) for k in keys}
-    cpu = [t for r in runs for t in r["cpu_times"][r["warmup"]:]]
-    return {"median": statistics.median(st), "min": min(st), "max": max(st), "n": len(st),
-            "cpu_median": statistics.median(cpu),
-            "phases": med, "loads": [(r["load_before"], r["load_after"]) for r in runs]}
 
 
 def fmt_phases(phases: dict, side: str) -> str:

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import List, Optional
 
+from mindrl.command import run_command, user_message  # noqa: F401  (re-exported)
+
 
 def _config_show(args: argparse.Namespace) -> int:
     from mindrl.config.loader import describe, dump_config, load_config
@@ -151,32 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_analyze_parser(sub)
     add_serve_parser(sub)
     return parser
-
-
-def user_message(e: BaseException) -> str:
-    """The text of a user error: a list of one problem ("header:\n  - item") on one line."""
-    text = str(e).strip()
-    head, sep, rest = text.partition("\n  - ")
-    if sep and "\n" not in rest:
-        return f"{head} {rest}"
-    return text
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """Run a parsed subcommand; a user error (bad config, data, eval input, launch) prints as
-    ``mindrl: ...error: MESSAGE`` on stderr and gives exit code 2, anything else is a bug and
-    keeps its traceback. Every subcommand, and ``python -m mindrl.eval.cli``, ends here."""
-    from mindrl.config.schema import ConfigError
-    from mindrl.errors import UserError
-
-    try:
-        return int(args.func(args) or 0)
-    except ConfigError as e:
-        print(f"mindrl: configuration error: {user_message(e)}", file=sys.stderr)
-        return 2
-    except UserError as e:  # data, eval, launch, model path: one line naming file / row / key
-        print(f"mindrl: error: {user_message(e)}", file=sys.stderr)
-        return 2
 
 
 def parse_argv(argv: Optional[List[str]] = None) -> argparse.Namespace:

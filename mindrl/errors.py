@@ -8,3 +8,12 @@ from __future__ import annotations
 
 class UserError(Exception):
     """An error in the user's input: its message names the file, line, field or config key."""
+
+
+class ConfigError(UserError, ValueError):
+    """Bad configuration, raised before any expensive work starts."""
+
+
+class LaunchError(UserError, RuntimeError):
+    """The cluster cannot run this launch (placement, missing checkout on a node, a missing
+    model directory found before any worker starts)."""

@@ -65,7 +65,9 @@ class Backend(Protocol):
         ...
 
     def native_engine(self) -> Any:
-        """A RolloutEngine that samples with this backend's own model."""
+        """A RolloutEngine that samples with this backend's own model (MindSpore). The torch
+        backend offers ``sampling_model()`` instead, and
+        :func:`mindrl.rollout.native_torch.make_native_engine` builds its engine."""
 
 
 def build_backend(name: str, cfg, **kwargs) -> Backend:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from mindrl.errors import UserError
+from mindrl.config.parallel import parallel_layout
+from mindrl.errors import ConfigError  # noqa: F401  (re-exported: mindrl.config.schema.ConfigError)
 
 
 def opt(default: Any, help: str, choices: Optional[List[Any]] = None) -> Any:  # noqa: A002
@@ -27,8 +28,6 @@ def section(cls: type, help: str) -> Any:  # noqa: A002
     return field(default_factory=cls, metadata={"help": help})
 
 
-class ConfigError(UserError, ValueError):
-    """Bad configuration, raised before any expensive work starts."""
 
 
 GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline", "passk", "gdpo")
@@ -496,8 +495,6 @@ class RunConfig:
             if r.engine != "vllm":
                 errors.append("backend=mindformers has no native sampler: set "
                               "rollout.engine=vllm (vllm-ascend / vllm-mindspore)")
-            from mindrl.backends.mindformers.layout import parallel_layout
-
             m = self.mindformers
             try:
                 parallel_layout(d.nproc * d.nnodes, {}, tp=m.tensor_parallel,

@@ -57,7 +57,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from mindrl.data.benchmarks import normalize_gold, strip_suffix_line
+from mindrl.data.answers import normalize_gold, strip_suffix_line
 from mindrl.data.fields import FieldMissing, field_error, get_field, parse_path, split_fields
 from mindrl.data.io import DataError, iter_rows, where
 from mindrl.data.templates import ChatPrompt, Templated, has_chat_markers

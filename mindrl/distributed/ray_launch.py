@@ -27,8 +27,8 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from mindrl.distributed.launch import REPO, LaunchPlan, node_argv, worker_env
-from mindrl.errors import UserError
+from mindrl.distributed.plan import REPO, LaunchPlan, node_argv, worker_env
+from mindrl.errors import LaunchError  # noqa: F401  (re-exported: ray_launch.LaunchError)
 
 GRACE_S = 60.0
 # Environment the driver hands to every node (thread counts, log levels, caches, auth).
@@ -43,10 +43,6 @@ FORWARD_PREFIXES = ("NCCL_", "HCCL_", "GLOO_", "VLLM_", "TORCH_", "MS_", "ASCEND
 def forwarded_env() -> Dict[str, str]:
     return {k: v for k, v in os.environ.items()
             if k in FORWARD_ENV or k.startswith(FORWARD_PREFIXES)}
-
-
-class LaunchError(UserError, RuntimeError):
-    """The cluster cannot run this launch (placement, missing checkout on a node)."""
 
 
 class NodeRunner:

@@ -102,7 +102,7 @@ def settings_from_args(args: argparse.Namespace) -> EvalSettings:
 def eval_command(args: argparse.Namespace) -> int:
     """Entry point bound to ``args.func``; returns the process exit code. User errors
     (EvalError, DataError, a bad model path: all UserError) go up to
-    :func:`mindrl.cli.run_command`, which prints them as one line and exits 2."""
+    :func:`mindrl.command.run_command`, which prints them as one line and exits 2."""
     target = args.target
     if target[0] == "compare":
         if len(target) != 3:
@@ -146,7 +146,7 @@ def _check_model_arg(model: str) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from mindrl.cli import run_command  # noqa: PLC0415
+    from mindrl.command import run_command  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(prog="mindrl")
     add_eval_parser(parser.add_subparsers(dest="command", required=True))

@@ -27,6 +27,7 @@ symbolic check timed out); None counts as wrong in every metric and is counted a
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -151,4 +152,16 @@ def summarize(problems: Sequence[Sequence[Dict[str, Any]]], key=None,
                    "wrong": length_stats(lengths[~flat_ok])},
     }
     out["accuracy"] = out[f"avg@{n}"]
+    return out
+
+
+def by_problem(problems, done, n) -> Dict[str, List[List[Dict[str, Any]]]]:
+    """Group finished samples per benchmark and problem: ``problems`` maps a benchmark to its
+    problems (each with an ``id``), ``done`` maps ``(benchmark, problem id, sample index)`` to
+    a sample record; the result maps a benchmark to one list of ``n`` records per problem, in
+    the problems' order."""
+    out: Dict[str, List[List[Dict[str, Any]]]] = defaultdict(list)
+    for b, ps in problems.items():
+        for p in ps:
+            out[b].append([done[(b, p.id, j)] for j in range(n)])
     return out

@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mindrl.eval.metrics import summarize
+from mindrl.eval.metrics import by_problem, summarize
 
 
 def summarize_run(problems, done, n: int) -> Dict[str, Dict[str, Any]]:
     from mindrl.eval.grading import answer_key  # noqa: PLC0415
-    from mindrl.eval.runner import by_problem  # noqa: PLC0415
 
     grouped = by_problem(problems, done, n)
     return {b: summarize(grouped[b], key=answer_key) for b in problems}
@@ -62,8 +61,6 @@ def format_table(results: Dict[str, Any]) -> str:
 def plot_lengths(problems, done, path: Path, n: int) -> None:
     """Histograms of response lengths per benchmark, correct and wrong apart (matplotlib Agg)."""
     import matplotlib  # noqa: PLC0415
-
-    from mindrl.eval.runner import by_problem  # noqa: PLC0415
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415

@@ -32,12 +32,13 @@ import json
 import sys
 import time
 import warnings
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mindrl.eval.engines import Chunk, EngineSpec, SampleKey, chunk_seed, default_engine_factory
+from mindrl.eval.metrics import by_problem  # noqa: F401  (re-exported)
 from mindrl.eval.settings import (EvalError, EvalSettings, model_fingerprint, settings_hash)
 
 META_FILE = "mindrl_meta.json"
@@ -409,11 +410,3 @@ def _regrade_stale(done, wanted, golds, grader, samples_path, shash, log) -> Non
         done[k] = r
         recs.append(r)
     _append(samples_path, recs)
-
-
-def by_problem(problems, done, n) -> Dict[str, List[List[Dict[str, Any]]]]:
-    out: Dict[str, List[List[Dict[str, Any]]]] = defaultdict(list)
-    for b, ps in problems.items():
-        for p in ps:
-            out[b].append([done[(b, p.id, j)] for j in range(n)])
-    return out

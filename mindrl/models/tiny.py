@@ -23,7 +23,9 @@ import random
 from pathlib import Path
 from typing import List, Optional, Union
 
-from mindrl.errors import UserError
+# Model-directory checks live in mindrl.paths; re-exported here for older imports.
+from mindrl.paths import (CKPT_COMPLETE, CKPT_MODEL, CKPT_ROOT, TOKENIZER_FILES,  # noqa: F401
+                          WEIGHT_FILES, ModelPathError, check_model_dir, locate_model_dir)
 
 BUILTIN_PREFIX = "builtin:"
 BUILTINS = {
@@ -33,12 +35,6 @@ BUILTINS = {
     "small": dict(hidden=256, layers=4, heads=4, kv_heads=2, vocab=1024),
 }
 
-
-
-class ModelPathError(UserError, FileNotFoundError, ValueError):
-    """``model.path`` names no usable model: an unknown ``builtin:`` name, a missing directory,
-    or one without config.json / tokenizer / weights. (A FileNotFoundError and a ValueError
-    too, for callers that catch those.)"""
 
 
 def builtin_names() -> List[str]:
@@ -56,10 +52,6 @@ CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
-
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
 
 _WORDS = (
     "what is the sum difference product quotient of and plus minus times divided by equals "
@@ -220,80 +212,3 @@ def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
 
         shutil.rmtree(tmp, ignore_errors=True)
     return str(target)
-
-
-# A checkpoint written by the trainer (mindrl/trainer/checkpoint.py):
-#   RUN/checkpoints/step_000004/{model/, state/, trainer.json, config.yaml, manifest.json, COMPLETE}
-# model/ is the Hugging Face directory; a checkpoint is complete once manifest.json and COMPLETE
-# are both written (COMPLETE last, then the folder is renamed into place).
-CKPT_MODEL = "model"
-CKPT_ROOT = "checkpoints"
-CKPT_COMPLETE = ("manifest.json", "COMPLETE")
-
-
-def _complete_steps(root: Path) -> List[Path]:
-    """Complete checkpoint folders under ``root`` (``step_<N>``), oldest first."""
-    found = []
-    for p in root.glob("step_*"):
-        tail = p.name[len("step_"):]
-        if tail.isdigit() and all((p / f).is_file() for f in CKPT_COMPLETE):
-            found.append((int(tail), p))
-    return [p for _, p in sorted(found)]
-
-
-def locate_model_dir(path: str) -> str:
-    """The Hugging Face model directory that ``path`` names, accepting what a run writes:
-
-    - a model directory (has config.json): itself;
-    - a checkpoint step folder (``RUN/checkpoints/step_000004``, has ``model/``): its ``model/``;
-    - a run folder (``RUN``, has ``checkpoints/``) or its ``checkpoints/`` folder: the
-      ``model/`` of its newest complete checkpoint (manifest.json and COMPLETE written).
-
-    Anything else (a missing path, a run folder without a complete checkpoint) is returned
-    unchanged, for :func:`check_model_dir` to say what it lacks. Reads no weights."""
-    p = Path(path).expanduser()
-    if not p.is_dir() or (p / "config.json").is_file():
-        return path
-    if (p / CKPT_MODEL / "config.json").is_file():
-        return str(p / CKPT_MODEL)
-    root = p / CKPT_ROOT if (p / CKPT_ROOT).is_dir() else p
-    steps = [s for s in _complete_steps(root) if (s / CKPT_MODEL).is_dir()]
-    if steps:
-        return str(steps[-1] / CKPT_MODEL)
-    return path
-
-
-def _what_was_looked_for(p: Path) -> str:
-    """Why ``p`` (a directory without config.json) is no model, as a run folder or step folder."""
-    root = p / CKPT_ROOT if (p / CKPT_ROOT).is_dir() else p
-    partial = sorted(x.name for x in root.glob("step_*") if x.is_dir())
-    if partial:
-        return (f"; {root} holds {', '.join(partial[-3:])} but no complete checkpoint "
-                f"(step_*/ with {' and '.join(CKPT_COMPLETE)} and a {CKPT_MODEL}/ folder)")
-    return (f"; it is not a checkpoint step folder either (no {CKPT_MODEL}/config.json) nor a "
-            f"run folder (no {CKPT_ROOT}/step_*/ with {' and '.join(CKPT_COMPLETE)})")
-
-
-def check_model_dir(path: str, key: str = "model.path") -> None:
-    """Raise :class:`ModelPathError` (a FileNotFoundError) naming ``key`` (where the path came
-    from) and what is missing from a Hugging Face model directory (config.json, tokenizer
-    files, weights), before anything heavy is imported. A checkpoint step folder or a run
-    folder is checked as the model directory it names (:func:`locate_model_dir`)."""
-    given = Path(path).expanduser()
-    if not given.is_dir():
-        raise ModelPathError(f"{key}: model directory {path} does not exist (use "
-                             "'builtin:tiny' for the embedded tiny model)")
-    p = Path(locate_model_dir(str(given)))
-    missing = []
-    if not (p / "config.json").is_file():
-        missing.append("config.json")
-    if not any((p / f).is_file() for f in TOKENIZER_FILES):
-        missing.append("tokenizer files (" + " or ".join(TOKENIZER_FILES) + ")")
-    has_weights = any((p / f).is_file() for f in WEIGHT_FILES) or any(p.glob("*.safetensors"))
-    if not has_weights:
-        missing.append("weights (" + " or ".join(WEIGHT_FILES[:1] + ("*.safetensors",)) + ")")
-    if missing:
-        where = path if p == given else f"{p} (in {path})"
-        why = _what_was_looked_for(given) if p == given and "config.json" in missing else ""
-        raise ModelPathError(f"{key}: model directory {where} lacks: " + "; ".join(missing)
-                             + why)

@@ -56,15 +56,15 @@ class NativeTorchEngine:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from mindrl.backends.torch.backend import DTYPES, _device
         from mindrl.models.tiny import check_model_dir, resolve_model_path
+        from mindrl.torch_device import DTYPES, torch_device
 
         path = resolve_model_path(model_path or cfg.model.path)
         check_model_dir(path)
         torch.set_num_threads(max(1, cfg.train.threads))
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True,
                                             trust_remote_code=cfg.model.trust_remote_code)
-        device = _device(cfg)
+        device = torch_device(cfg)
         model = AutoModelForCausalLM.from_pretrained(
             path, local_files_only=True, dtype=DTYPES[cfg.model.dtype],
             trust_remote_code=cfg.model.trust_remote_code).to(device).eval()
@@ -156,8 +156,13 @@ class NativeTorchEngine:
 
 @ENGINES.register("native")
 def make_native_engine(cfg, *, backend=None, model_path: Optional[str] = None):
-    """Engine factory: the backend's own sampler (``backend.native_engine()``), or a
-    standalone torch model when no backend is given."""
+    """Engine factory: a sampler over the torch backend's policy (``backend.sampling_model()``),
+    another backend's own sampler (``backend.native_engine()``), or a standalone torch model
+    when no backend is given."""
     if backend is not None:
-        return backend.native_engine()
+        sampling_model = getattr(backend, "sampling_model", None)
+        if sampling_model is None:
+            return backend.native_engine()
+        model, shared = sampling_model()
+        return NativeTorchEngine(model, backend.tokenizer, device=backend.device, shared=shared)
     return NativeTorchEngine.from_config(cfg, model_path)

@@ -198,7 +198,9 @@ class Trainer:
 
     def _build_engine(self):
         if self.cfg.rollout.engine == "native":
-            return self.backend.native_engine()
+            from mindrl.rollout.native_torch import make_native_engine
+
+            return make_native_engine(self.cfg, backend=self.backend)
         from mindrl.rollout.vllm_engine import VLLMEngine
 
         engine = VLLMEngine(self.cfg, self.model_path)

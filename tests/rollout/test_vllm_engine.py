@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from mindrl.rollout.native_torch import make_native_engine
 from mindrl.types import SamplingParams
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ def _check_in_sync(engine, backend, forward_logprobs):
     assert _max_gap(forward_logprobs, backend.model, r, 0.7) < 1e-4
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=10)
     assert engine.generate(PROMPTS, greedy).response_ids == \
-        backend.native_engine().generate(PROMPTS, greedy).response_ids
+        make_native_engine(None, backend=backend).generate(PROMPTS, greedy).response_ids
 
 
 def test_vllm_matches_transformers_before_and_after_weight_loads(engine, backend,

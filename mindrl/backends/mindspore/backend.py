@@ -23,24 +23,29 @@ ranks is the full-batch gradient (the same convention as the torch backend).
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import mindspore as ms
 from mindspore import Tensor, ops
 
 from mindrl.backends.base import BACKENDS
-from mindrl.backends.metrics import MetricMerger, finish
-from mindrl.backends.schedule import lr_factor, total_optimizer_steps
+from mindrl.backends.schedule import lr_factor, total_optimizer_steps  # noqa: F401  (re-exported)
 from mindrl.backends.mindspore import weights as W
+from mindrl.backends.mindspore.buckets import default_buckets, pad2 as _pad2, repad  # noqa: F401
+from mindrl.backends.mindspore.checkpoint_io import CheckpointIOMixin
+from mindrl.backends.mindspore.compiled import CompiledStepMixin
+from mindrl.backends.mindspore.compiled import step_vector as _vector  # noqa: F401
+from mindrl.backends.mindspore.compiled import token_logp as _token_logp
 from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
 from mindrl.backends.mindspore.optim import AdamW
-from mindrl.types import LossNormalizers, TokenBatch, TrainBatch, bucket
+from mindrl.backends.mindspore.preference_step import PreferenceStepMixin
+from mindrl.backends.mindspore.rl_step import RLStepMixin
+from mindrl.backends.mindspore.sft_step import SFTStepMixin
+from mindrl.types import TokenBatch, bucket
 
 log = logging.getLogger(__name__)
 
@@ -48,55 +53,6 @@ DEVICE_TARGETS = {"cpu": "CPU", "ascend": "Ascend", "cuda": "GPU"}
 
 
 # ------------------------------------------------------------------------------ helpers
-def default_buckets(limit: int, smallest: int = 16) -> List[int]:
-    """Powers of two from ``smallest`` up to and including ``limit``."""
-    out, b = [], smallest
-    while b < limit:
-        out.append(b)
-        b *= 2
-    return out + [int(limit)]
-
-
-def repad(batch: TokenBatch, rows: int, prompt_len: int, response_len: int,
-          pad_id: int = 0) -> TokenBatch:
-    """Pad a TokenBatch to ``rows`` x (``prompt_len`` + ``response_len``): prompts further left,
-    responses further right, extra rows all padding (empty response mask)."""
-    B, P, T = len(batch), batch.prompt_len, batch.response_len
-    if B > rows or P > prompt_len or T > response_len:
-        raise ValueError(f"batch {B}x({P}+{T}) exceeds the padded shape "
-                         f"{rows}x({prompt_len}+{response_len})")
-    S = prompt_len + response_len
-    ids = np.full((rows, S), pad_id, np.int64)
-    att = np.zeros((rows, S), np.int64)
-    rmask = np.zeros((rows, response_len), np.float32)
-    lo = prompt_len - P
-    ids[:B, lo:lo + P + T] = batch.input_ids
-    att[:B, lo:lo + P + T] = batch.attention_mask
-    rmask[:B, :T] = batch.response_mask
-    return TokenBatch(ids, att, rmask, prompt_len)
-
-
-def _pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:
-    out = np.zeros((rows, cols), np.float32)
-    if x is not None:
-        out[:x.shape[0], :x.shape[1]] = x
-    return out
-
-
-def _token_logp(logits, targets):
-    """(B, T) log-softmax of ``logits`` at the ``targets`` ids (traced into graphs)."""
-    return ops.gather_elements(ops.log_softmax(logits, -1), 2,
-                               targets.expand_dims(-1)).squeeze(-1)
-
-
-def _vector(loss, aux, extra=()):
-    """``[loss, *aux, *extra]`` as one float32 vector (a single host sync per call)."""
-    parts = (loss.reshape((1,)),)
-    for v in aux + extra:
-        parts = parts + (v.astype(ms.float32).reshape((1,)),)
-    return ops.concat(parts, 0)
-
-
 _THREADS_SET = False
 
 
@@ -131,8 +87,14 @@ def _in_msrun() -> bool:
 
 # ------------------------------------------------------------------------------ the backend
 @BACKENDS.register("mindspore")
-class MindSporeBackend:
+class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledStepMixin,
+                       CheckpointIOMixin):
     """Policy (+ optional frozen reference) as :class:`Qwen2ForCausalLM` Cells.
+
+    This file is the glue (set-up, scoring, collectives, the sampler); the steps live in files
+    named for them: ``rl_step.py`` (``train_step``), ``sft_step.py``, ``preference_step.py``,
+    their shared compile / accumulate / optimizer path in ``compiled.py``, padding to buckets in
+    ``buckets.py`` and weights and state in ``checkpoint_io.py``.
 
     ``cfg`` is a :class:`mindrl.config.schema.RunConfig`. ``prompt_buckets`` /
     ``response_buckets`` default to powers of two up to ``data.max_prompt_len`` /
@@ -237,38 +199,6 @@ class MindSporeBackend:
         T = max(b.response_len for b in batches)
         return rows, bucket(P, self.prompt_buckets), bucket(T, self.response_buckets)
 
-    def _note_compile(self, fn: str, key) -> bool:
-        seen = self._seen.setdefault(fn, set())
-        if key in seen:
-            return False
-        seen.add(key)
-        self.compile_counts[fn] = len(seen)
-        return True
-
-    @property
-    def compile_count(self) -> int:
-        """Distinct shapes the compiled train step has seen (= its compilations)."""
-        return self.compile_counts.get("train_step", 0)
-
-    def _inputs(self, tb: TokenBatch):
-        return (Tensor(tb.input_ids.astype(np.int32)), Tensor(tb.position_ids.astype(np.int32)),
-                Tensor(tb.attention_mask.astype(np.float32)),
-                Tensor(tb.input_ids[:, tb.prompt_len:].astype(np.int32)),
-                Tensor(tb.response_mask.astype(np.float32)))
-
-    def _timed(self, fn_name: str, key, fn, *args):
-        import time
-
-        first = self._note_compile(fn_name, key)
-        t0 = time.perf_counter()
-        out = fn(*args)
-        if first:
-            leaf = out[0] if isinstance(out, tuple) else out
-            leaf.asnumpy()                                   # wait for the result
-            self.compile_seconds[fn_name] = self.compile_seconds.get(fn_name, 0.0) + \
-                time.perf_counter() - t0
-        return out
-
     # ------------------------------------------------------------------ scoring
     def _make_logp_fn(self, model):
         if model is None:
@@ -299,373 +229,6 @@ class MindSporeBackend:
             lp = self._timed(name, (rows, P, T), fn, *self._inputs(tb), inv_temp).asnumpy()
             out.append(lp[:len(mb), :batch.response_len])
         return np.concatenate(out).astype(np.float32)
-
-    # ------------------------------------------------------------------ training
-    def _metric_keys(self, has_old: bool, has_ref: bool, has_roll: bool) -> List[str]:
-        """The metric names ``rl_loss`` returns for this configuration (a NumPy dry run)."""
-        from algorithms.ops import get_ops
-        from algorithms.rl_loss import rl_loss
-
-        npo = get_ops("numpy")
-        z = np.zeros((1, 2))
-        _, metrics = rl_loss(npo, logp=z, old_logp=z, advantages=z, response_mask=z + 1,
-                             ref_logp=z if has_ref else None,
-                             rollout_logp=z if has_roll else None, entropy=z,
-                             cfg=self.cfg.algorithm, global_tokens=1.0, global_seqs=1.0,
-                             max_len=1.0)
-        return sorted(metrics)
-
-    def _fused_step(self, key, loss_fn, update: bool):
-        """Compile ``loss_fn(*inputs) -> (loss, aux tuple)`` into a micro-batch step (cached
-        under ``key``), shared by every loss (RL, SFT, preference).
-
-        Without ``update``: ``fn(*inputs) -> [loss, *aux]``, the gradient w.r.t. the policy
-        parameters added to the flat accumulator and the loss to ``_loss_acc``, one float32
-        vector (one host sync). With ``update`` (fused mode, one rank): ``fn(*inputs, hyper)``
-        also runs the whole optimizer step in the same graph -- total gradient = accumulator +
-        this micro-batch's, norm, finite check (norm and total loss), clip, AdamW (``hyper`` =
-        lr, clip, bias corrections) -- and returns ``[loss, *aux, grad_norm, updated]``."""
-        if key in self._train_fns:
-            return self._train_fns[key]
-        accumulate = self.optimizer.accumulate_in_graph
-        flatten = self.optimizer.flatten
-        update_fn = self.optimizer.update_in_graph
-        grad_flat = self.optimizer.grad_flat
-        loss_acc = self._loss_acc
-        grad_fn = ms.value_and_grad(loss_fn, None, self.params, has_aux=True)
-
-        if not update:
-            def step(*inputs):
-                (loss, aux), grads = grad_fn(*inputs)
-                accumulate(grads)                            # gradient accumulation, in graph
-                ops.assign_add(loss_acc, loss.reshape((1,)))
-                return _vector(loss, aux)
-        else:
-            def step(*args):
-                inputs, hyper = args[:-1], args[-1]
-                (loss, aux), grads = grad_fn(*inputs)
-                g = grad_flat.value() + flatten(grads)
-                total_loss = (loss_acc.value() + loss.reshape((1,))).sum()
-                norm, updated = update_fn(g, total_loss, hyper[0], hyper[1], hyper[2], hyper[3])
-                ops.assign(loss_acc, ops.zeros_like(loss_acc))
-                return _vector(loss, aux, (norm, updated))
-
-        self._train_fns[key] = ms.jit(step)
-        return self._train_fns[key]
-
-    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, update: bool = False):
-        """The compiled RL micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm[, hyper]) -> vector``
-        (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
-        see :meth:`_fused_step`). Returns (fn, keys)."""
-        from algorithms.entropy import entropy_from_logits
-        from algorithms.rl_loss import rl_loss
-
-        o, acfg = self.ops, self.cfg.algorithm
-        keys = self._metric_keys(has_old, has_ref, has_roll)
-        ent_grad = bool(acfg.entropy_coef)
-        model = self.model
-        temp = self.cfg.rollout.temperature
-        inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
-
-        def token_logp_entropy(ids, pos, att, targets):
-            logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
-            logp = _token_logp(logits, targets)                                # (B, T)
-            entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
-            return logp, entropy
-
-        def loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm):
-            loss, metrics = rl_loss(
-                o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
-                advantages=adv, response_mask=mask, ref_logp=ref if has_ref else None,
-                rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
-                global_tokens=1.0, global_seqs=1.0, max_len=1.0)
-            out = ()
-            for k in keys:
-                v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
-                out = out + (ops.stop_gradient(v),)
-            return loss * inv_norm, out
-
-        if self.train_mode == "fused":
-            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
-                logp, entropy = token_logp_entropy(ids, pos, att, targets)
-                return loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm)
-
-            key = ("rl", has_old, has_ref, has_roll, update)
-            return self._fused_step(key, loss_fn, update), keys
-
-        key = ("rl", has_old, has_ref, has_roll, "split")
-        if key in self._train_fns:
-            return self._train_fns[key], keys
-        # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
-        # compiled backward of the surrogate sum(logp * dL/dlogp + entropy * dL/dH).
-        accumulate = self.optimizer.accumulate_in_graph
-        forward = ms.jit(token_logp_entropy)
-        loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
-
-        def surrogate(ids, pos, att, targets, g_logp, g_ent):
-            logp, entropy = token_logp_entropy(ids, pos, att, targets)
-            return (logp * g_logp).sum() + (entropy * g_ent).sum()
-
-        sur_grad = ms.grad(surrogate, None, self.params)
-
-        @ms.jit
-        def backward(ids, pos, att, targets, g_logp, g_ent):
-            grads = sur_grad(ids, pos, att, targets, g_logp, g_ent)
-            accumulate(grads)
-            return g_logp.sum()
-
-        def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
-            logp, entropy = forward(ids, pos, att, targets)
-            (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
-                                                    inv_norm)
-            backward(ids, pos, att, targets, g_logp, g_ent)
-            return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
-
-        self._train_fns[key] = step
-        return step, keys
-
-    def _sft_fn(self, update: bool = False):
-        """The compiled SFT micro-batch step ``fn(ids, pos, att, targets, mask, inv_norm[,
-        hyper])``: loss = sum(mask * -logp) * inv_norm (``algorithms.sft_nll``, token mean over
-        the global token count given as its reciprocal), logits at temperature 1; aux = this
-        micro-batch's mean NLL. Returns (fn, ["nll"])."""
-        from algorithms.preference import sft_nll
-
-        o, model = self.ops, self.model
-
-        def loss_fn(ids, pos, att, targets, mask, inv_norm):
-            logp = _token_logp(model.response_logits(ids, pos, att, targets.shape[1]), targets)
-            loss = sft_nll(o, logp, mask, "token_mean", global_tokens=1.0) * inv_norm
-            nll = -(logp * mask).sum() / ops.maximum(mask.sum(), 1.0)
-            return loss, (ops.stop_gradient(nll),)
-
-        return self._fused_step(("sft", update), loss_fn, update), ["nll"]
-
-    def _pref_fn(self, has_ref: bool, update: bool = False):
-        """The compiled preference micro-batch step ``fn(chosen ids, pos, att, targets, mask,
-        rejected ids, pos, att, targets, mask, ref_chosen, ref_rejected, inv_pairs[, hyper])``:
-        ``algorithms.preference_loss`` (cfg.preference: DPO / IPO / SimPO + pref_ftx x SFT) on
-        one forward of the chosen and rejected rows stacked, logits at temperature 1, with
-        ``global_pairs`` = 1 and the result times ``inv_pairs`` (1 / pairs in the whole step),
-        exact because the loss is (a sum over pairs) / global_pairs. Returns (fn, keys)."""
-        from algorithms.ops import get_ops
-        from algorithms.preference import preference_loss
-
-        o, model, pcfg = self.ops, self.model, self.cfg.preference
-        npo, z = get_ops("numpy"), np.zeros((1, 2))
-        keys = sorted(preference_loss(npo, chosen_logp=z, chosen_mask=z + 1, rejected_logp=z,
-                                      rejected_mask=z + 1, ref_chosen_logp=z if has_ref else None,
-                                      ref_rejected_logp=z if has_ref else None, cfg=pcfg)[1])
-
-        def loss_fn(c_ids, c_pos, c_att, c_tgt, c_mask, r_ids, r_pos, r_att, r_tgt, r_mask,
-                    ref_c, ref_r, inv_pairs):
-            B = c_ids.shape[0]
-            tgt = ops.concat((c_tgt, r_tgt), 0)
-            logits = model.response_logits(ops.concat((c_ids, r_ids), 0),
-                                           ops.concat((c_pos, r_pos), 0),
-                                           ops.concat((c_att, r_att), 0), tgt.shape[1])
-            logp = _token_logp(logits, tgt)
-            loss, metrics = preference_loss(
-                o, chosen_logp=logp[:B], chosen_mask=c_mask, rejected_logp=logp[B:],
-                rejected_mask=r_mask, ref_chosen_logp=ref_c if has_ref else None,
-                ref_rejected_logp=ref_r if has_ref else None, cfg=pcfg, global_pairs=1.0)
-            aux = ()
-            for k in keys:
-                aux = aux + (ops.stop_gradient(metrics[k]),)
-            return loss * inv_pairs, aux
-
-        return self._fused_step(("pref", has_ref, update), loss_fn, update), keys
-
-    def _step_fn(self, kind: str, flags, update: bool):
-        if kind == "sft":
-            return self._sft_fn(update)
-        if kind == "pref":
-            return self._pref_fn(*flags, update=update)
-        return self._train_fn(*flags, update=update)
-
-    STEP_NAMES = {"rl": ("train_step", "accumulate_step"),
-                  "sft": ("sft_step", "sft_accumulate_step"),
-                  "pref": ("preference_step", "preference_accumulate_step")}
-
-    def _run_step_fn(self, kind: str, flags, shape, args, hyper=None):
-        """Call the compiled micro-batch step of ``kind`` (with the optimizer update when
-        ``hyper`` is given and the update can run in the graph); if rl_loss cannot be compiled
-        into the graph, fall back to the split RL step once (logged) -- nothing was accumulated
-        or updated by the failed compile. Returns (output vector, metric keys, whether the
-        update ran in the graph)."""
-        fused_update = hyper is not None and (kind != "rl" or self.train_mode == "fused")
-        fn, keys = self._step_fn(kind, flags, fused_update)
-        name = self.STEP_NAMES[kind][0 if hyper is not None else 1]
-        mode = self.train_mode if kind == "rl" else "fused"
-        extra = (hyper,) if fused_update else ()
-        try:
-            return self._timed(name, (shape,) + tuple(flags) + (mode,), fn,
-                               *args, *extra), keys, fused_update
-        except (RuntimeError, TypeError, ValueError, KeyError) as err:
-            if kind != "rl" or self.train_mode != "fused":
-                raise
-            reason = str(err).strip().splitlines()[0][:300]
-            log.warning("algorithms.rl_loss does not compile into a MindSpore graph (%s); "
-                        "falling back to the split step: compiled forward/backward, loss in "
-                        "PyNative (slower)", reason)
-            self.fallback_reason = reason
-            self.train_mode = "split"
-            self._seen.pop("train_step", None)
-            self._seen.pop("accumulate_step", None)
-            ms.runtime.launch_blocking()       # PyNative: ~6x faster (PLATFORM.md)
-            fn, keys = self._train_fn(*flags)
-            return self._timed(name, (shape,) + tuple(flags) + (self.train_mode,), fn,
-                               *args), keys, False
-
-    # --- per-loss inputs: (flags, padded shape, [(step arguments, response tokens)]) --------
-    def _rl_inputs(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
-        from algorithms.is_correction import needs_rollout_logp
-
-        first = micro_batches[0]
-        flags = (first.old_logp is not None, first.ref_logp is not None,
-                 first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm))
-        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
-        shape = self._shape([m.tokens for m in micro_batches], rows)
-        _, P, T = shape
-        inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.algorithm.loss_agg_mode)))
-        inputs = []
-        for mb in micro_batches:
-            tb = repad(mb.tokens, rows, P, T, self.pad_id)
-            f = lambda a: Tensor(_pad2(a, rows, T))  # noqa: E731
-            args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
-                                       f(mb.rollout_logp), inv_norm)
-            inputs.append((args, float(mb.tokens.response_mask.sum())))
-        return flags, shape, inputs
-
-    def _sft_inputs(self, micro_batches: List[TokenBatch], norm: LossNormalizers):
-        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
-        shape = self._shape(micro_batches, rows)
-        _, P, T = shape
-        inv_norm = Tensor(np.float32(1.0 / norm.divisor("token_mean")))
-        inputs = [(self._inputs(repad(tb, rows, P, T, self.pad_id)) + (inv_norm,),
-                   float(tb.response_mask.sum())) for tb in micro_batches]
-        return (), shape, inputs
-
-    def _pref_inputs(self, micro_pairs, global_pairs: float):
-        """``micro_pairs`` = [(chosen, rejected, ref_chosen or None, ref_rejected or None)]:
-        chosen and rejected padded to one (prompt, response) bucket pair; rows are NOT padded
-        (a padding pair would add a constant to the DPO / IPO / SimPO loss), so a smaller last
-        micro-batch compiles its own shape."""
-        has_ref = micro_pairs[0][2] is not None
-        tbs = [tb for ch, rj, _, _ in micro_pairs for tb in (ch, rj)]
-        _, P, T = self._shape(tbs, max(len(tb) for tb in tbs))
-        inv_pairs = Tensor(np.float32(1.0 / max(float(global_pairs), 1.0)))
-        inputs = []
-        for ch, rj, ref_c, ref_r in micro_pairs:
-            B = len(ch)
-            args = (self._inputs(repad(ch, B, P, T, self.pad_id))
-                    + self._inputs(repad(rj, B, P, T, self.pad_id))
-                    + (Tensor(_pad2(ref_c, B, T)), Tensor(_pad2(ref_r, B, T)), inv_pairs))
-            inputs.append((args, float(ch.response_mask.sum())))
-        return (has_ref,), (None, P, T), inputs
-
-    def _accumulate(self, kind: str, flags, shape, inputs, hyper: Optional[Tensor] = None):
-        """Forward/backward every micro-batch (``inputs`` from ``_rl_inputs`` / ``_sft_inputs``)
-        into the gradient accumulators; with ``hyper`` the last micro-batch's graph also runs
-        the optimizer update. Returns the merged metrics (sums, maxes, mins), the
-        response-token count of this rank and, when the update ran in the graph,
-        (grad_norm, updated)."""
-        outputs = []
-        fused = None
-        for i, (args, n_tok) in enumerate(inputs):
-            last = i == len(inputs) - 1
-            rows_shape = (int(args[0].shape[0]),) + tuple(shape[1:])
-            vec, keys, in_graph = self._run_step_fn(kind, flags, rows_shape, args,
-                                                    hyper if last else None)
-            outputs.append((vec, n_tok))
-        self._loss_acc_clear_if_split()
-        merger = MetricMerger()
-        names = ["loss"] + list(keys)
-        for vec, n_tok in outputs:                   # one host sync per micro-batch
-            arr = vec.asnumpy().astype(np.float64)
-            if in_graph and vec is outputs[-1][0]:
-                fused = (float(arr[-2]), bool(arr[-1] > 0.5))
-            merger.add(zip(names, arr.tolist()), n_tok)
-        return (*merger.parts(), fused)
-
-    def _loss_acc_clear_if_split(self) -> None:
-        # The split step and the accumulate-only graphs leave the loss sum in ``_loss_acc``;
-        # only the fused update graph consumes it. Zero it (a host write, no kernel).
-        if self.train_mode != "fused" or self.world > 1:
-            self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
-
-    def _prepare(self, kind: str, micro_batches, norm):
-        prepare = {"rl": self._rl_inputs, "sft": self._sft_inputs, "pref": self._pref_inputs}
-        return prepare[kind](micro_batches, norm)
-
-    def gradients(self, micro_batches, norm: LossNormalizers, kind: str = "rl"
-                  ) -> Dict[str, np.ndarray]:
-        """The summed loss gradient of these micro-batches by HF name, without a step (tests
-        and debugging; this rank only, no all-reduce): ``kind`` "rl" (TrainBatches, norm),
-        "sft" (TokenBatches, norm) or "pref" (pairs as :meth:`preference_step`, global_pairs).
-        The accumulators are left zeroed."""
-        self._accumulate(kind, *self._prepare(kind, micro_batches, norm))
-        self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
-        out = {p.name: g for p, g in zip(self.params, self.optimizer.grad_arrays())}
-        self.optimizer.zero_grad()
-        return out
-
-    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
-        """Forward/backward each micro-batch of the RL loss (compiled, bucket-padded),
-        all-reduce (SUM) the accumulated gradients across ranks, clip, AdamW, schedule. A
-        non-finite loss or grad norm skips the update (``update_skipped`` = 1). Metrics are
-        global.
-
-        Fused mode on one rank: the last micro-batch's graph also runs the optimizer step, so a
-        one-micro-batch step is a single compiled call and a single host sync."""
-        return self._optimizer_step("rl", *self._rl_inputs(micro_batches, norm))
-
-    def sft_step(self, micro_batches: List[TokenBatch], norm: LossNormalizers) -> Dict[str, float]:
-        """One optimizer step of masked next-token NLL on the response tokens (token mean over
-        ``norm.global_tokens``, logits at temperature 1), compiled once per bucket like
-        :meth:`train_step` and sharing its optimizer state, accumulation, all-reduce, clipping,
-        schedule and non-finite skip. Metrics as the torch backend's: ``loss`` (the global mean
-        NLL), ``nll``, grad_norm, lr, update_skipped, response_tokens."""
-        return self._optimizer_step("sft", *self._sft_inputs(micro_batches, norm))
-
-    def preference_step(self, micro_pairs, global_pairs: float) -> Dict[str, float]:
-        """One optimizer step of the preference loss (``algorithms.preference_loss``: DPO /
-        IPO / SimPO, plus ``pref_ftx`` x SFT), as the torch backend's: ``micro_pairs`` =
-        [(chosen TokenBatch, rejected TokenBatch, ref_chosen (B, T) or None, ref_rejected (B, T)
-        or None)], ``global_pairs`` = pairs in the whole step (all micro-batches, all ranks).
-        Compiled per bucket, same optimizer path as :meth:`train_step`."""
-        return self._optimizer_step("pref", *self._pref_inputs(micro_pairs, global_pairs))
-
-    def _optimizer_step(self, kind: str, flags, shape, inputs) -> Dict[str, float]:
-        """Accumulate ``inputs``, all-reduce, clip, AdamW at the scheduled lr, count."""
-        t = self.cfg.train
-        lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps,
-                              total=self.total_steps, schedule=t.lr_schedule,
-                              min_ratio=t.min_lr_ratio)
-        hyper = self.optimizer.hyper(lr, t.grad_clip) if self.world == 1 else None
-        sums, maxes, mins, tokens, fused = self._accumulate(kind, flags, shape, inputs, hyper)
-        if self.world > 1:
-            sums, maxes, mins, tokens = self._reduce_metrics(sums, maxes, mins, tokens)
-        out = finish(sums, maxes, mins, tokens)
-        if fused is not None:                        # the update already ran in the graph
-            grad_norm, finite = fused
-            if finite:
-                self.optimizer.step += 1
-        else:
-            grad_norm = self.optimizer.grad_norm()
-            finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
-            if finite:
-                self.optimizer.apply(lr, t.grad_clip, grad_norm)
-            else:
-                self.optimizer.zero_grad()
-        if finite:
-            self.optimizer_steps += 1
-        else:
-            self.skipped_steps += 1
-        out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
-                   response_tokens=tokens)
-        return out
 
     # ------------------------------------------------------------------ collectives
     def _reduce_metrics(self, sums, maxes, mins, tokens):
@@ -704,71 +267,6 @@ class MindSporeBackend:
     def barrier(self) -> None:
         if self.world > 1:
             self.all_reduce_sum(np.zeros(1))
-
-    # ------------------------------------------------------------------ weights and state
-    def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
-        """(HF name, float32 array) per parameter; a tied model also yields ``lm_head.weight``
-        (the embedding), as torch's ``state_dict()`` does."""
-        for name, arr in W.named_arrays(self.model):
-            yield name, arr
-            if name == "model.embed_tokens.weight" and self.spec.tie_word_embeddings:
-                yield "lm_head.weight", arr
-
-    def save_pretrained(self, directory: str) -> None:
-        """HF weights (``model.dtype``), config.json, generation config and tokenizer; rank 0."""
-        if self.rank != 0:
-            return
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        W.write_checkpoint(str(d), W.named_arrays(self.model), dtype=self.save_dtype)
-        cfg = dict(self.hf_config)
-        cfg["torch_dtype" if "torch_dtype" in cfg else "dtype"] = self.save_dtype
-        (d / "config.json").write_text(json.dumps(cfg, indent=2))
-        gen = Path(self.model_path) / "generation_config.json"
-        if gen.is_file():
-            (d / "generation_config.json").write_text(gen.read_text())
-        if self.tokenizer is not None:
-            self.tokenizer.save_pretrained(str(d))
-
-    def load_pretrained(self, directory: str) -> None:
-        """Load policy weights (resume); the reference keeps the original weights."""
-        W.load_into(self.model, W.iter_checkpoint(directory))
-
-    load_pretrained_weights = load_pretrained
-
-    def save_state(self, directory: str) -> None:
-        """AdamW moments + counters (rank 0; identical on all ranks) and each rank's sampler RNG,
-        each file written to a temporary name and renamed."""
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        if self.rank == 0:
-            W.write_safetensors(str(d / "ms_optimizer.safetensors"),
-                                self.optimizer.state_arrays(), "float32",
-                                metadata={"format": "mindrl-mindspore"})
-            meta = {"optimizer_steps": self.optimizer_steps, "adam_step": self.optimizer.step,
-                    "skipped_steps": self.skipped_steps}
-            tmp = d / "ms_state.json.tmp"
-            tmp.write_text(json.dumps(meta))
-            os.replace(tmp, d / "ms_state.json")
-        rng = {"numpy_engine": self._engine.rng_state() if self._engine is not None else None}
-        tmp = d / f"ms_rng_rank{self.rank}.json.tmp"
-        tmp.write_text(json.dumps(rng))
-        os.replace(tmp, d / f"ms_rng_rank{self.rank}.json")
-
-    def load_state(self, directory: str) -> None:
-        d = Path(directory)
-        if (d / "model.safetensors").is_file() or (d / "model.safetensors.index.json").is_file():
-            self.load_pretrained(directory)
-        meta = json.loads((d / "ms_state.json").read_text())
-        self.optimizer.load_state_arrays(W.read_safetensors(str(d / "ms_optimizer.safetensors")),
-                                         meta["adam_step"])
-        self.optimizer_steps = meta["optimizer_steps"]
-        self.skipped_steps = meta["skipped_steps"]
-        rng_file = d / f"ms_rng_rank{self.rank}.json"
-        if rng_file.is_file() and self._engine is not None:
-            state = json.loads(rng_file.read_text()).get("numpy_engine")
-            if state is not None:
-                self._engine.set_rng_state(state)
 
     # ------------------------------------------------------------------ rollout
     def native_engine(self):

@@ -29,20 +29,8 @@ from mindrl.backends.base import BACKENDS
 from mindrl.backends.metrics import MetricMerger, finish
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.models.tiny import check_model_dir, resolve_model_path
+from mindrl.torch_device import DTYPES, torch_device as _device  # noqa: F401  (DTYPES re-exported)
 from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def _device(cfg) -> torch.device:
-    if cfg.device == "cuda":
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    if cfg.device == "ascend":       # torch-npu registers the "npu" device when imported
-        import torch_npu  # noqa: F401
-
-        return torch.device("npu", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device("cpu")
-
 
 def _init_distributed(device: torch.device) -> Tuple[int, int]:
     """Join the torchrun process group if WORLD_SIZE > 1; returns (rank, world)."""
@@ -514,16 +502,16 @@ class TorchBackend:
             if "cuda" in rng and self.device.type == "cuda":
                 torch.cuda.set_rng_state(rng["cuda"], self.device)
 
-    def native_engine(self):
-        """A :class:`mindrl.rollout.native_torch.NativeTorchEngine` sharing this policy."""
-        from mindrl.rollout.native_torch import NativeTorchEngine
-
-        if self.fsdp:      # sampling must not run the sharded model's collectives rank by rank
+    def sampling_model(self):
+        """(model, shared) for a sampler: the policy itself (``shared=True``), or under FSDP an
+        unsharded copy (sampling must not run the sharded model's collectives rank by rank).
+        :func:`mindrl.rollout.native_torch.make_native_engine` wraps it in an engine."""
+        if self.fsdp:
             from transformers import AutoModelForCausalLM
 
             copy = AutoModelForCausalLM.from_pretrained(
                 self.model_path, local_files_only=True, dtype=DTYPES[self.cfg.model.dtype],
                 trust_remote_code=self.cfg.model.trust_remote_code).to(self.device).eval()
             copy.requires_grad_(False)
-            return NativeTorchEngine(copy, self.tokenizer, device=self.device, shared=False)
-        return NativeTorchEngine(self.model, self.tokenizer, device=self.device, shared=True)
+            return copy, False
+        return self.model, True

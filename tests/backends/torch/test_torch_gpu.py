@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from mindrl.rollout.native_torch import make_native_engine
 from mindrl.types import LossNormalizers, SamplingParams, pad_token_batch
 
 pytestmark = [pytest.mark.gpu,
@@ -26,8 +27,9 @@ def test_bf16_backend_and_native_engine_on_cuda(tiny_dir, make_cfg, fixed_batch)
     assert np.isfinite(m["loss"]) and m["update_skipped"] == 0.0
     assert any((a != b).any() for a, b in zip(before, be.model.parameters()))
 
-    r = be.native_engine().generate([[1, 328, 201, 19], list(range(40, 70))],
-                                    SamplingParams(n=4, max_new_tokens=16, seed=0))
+    engine = make_native_engine(cfg, backend=be)
+    r = engine.generate([[1, 328, 201, 19], list(range(40, 70))],
+                        SamplingParams(n=4, max_new_tokens=16, seed=0))
     tokens = pad_token_batch(r.prompt_ids, r.response_ids, pad_id=0)
     trainer = be.logprobs(tokens, temperature=1.0)
     gap = np.mean([np.abs(trainer[i, :len(x)] - x).mean() for i, x in enumerate(r.logprobs)])

@@ -1,0 +1,47 @@
+"""Static shapes for compiled functions: length buckets, and batches re-padded to
+(rows, prompt bucket, response bucket), prompts further left and responses further right,
+so a run compiles each function once per bucket pair, never once per batch."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from mindrl.types import TokenBatch
+
+
+def default_buckets(limit: int, smallest: int = 16) -> List[int]:
+    """Powers of two from ``smallest`` up to and including ``limit``."""
+    out, b = [], smallest
+    while b < limit:
+        out.append(b)
+        b *= 2
+    return out + [int(limit)]
+
+
+def repad(batch: TokenBatch, rows: int, prompt_len: int, response_len: int,
+          pad_id: int = 0) -> TokenBatch:
+    """Pad a TokenBatch to ``rows`` x (``prompt_len`` + ``response_len``): prompts further left,
+    responses further right, extra rows all padding (empty response mask)."""
+    B, P, T = len(batch), batch.prompt_len, batch.response_len
+    if B > rows or P > prompt_len or T > response_len:
+        raise ValueError(f"batch {B}x({P}+{T}) exceeds the padded shape "
+                         f"{rows}x({prompt_len}+{response_len})")
+    S = prompt_len + response_len
+    ids = np.full((rows, S), pad_id, np.int64)
+    att = np.zeros((rows, S), np.int64)
+    rmask = np.zeros((rows, response_len), np.float32)
+    lo = prompt_len - P
+    ids[:B, lo:lo + P + T] = batch.input_ids
+    att[:B, lo:lo + P + T] = batch.attention_mask
+    rmask[:B, :T] = batch.response_mask
+    return TokenBatch(ids, att, rmask, prompt_len)
+
+
+def pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:
+    """``x`` (or zeros when None) zero-padded to (rows, cols) float32."""
+    out = np.zeros((rows, cols), np.float32)
+    if x is not None:
+        out[:x.shape[0], :x.shape[1]] = x
+    return out

@@ -1,0 +1,82 @@
+"""Checkpoint IO of the MindSpore backend: Hugging Face weights (safetensors, ``model.dtype``),
+config and tokenizer; AdamW moments and counters; each rank's sampler RNG. Every state file
+is written under a temporary name and renamed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator, Tuple
+
+import numpy as np
+
+from mindrl.backends.mindspore import weights as W
+
+
+class CheckpointIOMixin:
+    """Weights and training state in and out (``save_pretrained``, ``save_state``, ...)."""
+
+    def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
+        """(HF name, float32 array) per parameter; a tied model also yields ``lm_head.weight``
+        (the embedding), as torch's ``state_dict()`` does."""
+        for name, arr in W.named_arrays(self.model):
+            yield name, arr
+            if name == "model.embed_tokens.weight" and self.spec.tie_word_embeddings:
+                yield "lm_head.weight", arr
+
+    def save_pretrained(self, directory: str) -> None:
+        """HF weights (``model.dtype``), config.json, generation config and tokenizer; rank 0."""
+        if self.rank != 0:
+            return
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        W.write_checkpoint(str(d), W.named_arrays(self.model), dtype=self.save_dtype)
+        cfg = dict(self.hf_config)
+        cfg["torch_dtype" if "torch_dtype" in cfg else "dtype"] = self.save_dtype
+        (d / "config.json").write_text(json.dumps(cfg, indent=2))
+        gen = Path(self.model_path) / "generation_config.json"
+        if gen.is_file():
+            (d / "generation_config.json").write_text(gen.read_text())
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(str(d))
+
+    def load_pretrained(self, directory: str) -> None:
+        """Load policy weights (resume); the reference keeps the original weights."""
+        W.load_into(self.model, W.iter_checkpoint(directory))
+
+    load_pretrained_weights = load_pretrained
+
+    def save_state(self, directory: str) -> None:
+        """AdamW moments + counters (rank 0; identical on all ranks) and each rank's sampler RNG,
+        each file written to a temporary name and renamed."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:
+            W.write_safetensors(str(d / "ms_optimizer.safetensors"),
+                                self.optimizer.state_arrays(), "float32",
+                                metadata={"format": "mindrl-mindspore"})
+            meta = {"optimizer_steps": self.optimizer_steps, "adam_step": self.optimizer.step,
+                    "skipped_steps": self.skipped_steps}
+            tmp = d / "ms_state.json.tmp"
+            tmp.write_text(json.dumps(meta))
+            os.replace(tmp, d / "ms_state.json")
+        rng = {"numpy_engine": self._engine.rng_state() if self._engine is not None else None}
+        tmp = d / f"ms_rng_rank{self.rank}.json.tmp"
+        tmp.write_text(json.dumps(rng))
+        os.replace(tmp, d / f"ms_rng_rank{self.rank}.json")
+
+    def load_state(self, directory: str) -> None:
+        d = Path(directory)
+        if (d / "model.safetensors").is_file() or (d / "model.safetensors.index.json").is_file():
+            self.load_pretrained(directory)
+        meta = json.loads((d / "ms_state.json").read_text())
+        self.optimizer.load_state_arrays(W.read_safetensors(str(d / "ms_optimizer.safetensors")),
+                                         meta["adam_step"])
+        self.optimizer_steps = meta["optimizer_steps"]
+        self.skipped_steps = meta["skipped_steps"]
+        rng_file = d / f"ms_rng_rank{self.rank}.json"
+        if rng_file.is_file() and self._engine is not None:
+            state = json.loads(rng_file.read_text()).get("numpy_engine")
+            if state is not None:
+                self._engine.set_rng_state(state)

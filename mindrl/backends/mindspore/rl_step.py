@@ -1,0 +1,137 @@
+"""The compiled RL micro-batch step of :class:`~mindrl.backends.mindspore.backend.MindSporeBackend`:
+``algorithms.rl_loss`` (policy loss, KL, entropy, importance correction) traced into one
+``mindspore.jit`` graph with the forward and backward (fused mode), or, when rl_loss does not
+compile, a compiled forward and backward around the loss in PyNative (split mode). Loss
+normalisers enter as a tensor (the reciprocal of the mode's divisor), so one graph serves
+every step of a bucket shape."""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, ops
+
+from mindrl.backends.mindspore.buckets import pad2, repad
+from mindrl.backends.mindspore.compiled import token_logp
+from mindrl.types import LossNormalizers, TrainBatch
+
+
+class RLStepMixin:
+    """``train_step`` and the compiled RL step it runs."""
+
+    def _metric_keys(self, has_old: bool, has_ref: bool, has_roll: bool) -> List[str]:
+        """The metric names ``rl_loss`` returns for this configuration (a NumPy dry run)."""
+        from algorithms.ops import get_ops
+        from algorithms.rl_loss import rl_loss
+
+        npo = get_ops("numpy")
+        z = np.zeros((1, 2))
+        _, metrics = rl_loss(npo, logp=z, old_logp=z, advantages=z, response_mask=z + 1,
+                             ref_logp=z if has_ref else None,
+                             rollout_logp=z if has_roll else None, entropy=z,
+                             cfg=self.cfg.algorithm, global_tokens=1.0, global_seqs=1.0,
+                             max_len=1.0)
+        return sorted(metrics)
+
+    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, update: bool = False):
+        """The compiled RL micro-batch step for this combination of optional inputs:
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm[, hyper]) -> vector``
+        (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
+        see :meth:`_fused_step`). Returns (fn, keys)."""
+        from algorithms.entropy import entropy_from_logits
+        from algorithms.rl_loss import rl_loss
+
+        o, acfg = self.ops, self.cfg.algorithm
+        keys = self._metric_keys(has_old, has_ref, has_roll)
+        ent_grad = bool(acfg.entropy_coef)
+        model = self.model
+        temp = self.cfg.rollout.temperature
+        inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
+
+        def token_logp_entropy(ids, pos, att, targets):
+            logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
+            logp = token_logp(logits, targets)                                # (B, T)
+            entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
+            return logp, entropy
+
+        def loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm):
+            loss, metrics = rl_loss(
+                o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
+                advantages=adv, response_mask=mask, ref_logp=ref if has_ref else None,
+                rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
+                global_tokens=1.0, global_seqs=1.0, max_len=1.0)
+            out = ()
+            for k in keys:
+                v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
+                out = out + (ops.stop_gradient(v),)
+            return loss * inv_norm, out
+
+        if self.train_mode == "fused":
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+                logp, entropy = token_logp_entropy(ids, pos, att, targets)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm)
+
+            key = ("rl", has_old, has_ref, has_roll, update)
+            return self._fused_step(key, loss_fn, update), keys
+
+        key = ("rl", has_old, has_ref, has_roll, "split")
+        if key in self._train_fns:
+            return self._train_fns[key], keys
+        # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
+        # compiled backward of the surrogate sum(logp * dL/dlogp + entropy * dL/dH).
+        accumulate = self.optimizer.accumulate_in_graph
+        forward = ms.jit(token_logp_entropy)
+        loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
+
+        def surrogate(ids, pos, att, targets, g_logp, g_ent):
+            logp, entropy = token_logp_entropy(ids, pos, att, targets)
+            return (logp * g_logp).sum() + (entropy * g_ent).sum()
+
+        sur_grad = ms.grad(surrogate, None, self.params)
+
+        @ms.jit
+        def backward(ids, pos, att, targets, g_logp, g_ent):
+            grads = sur_grad(ids, pos, att, targets, g_logp, g_ent)
+            accumulate(grads)
+            return g_logp.sum()
+
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+            logp, entropy = forward(ids, pos, att, targets)
+            (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
+                                                    inv_norm)
+            backward(ids, pos, att, targets, g_logp, g_ent)
+            return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
+
+        self._train_fns[key] = step
+        return step, keys
+
+    def _rl_inputs(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
+        from algorithms.is_correction import needs_rollout_logp
+
+        first = micro_batches[0]
+        flags = (first.old_logp is not None, first.ref_logp is not None,
+                 first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm))
+        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
+        shape = self._shape([m.tokens for m in micro_batches], rows)
+        _, P, T = shape
+        inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.algorithm.loss_agg_mode)))
+        inputs = []
+        for mb in micro_batches:
+            tb = repad(mb.tokens, rows, P, T, self.pad_id)
+            f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
+            args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
+                                       f(mb.rollout_logp), inv_norm)
+            inputs.append((args, float(mb.tokens.response_mask.sum())))
+        return flags, shape, inputs
+
+    def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
+        """Forward/backward each micro-batch of the RL loss (compiled, bucket-padded),
+        all-reduce (SUM) the accumulated gradients across ranks, clip, AdamW, schedule. A
+        non-finite loss or grad norm skips the update (``update_skipped`` = 1). Metrics are
+        global.
+
+        Fused mode on one rank: the last micro-batch's graph also runs the optimizer step, so a
+        one-micro-batch step is a single compiled call and a single host sync."""
+        return self._optimizer_step("rl", *self._rl_inputs(micro_batches, norm))

@@ -1,0 +1,33 @@
+"""How every ``mindrl`` subcommand ends: user errors (:mod:`mindrl.errors`) as one line on
+stderr and exit code 2, anything else a bug with its traceback. Shared by :mod:`mindrl.cli`
+and the subcommands that also run on their own (``python -m mindrl.eval.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from mindrl.errors import ConfigError, UserError
+
+
+def user_message(e: BaseException) -> str:
+    """The text of a user error: a list of one problem ("header:\n  - item") on one line."""
+    text = str(e).strip()
+    head, sep, rest = text.partition("\n  - ")
+    if sep and "\n" not in rest:
+        return f"{head} {rest}"
+    return text
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed subcommand; a user error (bad config, data, eval input, launch) prints as
+    ``mindrl: ...error: MESSAGE`` on stderr and gives exit code 2, anything else is a bug and
+    keeps its traceback. Every subcommand, and ``python -m mindrl.eval.cli``, ends here."""
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as e:
+        print(f"mindrl: configuration error: {user_message(e)}", file=sys.stderr)
+        return 2
+    except UserError as e:  # data, eval, launch, model path: one line naming file / row / key
+        print(f"mindrl: error: {user_message(e)}", file=sys.stderr)
+        return 2
