@@ -12,7 +12,7 @@ Endpoints (JSON in, JSON out):
                    The completion is ``query`` with its ``prompts`` prefix and a trailing
                    end-of-sequence token removed (OpenRLHF sends prompt + response decoded
                    with special tokens); a label is the gold answer, or a JSON object whose
-                   keys become columns (see :func:`mindrl.integrations.common.columns_from_labels`).
+                   keys become columns (see :func:`mindrl.serve.labels.columns_from_labels`).
   GET  /health     {"status": "ok", "workers": N, "rewards": [keys], "worker_pids": [...]}
   GET  /metrics    Prometheus text format: requests, items, timeouts, errors, rejected
                    requests by reason, restarts, and a request-latency histogram.
@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from mindrl.integrations.common import columns_from_labels, completion_from_query
+from mindrl.serve.labels import columns_from_labels, completion_from_query
 from mindrl.serve.service import ScoringService
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

@@ -12,7 +12,7 @@ TOKEN_ENV = "MINDRL_REWARD_TOKEN"
 
 
 def _rewards_from_args(args: argparse.Namespace):
-    from mindrl.integrations.common import parse_reward_spec
+    from mindrl.serve.labels import parse_reward_spec
 
     if args.recipe:
         from mindrl.config.loader import load_config
