@@ -48,6 +48,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from mindrl.data.io import DataError, read_rows
 
 log = logging.getLogger("mindrl.data")
@@ -231,11 +233,7 @@ def load_conversations(path, fmt: str, col: str, max_rows: int = 0, prompt_field
         if msgs is None:
             dropped += 1
             continue
-        row = {"messages": msgs, "where": f"{path}: row {i}",
-               "problem": next(m["content"] for m in msgs if m["role"] == "user")}
-        if isinstance(r.get("answer"), (str, int, float)) and fmt != "reasoning":
-            row["answer"] = str(r["answer"])
-        out.append(row)
+        out.append(_chat_row(msgs, r, fmt, f"{path}: row {i}"))
     if not out:
         raise DataError(f"{path}: no row has a trace to train on ({dropped} rows without a "
                         f"correct trace; data.trace_select=first takes the first one)")
@@ -244,6 +242,102 @@ def load_conversations(path, fmt: str, col: str, max_rows: int = 0, prompt_field
              sum(sum(m["role"] == "assistant" for m in r["messages"]) > 1 for r in out),
              f"; {dropped} rows dropped: no correct trace" if dropped else "")
     return out
+
+
+def _chat_row(msgs: List[Message], raw: Row, fmt: str, where: str) -> Row:
+    row = {"messages": msgs, "where": where,
+           "problem": next(m["content"] for m in msgs if m["role"] == "user")}
+    if isinstance(raw.get("answer"), (str, int, float)) and fmt != "reasoning":
+        row["answer"] = str(raw["answer"])
+    return row
+
+
+class _KeptRows:
+    """A row source (:func:`mindrl.data.io.open_indexed`) seen through the sorted indices of
+    the rows kept (``keep``): row ``i`` here is row ``keep[i]`` there. Row groups (parquet) keep
+    their order, with the kept rows' counts as sizes, so the windowed shuffle of
+    :class:`mindrl.trainer.prompts.FileStream` still decodes about one window at a time."""
+
+    def __init__(self, source, keep: np.ndarray):
+        self.inner, self.keep = source, keep
+        sizes = getattr(source, "group_sizes", None)
+        if sizes is None:
+            self.group_sizes = None
+        else:
+            starts = np.concatenate([[0], np.cumsum(sizes)])
+            group = np.searchsorted(starts, keep, side="right") - 1
+            self.group_sizes = np.bincount(group, minlength=len(sizes)).astype(np.int64)
+
+    @property
+    def cache_rows(self) -> int:
+        return getattr(self.inner, "cache_rows", 0)
+
+    @cache_rows.setter
+    def cache_rows(self, n: int) -> None:
+        self.inner.cache_rows = n
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def read(self, indices: Sequence[int]) -> List[Tuple[int, Any]]:
+        return self.inner.read([int(self.keep[i]) for i in indices])
+
+
+class ConversationRows:
+    """The conversation rows of a large ``.jsonl``/``.parquet`` chat file, read and converted
+    when taken (the ``rows`` of a :class:`mindrl.trainer.prompts.FileStream`): row ``i`` equals
+    element ``i`` of :func:`load_conversations`'s list. Memory: the file's index and the kept
+    row indices (8 bytes a row each), never the rows."""
+
+    def __init__(self, source: _KeptRows, fmt: str, col: str, path, prompt_field: str,
+                 trace_select: str):
+        self.source, self.fmt, self.col, self.path = source, fmt, col, path
+        self.prompt_field, self.trace_select = prompt_field, trace_select
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def get(self, indices: Sequence[int]) -> List[Row]:
+        out = []
+        for i, (_, raw) in zip(indices, self.source.read(indices)):
+            n = int(self.source.keep[int(i)]) + 1            # the 1-based row in the file
+            msgs = to_messages(raw, self.fmt, self.col, self.path, n, self.prompt_field,
+                               self.trace_select)
+            out.append(_chat_row(msgs, raw, self.fmt, f"{self.path}: row {n}"))
+        return out
+
+
+def index_conversations(path, fmt: str, col: str, max_rows: int = 0, prompt_field: str = "",
+                        trace_select: str = "first_correct", chunk: int = 4096
+                        ) -> ConversationRows:
+    """:func:`load_conversations` in bounded memory: one pass reads and checks every row (a
+    bad row stops here, before any model loads, naming file, row and field) and keeps the
+    indices of the rows with something to train on; the rows themselves are not held."""
+    from mindrl.data.io import open_indexed  # noqa: PLC0415
+
+    if trace_select not in TRACE_SELECT:
+        raise DataError(f"data.trace_select='{trace_select}'; valid: {', '.join(TRACE_SELECT)}")
+    source = open_indexed(path, max_rows or None)
+    n = len(source)
+    if not n:
+        raise DataError(f"{path}: no rows")
+    keep, multi = [], 0
+    for start in range(0, n, chunk):
+        idx = range(start, min(n, start + chunk))
+        for i, (_, raw) in zip(idx, source.read(idx)):
+            msgs = to_messages(raw, fmt, col, path, i + 1, prompt_field, trace_select)
+            if msgs is not None:
+                keep.append(i)
+                multi += sum(m["role"] == "assistant" for m in msgs) > 1
+    dropped = n - len(keep)
+    if not keep:
+        raise DataError(f"{path}: no row has a trace to train on ({dropped} rows without a "
+                        f"correct trace; data.trace_select=first takes the first one)")
+    log.info("%s: detected: %s (%s <- '%s'; %d conversations, %d multi-turn%s; read as taken)",
+             path, fmt, "trace" if fmt == "traces" else "turns", col, len(keep), multi,
+             f"; {dropped} rows dropped: no correct trace" if dropped else "")
+    return ConversationRows(_KeptRows(source, np.asarray(keep, np.int64)), fmt, col, path,
+                            prompt_field, trace_select)
 
 
 # ------------------------------------------------------------------------ tokenization

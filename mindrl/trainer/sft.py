@@ -45,7 +45,7 @@ class SFTTrainer(Trainer):
         rows = getattr(self.train_stream, "rows", None)
         if rows is None:
             rows = []
-        elif not isinstance(rows, list):    # a FileStream's rows (plain columns, no chat)
+        elif not isinstance(rows, list):    # a FileStream: read its first rows
             rows = rows.get(range(min(len(rows), TEMPLATE_CHECK_ROWS)))
         for row in rows[:TEMPLATE_CHECK_ROWS]:
             if "messages" in row:
@@ -55,27 +55,32 @@ class SFTTrainer(Trainer):
     def build_streams(self):
         """Chat-format files become conversation rows; everything else takes the RL loader
         (plain columns, built-in and generated sets) with its response field checked."""
-        from mindrl.data.conversations import CHAT_FORMATS, detect_format, load_conversations
-        from mindrl.data.io import DataError, read_rows
-        from mindrl.trainer.prompts import ListStream
+        from mindrl.data.conversations import (CHAT_FORMATS, detect_format,
+                                               index_conversations, load_conversations)
+        from mindrl.data.io import DataError, iter_rows
+        from mindrl.trainer.prompts import FileStream, ListStream
 
         d = self.cfg.data
         path = Path(d.train_file).expanduser() if d.train_file else None
         if path is not None and not path.is_absolute() and not path.exists() and d.data_dir:
             alt = Path(d.data_dir) / path
             path = alt if alt.exists() else path
-        if path is not None and path.suffix.lower() in (".jsonl", ".ndjson", ".json",
-                                                         ".parquet") and path.is_file():
-            raw = read_rows(path, max_rows=d.max_train_samples or None)
-            if not raw:
+        suffix = path.suffix.lower() if path is not None else ""
+        if suffix in (".jsonl", ".ndjson", ".json", ".parquet") and path.is_file():
+            first = next(iter(iter_rows(path, 1)), None)       # the format, from row 1 only
+            if first is None:
                 raise DataError(f"{path}: no rows")
-            fmt, col = detect_format(raw[0], d.format, d.response_field)
+            fmt, col = detect_format(first[1], d.format, d.response_field)
             if fmt in CHAT_FORMATS:
-                rows = load_conversations(path, fmt, col, prompt_field=d.prompt_field,
-                                          trace_select=d.trace_select, rows=raw)
-                val = self._val_rows()
-                return ListStream(rows, self.cfg.train.seed, d.shuffle), val
-            del raw
+                kw = dict(max_rows=d.max_train_samples, prompt_field=d.prompt_field,
+                          trace_select=d.trace_select)
+                if suffix == ".json":                           # one document, read whole
+                    train = ListStream(load_conversations(path, fmt, col, **kw),
+                                       self.cfg.train.seed, d.shuffle)
+                else:                                           # read as taken
+                    train = FileStream(index_conversations(path, fmt, col, **kw),
+                                       self.cfg.train.seed, d.shuffle)
+                return train, self._val_rows()
         train, val = super().build_streams()
         rows = getattr(train, "rows", None)
         if isinstance(rows, list):

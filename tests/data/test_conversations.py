@@ -207,3 +207,45 @@ def test_inspect_shows_the_whole_conversation_with_trained_turns_marked(tmp_path
     assert len(sft) == 1
     assert sft[0].endswith("problem=1+1?, response=[system] Be brief. | [user] 1+1? | "
                            "[assistant*] 2 | [user] 2+2? | [assistant*] 4")
+
+
+def test_large_chat_files_are_read_as_taken(tmp_path):
+    """A .jsonl / .parquet chat file is checked in one pass and then read as taken
+    (ConversationRows under a FileStream): the same rows as the eager loader, rows without a
+    correct trace dropped, each kept row once per epoch, a bad row deep in the file named
+    before any model loads."""
+    import json
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mindrl.data.conversations import index_conversations, load_conversations
+    from mindrl.data.io import DataError
+    from mindrl.trainer.prompts import FileStream
+
+    rows = []
+    for k in range(40):
+        ok = k % 3 != 1                   # every third row has no correct trace: dropped
+        rows.append({"problem": f"p{k}", "answer": str(k),
+                     "generations": [f"t{k}a", f"t{k}b"],
+                     "correctness_math_verify": [False, ok]})
+    pq_path = tmp_path / "traces.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), pq_path, row_group_size=7)   # 6 row groups
+    jl_path = tmp_path / "traces.jsonl"
+    jl_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for path in (pq_path, jl_path):
+        eager = load_conversations(path, "traces", "generations")
+        lazy = index_conversations(path, "traces", "generations")
+        assert len(lazy) == len(eager) == 27
+        assert lazy.get(range(len(lazy))) == eager
+        assert eager[1]["where"] == f"{path}: row 3" and eager[1]["answer"] == "2"
+        stream = FileStream(lazy, seed=5, shuffle=True, window_rows=10)
+        epoch = [r["problem"] for r in stream.take(27)]
+        assert sorted(epoch) == sorted(r["problem"] for r in eager) and len(set(epoch)) == 27
+    bad = rows[:30] + [{"problem": "p", "generations": "not a list"}] + rows[30:]
+    jl_bad = tmp_path / "bad.jsonl"
+    jl_bad.write_text("".join(json.dumps(r) + "\n" for r in bad))
+    with pytest.raises(DataError, match=r"row 31"):
+        index_conversations(jl_bad, "traces", "generations")
+    assert np.asarray(lazy.source.keep).dtype == np.int64
