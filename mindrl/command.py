@@ -10,6 +10,21 @@ import sys
 from mindrl.errors import ConfigError, UserError
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Adds ``(default: X)`` to an option's help once, and only when it says something: not when
+    the help already names its default, and not for None, empty or boolean-flag defaults
+    (argparse's ArgumentDefaultsHelpFormatter prints "(default: None)" on every such option)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("(default" in text or default is None or default == "" or default is False
+                or default is argparse.SUPPRESS or isinstance(action, argparse._StoreTrueAction)
+                or not (action.option_strings or action.nargs in ("?", "*"))):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def user_message(e: BaseException) -> str:
     """The text of a user error: a list of one problem ("header:\n  - item") on one line."""
     text = str(e).strip()

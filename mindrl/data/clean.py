@@ -23,6 +23,7 @@ import argparse
 import re
 from typing import Dict, List, Optional, Sequence
 
+from mindrl.command import DefaultsHelpFormatter
 from mindrl.data.io import DataError, read_rows
 
 URL_RE = re.compile(r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+"
@@ -105,7 +106,7 @@ def add_clean_parser(sub) -> argparse.ArgumentParser:
     """Add ``data clean`` to the ``mindrl data`` subparsers."""
     c = sub.add_parser("clean", help="drop rows containing web links and/or CJK (Chinese) text",
                        description=__doc__.split("\n\n")[0],
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=DefaultsHelpFormatter)
     c.add_argument("input", metavar="IN", help="JSONL / JSON / parquet file of rows")
     c.add_argument("output", metavar="OUT", help="JSONL file to write (atomically)")
     c.add_argument("--drop-urls", action="store_true", help="drop rows with a web link")

@@ -1,0 +1,26 @@
+"""Every `mindrl ... --help` page says each default at most once and never "(default: None)"."""
+
+import argparse
+import re
+
+from mindrl.cli import build_parser
+
+
+def _pages(parser, name="mindrl"):
+    yield name, parser.format_help()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _pages(sub, f"{name} {sub_name}")
+
+
+def test_help_pages_state_defaults_once():
+    pages = dict(_pages(build_parser()))
+    assert {"mindrl data filter", "mindrl eval", "mindrl analyze lengths",
+            "mindrl data clean"} <= set(pages)
+    for name, text in pages.items():
+        flat = re.sub(r"\s+", " ", text)
+        assert "(default: None)" not in flat, name
+        assert not re.search(r"\(default:[^()]*\)\s*\(default:", flat), name
+    # and a real default is still shown
+    assert "(default: 30)" in re.sub(r"\s+", " ", pages["mindrl analyze lengths"])
