@@ -195,6 +195,13 @@ def verdicts_differ() -> str:
     return str(sum((a or 0.0) != (b or 0.0) for a, b in zip(mv, mine)))
 
 
+def table(name: str, header: str, command: str) -> Figure:
+    """A whole README table as one figure (its rows under the header line that starts with
+    ``header``): every cell of a benchmark's table comes from one command."""
+    return Figure(name, r"(?m)^" + re.escape(header) + r"[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
+                  command)
+
+
 def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -217,12 +224,10 @@ FIGURES: List[Figure] = [
     # ---- the CPU demo
     Figure("mini_params", r"a (\d+(?:\.\d+)?)M-parameter\s+Qwen2-architecture model",
            "python bench/readme_figures.py --cheap --only mini_params", mini_params, True),
-    Figure("demo_seed0", r"\| SFT \+ GRPO  \| ([\d.]+%) \|",
-           "bash launch/run_grpo.sh   (mindrl demo: about 3 min on 2 cores)"),
-    Figure("demo_seed0_sft", r"\| SFT warm-up \| ([\d.]+%) \|", "bash launch/run_grpo.sh"),
     Figure("demo_wall", r"load ~1: (\d+ min \d+ s) wall", "time bash launch/run_grpo.sh"),
-    Figure("demo_seed1", r"\| 1 \| [\d.]+% \| ([\d.]+%) \|", "mindrl demo train.seed=1"),
-    Figure("demo_seed2", r"\| 2 \| [\d.]+% \| ([\d.]+%) \|", "mindrl demo train.seed=2"),
+    Figure("demo_gain_total", r"GRPO gain: (\+[\d.]+ points; total \d+ s)", "bash launch/run_grpo.sh"),
+    Figure("demo_mindspore_time", r"\(\+[\d.]+ points, seed 0\) in (\d+ s) \(SFT",
+           "time MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
     Figure("demo_sft_carry", r"learns the slip too \(([\d-]+%) right on carry problems",
            "none: measured by hand 2026-12-02, no script (the README says so)"),
     Figure("demo_mindspore", r"runs the same recipes on the MindSpore backend: SFT ([\d.]+%)",
@@ -231,6 +236,8 @@ FIGURES: List[Figure] = [
            "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
     Figure("demo_sft_only", r"no script kept: (35% ->\s+26-47%)",
            "none: measured by hand on an earlier demo set-up, 2026-12-02 (the README says so)"),
+    Figure("seed_gsm8k_7b", r"the seed experiment reached ([\d.]+) on GSM8K test",
+           "none: from the seed experiment's log (Ascend), not reproduced here (the README says so)"),
     # ---- training
     Figure("checksum_rates", r"CRC-32 rather than SHA-256: ([\d.]+ vs [\d.]+) GB/s",
            "python bench/readme_figures.py --cheap --only checksum_rates", checksum_rates,
@@ -247,40 +254,21 @@ FIGURES: List[Figure] = [
            "time mindrl build-tiny /tmp/tiny", tiny_build_s, exact=False),
     Figure("rollout_tiny_ms", r"native (\d+ ms, vLLM \d+ ms) per rollout batch",
            "none: measured by hand 2026-12-02, no script (the README says so)"),
-    Figure("trl_ratio_tiny", r"\| tiny \(h64, 2 layers\) \|[^\n]*\| ([\d.]+) / [\d.]+ \|",
-           "python bench/trl_compare.py --repeats 5   (TRL in bench/.trl_pkgs; ~15 min)"),
-    Figure("trl_ratio_small", r"\| small \(h256, 4 layers\) \|[^\n]*\| ([\d.]+) / [\d.]+ \|",
-           "python bench/trl_compare.py --repeats 5"),
-    Figure("trl_mindrl_small", r"\| small \(h256, 4 layers\) \| 8 x 8 x 128 \| ([\d.]+) \(",
-           "python bench/trl_compare.py --repeats 5"),
-    Figure("trl_vllm_small", r"\| small \(h256, 4 layers\) \|[^\n]*\| ([\d.]+) \|\n",
-           "python bench/trl_compare.py --repeats 5"),
     Figure("trl_update_overhead", r"in the update\s+\(([\d.]+ s vs [\d.]+ s)\)",
            "python bench/trl_compare.py --repeats 5 --profile DIR"),
+    Figure("trl_rollout_vllm", r"the vLLM engine was the lever \(rollout ([\d.]+ s -> [\d.]+ s)\)",
+           "python bench/trl_compare.py --repeats 5   (its time/rollout, native vs vLLM)"),
     Figure("trl_quiet_ratios",
            r"quiet machine\s+\(issue 20, same command\): ratio ([\d.]+ \(tiny\) and [\d.]+)",
            "python bench/trl_compare.py --repeats 3   (on an otherwise idle machine)"),
     Figure("vllm_small_step", r"small size\s+the step takes ([\d.]+ s with vLLM)",
            "python bench/trl_compare.py --sizes small --no-trl --repeats 3"),
     # ---- MindSpore backend
-    Figure("backends_tiny_ratio", r"\| builtin:tiny \(hidden 64, 2 layers\) \|[^|]*\|[^|]*\| "
-                                  r"([\d.]+x) \|", "python bench/backends.py"),
-    Figure("backends_small_ratio", r"\| builtin:small \(hidden 256, 4 layers\) \|[^|]*\|[^|]*\| "
-                                   r"([\d.]+x) \|", "python bench/backends.py"),
-    Figure("backends_rl_step_ratio", r"\| whole RL step \(tiny[^|]*\|[^|]*\|[^|]*\| ([\d.]+x) \|",
-           "python bench/backends.py"),
     Figure("ms_host_handoff", r"queue threads cost ([\d-]+ ms) \(profiled by hand",
            "none: profiled by hand 2026-12-02, no script (the README says so)"),
     Figure("ms_kernels", r"\(~([\d-]+ us) per MindSpore CPU kernel",
            "none: MindSpore profiler by hand 2026-12-02, no script (the README says so)"),
     # ---- data tools
-    Figure("data_io_stream_first", r"\*\*stream: first row taken\*\* \| \*\*([\d.]+)\*\*",
-           "python bench/data_io.py"),
-    Figure("data_io_jsonl_stream_first",
-           r"\*\*stream: first row taken\*\* \(index pass included\) \| \*\*([\d.]+)\*\*",
-           "python bench/data_io.py"),
-    Figure("data_io_epoch_parquet", r"\| stream: a whole epoch \(1M rows\) \| ([\d.]+) \| 238",
-           "python bench/data_io.py --readers \"stream epoch\""),
     Figure("gsm8k_rows_inspect", r"data: train\.parquet \((\d+) rows\)",
            "mindrl data inspect train.parquet   (verl's GSM8K train parquet; = the shared "
            "gsm8k_train rows)", gsm8k_train_rows, True),
@@ -291,9 +279,6 @@ FIGURES: List[Figure] = [
     Figure("gsm8k_clean", r"GSM8K train too: (\d+) of \d+\)",
            "mindrl data clean ../shared/data/train/gsm8k_train.openai.jsonl c.jsonl --drop-urls "
            "--drop-cjk", gsm8k_train_rows, True),
-    Figure("pipeline_never_solved", r"\| `data filter --lo 0\.125 --hi 0\.875` \| \d+ \| (\d+) "
-                                    r"never solved \|",
-           "the five commands of the block above the table (about 20 s)"),
     # ---- rewards
     Figure("grader_cases", r"(\d+) hand-written grading cases",
            "python -c 'import sys; sys.path.insert(0, \"tests/rewards\"); import test_math_grader "
@@ -312,30 +297,38 @@ FIGURES: List[Figure] = [
            lambda: _conformance("REWARD_OPTIONS")),
     Figure("conformance_left", r"The (\w+) remaining disagreements",
            "pytest tests/rewards/test_grader_conformance.py", conformance_left),
-    Figure("conformance_before", r"before issue 10, last-number fallback\* \| (\d+/\d+ = [\d.]+%)",
-           "none: the grader before issue 10 is gone; historical, marked * in the README"),
-    Figure("inline_demo", r"\| demo: 512 rollouts, `arithmetic` \| ([\d,]+) \|",
-           "python bench/inline_scoring.py"),
-    Figure("inline_math500", r"\| 500 MATH-500 answers, `accuracy` \| ([\d,]+) \|",
-           "python bench/inline_scoring.py"),
-    Figure("rewards_mv", r"sequential \(what Open-R1 does\) \| ([\d,]+) \|",
-           "python bench/rewards.py"),
-    Figure("rewards_grade", r"\| `math_grader.grade`, in process \| ([\d,]+) \|",
-           "python bench/rewards.py"),
-    Figure("rewards_pool", r"\| `RewardScorer` accuracy, 2 workers \| ([\d,]+) \|",
-           "python bench/rewards.py"),
     Figure("verdicts_differ", r"differ from plain math-verify's on (\d+) pairs",
            "python bench/readme_figures.py --cheap --only verdicts_differ   (= 1000 - the "
            "'verdicts equal' count bench/rewards.py prints)", verdicts_differ),
+    Figure("rewards_earlier_runs", r"Earlier runs at load 0\.72 and 1\.32 gave ([\d /]+ and [\d /]+)",
+           "python bench/rewards.py   (two earlier runs of it, 2026-12-03)"),
+    Figure("rewards_stale_table", r"The earlier table \(([\d ,/]+) pairs/s\) did not reproduce",
+           "none: stale, made with a bench/rewards.py that imported itself; kept as history"),
     Figure("rewards_worst_latency", r"with a 2 s timeout: ([\d.]+ s)",
            "python bench/rewards.py   (its last line)"),
     Figure("peers_install_s", r"into `tests/\.peers/`, (\d+ s)\s+the first time",
            "time bash launch/install_peers_plugins.sh   (on a machine without tests/.peers)"),
     # ---- evaluation
-    Figure("eval_native_1", r"\| native \| 1 \| ([\d.]+) \|",
-           "python bench/eval_throughput.py --problems 64 --max-new-tokens 128"),
-    Figure("eval_vllm_1_steady", r"\| vLLM \| 1 \| [\d.]+ \| ([\d.]+) \|",
-           "python bench/eval_throughput.py --problems 64 --max-new-tokens 128"),
+    # ---- whole tables of measured numbers: every cell comes from the command named
+    table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
+    table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
+    table("trl_table", "| size | prompts x n x tokens |",
+          "python bench/trl_compare.py --repeats 5   (TRL in bench/.trl_pkgs; ~15 min)"),
+    table("backends_table", "| model | torch eager step |", "python bench/backends.py"),
+    table("data_io_table", "| file | reader |",
+          "python bench/data_io.py; python bench/data_io.py --readers \"stream epoch\""),
+    table("pipeline_table", "| stage | rows | dropped |",
+          "the five commands of the block above the table (about 20 s)"),
+    table("conformance_table", "| grader | agreement |",
+          "pytest tests/rewards/test_grader_conformance.py   (the 'before issue 10' rows: "
+          "historical, marked *)"),
+    table("inline_table", "| batch | in process", "python bench/inline_scoring.py"),
+    table("rewards_table", "| scorer | pairs/s |", "python bench/rewards.py"),
+    table("eval_example_table", "| benchmark | problems |",
+          "mindrl eval builtin:tiny --benchmarks math500,aime24,aime25,amc23,gsm8k --limit 2 --n 4 "
+          "--max-new-tokens 64   (tests/test_readme.py compares, slow)"),
+    table("eval_throughput_table", "| engine | Ray workers |",
+          "python bench/eval_throughput.py --problems 64 --max-new-tokens 128"),
 ]
 
 
@@ -357,6 +350,8 @@ def main(argv=None) -> int:
             continue
         old = f.old(text)
         shown_old = old[0] if len(old) == 1 else f"? ({len(old)} matches)"
+        if "\n" in shown_old:            # a whole table
+            shown_old = f"table, {shown_old.count(chr(10))} rows"
         if len(old) != 1:
             status = 1
         new = "-"
