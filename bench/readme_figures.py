@@ -3,8 +3,11 @@ not remembered.
 
 ``python bench/readme_figures.py`` lists every figure: its value in the README today and the
 command behind it. ``--cheap`` reruns the figures that take under about a minute (parameter
-counts, test-case counts, grader conformance, test counts) and prints old vs new; the others
-(benchmarks of several minutes, the demo) print their command, to run by hand.
+and vocabulary counts, test and test-case counts, grader conformance, the math-verify verdict
+differences, row counts of the shared data, checksum rates, the inline timeout; about 30 s on 2
+cores) and prints old vs new; the others (benchmarks of several minutes, the demo) print their
+command, to run by hand. A benchmark's table is registered whole (``table``): every cell comes
+from the one command named.
 ``--only NAME[,NAME]`` restricts either to some figures. Exit code 1 when a rerun figure differs
 from the README (or a pattern no longer finds its figure), so it can gate a README edit; a
 timing (``exact=False``) is shown old vs new but does not count. A figure with no command at all
@@ -202,6 +205,18 @@ def table(name: str, header: str, command: str) -> Figure:
                   command)
 
 
+def inline_timeout_s() -> str:
+    """Seconds until `num_workers: 0`, `timeout: 1` gives up on a power tower."""
+    from rewards.pool import RewardScorer
+
+    with RewardScorer([{"name": "accuracy"}], num_workers=0, timeout=1.0) as scorer:
+        t0 = time.perf_counter()
+        res = scorer([r"\boxed{9^{9^{9^9}}}"], answer=["5"])
+        took = time.perf_counter() - t0
+    assert res.components["accuracy"] == [None], res.components
+    return f"{took:.1f}"
+
+
 def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -256,6 +271,10 @@ FIGURES: List[Figure] = [
            "none: measured by hand 2026-12-02, no script (the README says so)"),
     Figure("trl_update_overhead", r"in the update\s+\(([\d.]+ s vs [\d.]+ s)\)",
            "python bench/trl_compare.py --repeats 5 --profile DIR"),
+    Figure("trl_profile_split", r"both sides spend (~\d+% in transformers `generate` and ~\d+%)",
+           "python bench/trl_compare.py --repeats 5 --profile DIR"),
+    Figure("demo_mindspore_peak", r"peak RSS ([\d.]+ GB) read by hand",
+           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh   (peak RSS read by hand)"),
     Figure("trl_rollout_vllm", r"the vLLM engine was the lever \(rollout ([\d.]+ s -> [\d.]+ s)\)",
            "python bench/trl_compare.py --repeats 5   (its time/rollout, native vs vLLM)"),
     Figure("trl_quiet_ratios",
@@ -300,6 +319,9 @@ FIGURES: List[Figure] = [
     Figure("verdicts_differ", r"differ from plain math-verify's on (\d+) pairs",
            "python bench/readme_figures.py --cheap --only verdicts_differ   (= 1000 - the "
            "'verdicts equal' count bench/rewards.py prints)", verdicts_differ),
+    Figure("inline_timeout_s", r"with `timeout: 1` scores `None` after ([\d.]+) s",
+           "python bench/readme_figures.py --cheap --only inline_timeout_s", inline_timeout_s,
+           exact=False),
     Figure("rewards_earlier_runs", r"Earlier runs at load 0\.72 and 1\.32 gave ([\d /]+ and [\d /]+)",
            "python bench/rewards.py   (two earlier runs of it, 2026-12-03)"),
     Figure("rewards_stale_table", r"The earlier table \(([\d ,/]+) pairs/s\) did not reproduce",
