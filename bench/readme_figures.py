@@ -319,6 +319,8 @@ FIGURES: List[Figure] = [
     Figure("verdicts_differ", r"differ from plain math-verify's on (\d+) pairs",
            "python bench/readme_figures.py --cheap --only verdicts_differ   (= 1000 - the "
            "'verdicts equal' count bench/rewards.py prints)", verdicts_differ),
+    Figure("inline_history", r"in a session\s+that gave ([\d,]+ / [\d,]+) with the limit",
+           "none: the code before the timer is gone (commit ca403c9's parent); history, marked *"),
     Figure("inline_timeout_s", r"with `timeout: 1` scores `None` after ([\d.]+) s",
            "python bench/readme_figures.py --cheap --only inline_timeout_s", inline_timeout_s,
            exact=False),
