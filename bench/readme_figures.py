@@ -217,6 +217,60 @@ def inline_timeout_s() -> str:
     return f"{took:.1f}"
 
 
+def _sig3(x: float) -> str:
+    """Three significant figures with thousands separators, as the README's rate tables."""
+    from math import floor, log10
+
+    return f"{round(x, 2 - int(floor(log10(abs(x))))):,.0f}" if x else "0"
+
+
+_INLINE: dict = {}
+
+
+def _inline(row: int) -> str:
+    """One row of `bench/inline_scoring.py` (with limit | 1 worker), run once for both rows."""
+    if not _INLINE:
+        out = subprocess.run([sys.executable, str(REPO / "bench" / "inline_scoring.py"),
+                              "--data-dir", str(_shared())], cwd=REPO, capture_output=True,
+                             text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        rates = re.findall(r"([\d,]+)/s\s+([\d,]+)/s", out.stdout)
+        assert len(rates) == 2, out.stdout + out.stderr
+        for i, (inline, pooled) in enumerate(rates):
+            _INLINE[i] = " | ".join(_sig3(float(v.replace(",", ""))) for v in (inline, pooled))
+    return _INLINE[row]
+
+
+_PIPELINE: dict = {}
+
+
+def _pipeline(which: str) -> str:
+    """The seed log's data pipeline as the README's block runs it (clean -> sample 8 -> filter),
+    in a temporary directory: "rows | dropped" of each `data filter` line (about 15 s)."""
+    import tempfile
+
+    if not _PIPELINE:
+        src = _shared() / "train" / "simplelr_qwen_level3to5_train.simplerl_pr57.jsonl"
+        steps = [["data", "clean", str(src), "clean.jsonl", "--drop-urls", "--drop-cjk"],
+                 ["eval", "builtin:tiny", "--benchmarks", "clean.jsonl", "--problem-field",
+                  "question", "--answer-field", "gt_answer", "--limit", "64", "--n", "8",
+                  "--temperature", "1.0", "--max-new-tokens", "32", "--no-plot",
+                  "--output-dir", "sample8"],
+                 ["data", "filter", "sample8", "--lo", "0", "--hi", "0.875", "-o", "train.jsonl"],
+                 ["data", "filter", "sample8", "--lo", "0.125", "--hi", "0.875", "-o",
+                  "rs.jsonl"]]
+        with tempfile.TemporaryDirectory() as d:
+            for argv in steps:
+                res = subprocess.run([sys.executable, "-m", "mindrl", *argv], cwd=d,
+                                     capture_output=True, text=True, timeout=600,
+                                     env=dict(os.environ, PYTHONPATH=str(REPO)))
+                assert res.returncode == 0, (argv, res.stderr[-2000:])
+            n = _jsonl_rows(Path(d) / "sample8" / "samples.jsonl") // 8
+            for name in ("train", "rs"):
+                kept = _jsonl_rows(Path(d) / f"{name}.jsonl")
+                _PIPELINE[name] = f"{kept} | {n - kept}"
+    return _PIPELINE[which]
+
+
 def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -298,6 +352,12 @@ FIGURES: List[Figure] = [
     Figure("gsm8k_clean", r"GSM8K train too: (\d+) of \d+\)",
            "mindrl data clean ../shared/data/train/gsm8k_train.openai.jsonl c.jsonl --drop-urls "
            "--drop-cjk", gsm8k_train_rows, True),
+    Figure("pipeline_all_correct", r"\| `data filter --lo 0 --hi 0\.875` \| (\d+ \| \d+) always",
+           "the block above the table (mindrl data clean / eval / filter)",
+           lambda: _pipeline("train")),
+    Figure("pipeline_rs", r"\| `data filter --lo 0\.125 --hi 0\.875` \| (\d+ \| \d+) never",
+           "the block above the table (mindrl data clean / eval / filter)",
+           lambda: _pipeline("rs")),
     # ---- rewards
     Figure("grader_cases", r"(\d+) hand-written grading cases",
            "python -c 'import sys; sys.path.insert(0, \"tests/rewards\"); import test_math_grader "
@@ -319,6 +379,10 @@ FIGURES: List[Figure] = [
     Figure("verdicts_differ", r"differ from plain math-verify's on (\d+) pairs",
            "python bench/readme_figures.py --cheap --only verdicts_differ   (= 1000 - the "
            "'verdicts equal' count bench/rewards.py prints)", verdicts_differ),
+    Figure("inline_demo", r"\| demo: 512 rollouts, `arithmetic` \| [\d,]+ \| ([\d,]+ \| [\d,]+) \|",
+           "python bench/inline_scoring.py", lambda: _inline(0), exact=False),
+    Figure("inline_math500", r"\| 500 MATH-500 answers, `accuracy` \| [\d,]+ \| ([\d,]+ \| [\d,]+) \|",
+           "python bench/inline_scoring.py", lambda: _inline(1), exact=False),
     Figure("inline_history", r"in a session\s+that gave ([\d,]+ / [\d,]+) with the limit",
            "none: the code before the timer is gone (commit ca403c9's parent); history, marked *"),
     Figure("inline_timeout_s", r"with `timeout: 1` scores `None` after ([\d.]+) s",
