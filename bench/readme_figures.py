@@ -271,6 +271,24 @@ def _pipeline(which: str) -> str:
     return _PIPELINE[which]
 
 
+def window_rows() -> str:
+    from mindrl.trainer.prompts import DEFAULT_WINDOW_ROWS
+
+    return f"{DEFAULT_WINDOW_ROWS:,}"
+
+
+def prompt_cache() -> str:
+    from mindrl.trainer.base import PROMPT_CACHE_SIZE
+
+    return f"{PROMPT_CACHE_SIZE:,}"
+
+
+def ray_grace_s() -> str:
+    from mindrl.distributed.ray_launch import GRACE_S
+
+    return f"{GRACE_S:g}"
+
+
 def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -307,6 +325,9 @@ FIGURES: List[Figure] = [
            "none: measured by hand on an earlier demo set-up, 2026-12-02 (the README says so)"),
     Figure("seed_gsm8k_7b", r"the seed experiment reached ([\d.]+) on GSM8K test",
            "none: from the seed experiment's log (Ascend), not reproduced here (the README says so)"),
+    Figure("ray_grace_s", r"SIGKILL after (\d+) s\)",
+           "python -c 'from mindrl.distributed.ray_launch import GRACE_S; print(GRACE_S)'",
+           ray_grace_s, True),
     # ---- training
     Figure("checksum_rates", r"CRC-32 rather than SHA-256: ([\d.]+ vs [\d.]+) GB/s",
            "python bench/readme_figures.py --cheap --only checksum_rates", checksum_rates,
@@ -345,6 +366,13 @@ FIGURES: List[Figure] = [
     Figure("gsm8k_rows_inspect", r"data: train\.parquet \((\d+) rows\)",
            "mindrl data inspect train.parquet   (verl's GSM8K train parquet; = the shared "
            "gsm8k_train rows)", gsm8k_train_rows, True),
+    # constants of the code that the README quotes (not measured; checked so they cannot drift)
+    Figure("shuffle_window_rows", r"gathers them into windows\s+of at least ([\d,]+) rows",
+           "python -c 'from mindrl.trainer.prompts import DEFAULT_WINDOW_ROWS as w; print(w)'",
+           window_rows, True),
+    Figure("prompt_cache", r"capped at ([\d,]+) entries",
+           "python -c 'from mindrl.trainer.base import PROMPT_CACHE_SIZE as n; print(n)'",
+           prompt_cache, True),
     # ---- analysis: the seed log's data pipeline
     Figure("clean_kept", r"--drop-urls --drop-cjk\s+# (\d+ of \d+) kept",
            "mindrl data clean ../shared/data/train/simplelr_qwen_level3to5_train.simplerl_pr57"
@@ -390,6 +418,8 @@ FIGURES: List[Figure] = [
            exact=False),
     Figure("rewards_earlier_runs", r"Earlier runs at load 0\.72 and 1\.32 gave ([\d /]+ and [\d /]+)",
            "python bench/rewards.py   (two earlier runs of it, 2026-12-03)"),
+    Figure("rewards_rerun", r"a rerun for issue 20 \(2026-12-03 10:52, load 1\.88\) ([\d /]+) \(",
+           "python bench/rewards.py"),
     Figure("rewards_stale_table", r"The earlier table \(([\d ,/]+) pairs/s\) did not reproduce",
            "none: stale, made with a bench/rewards.py that imported itself; kept as history"),
     Figure("rewards_worst_latency", r"with a 2 s timeout: ([\d.]+ s)",
