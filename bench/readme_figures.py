@@ -337,6 +337,8 @@ FIGURES: List[Figure] = [
            lambda: _collected("tests/trainer/test_fault_injection.py")),
     Figure("fault_injection_s", r"test_fault_injection\.py` \(\d+ tests, (\d+) s on 2 CPU cores",
            "python -m pytest -q --durations=0 tests/trainer/test_fault_injection.py"),
+    Figure("fault_injection_rerun_s", r"rerun for issue 20 at load 1\.3-1\.9:\s+(\d+ s, \d+ s) of it",
+           "python -m pytest -q --durations=0 tests/trainer/test_fault_injection.py"),
     # ---- models, engines, TRL benchmark
     Figure("tiny_vocab", r"with a ([\d,]+)-token byte-level BPE",
            "python bench/readme_figures.py --cheap --only tiny_vocab", tiny_vocab, True),
@@ -366,6 +368,8 @@ FIGURES: List[Figure] = [
     Figure("gsm8k_rows_inspect", r"data: train\.parquet \((\d+) rows\)",
            "mindrl data inspect train.parquet   (verl's GSM8K train parquet; = the shared "
            "gsm8k_train rows)", gsm8k_train_rows, True),
+    Figure("data_io_summary", r"holds (90-240 MiB instead\s+of 2\.3-2\.9 GiB) \(the table's",
+           "python bench/data_io.py   (the ranges of its stream and list rows)"),
     # constants of the code that the README quotes (not measured; checked so they cannot drift)
     Figure("shuffle_window_rows", r"gathers them into windows\s+of at least ([\d,]+) rows",
            "python -c 'from mindrl.trainer.prompts import DEFAULT_WINDOW_ROWS as w; print(w)'",
