@@ -3,10 +3,15 @@ not remembered.
 
 ``python bench/readme_figures.py`` lists every figure: its value in the README today and the
 command behind it. ``--cheap`` reruns the figures that take under about a minute (parameter
-counts, test-case counts, grader conformance, test counts) and prints old vs new; the others
-(benchmarks of several minutes, the demo) print their command, to run by hand.
+and vocabulary counts, test and test-case counts, grader conformance, the math-verify verdict
+differences, row counts of the shared data, checksum rates, the inline timeout; about 30 s on 2
+cores) and prints old vs new; the others (benchmarks of several minutes, the demo) print their
+command, to run by hand. A benchmark's table is registered whole (``table``): every cell comes
+from the one command named.
 ``--only NAME[,NAME]`` restricts either to some figures. Exit code 1 when a rerun figure differs
-from the README (or a pattern no longer finds its figure), so it can gate a README edit.
+from the README (or a pattern no longer finds its figure), so it can gate a README edit; a
+timing (``exact=False``) is shown old vs new but does not count. A figure with no command at all
+(measured by hand, no script kept) says so here and in the README, with the date.
 
 tests/test_readme.py checks that every pattern here finds its figure in the README, and that the
 instant ones still hold.
@@ -41,6 +46,8 @@ class Figure:
     command: str                  # what reproduces it
     compute: Optional[Callable[[], str]] = None   # the cheap rerun, returning the README's form
     instant: bool = False         # cheap enough for the fast test suite
+    exact: bool = True            # False: a timing, expected to move with the machine's load;
+                                  # a difference is shown but does not fail the run
 
     def old(self, text: str) -> List[str]:
         return re.findall(self.pattern, text)
@@ -84,6 +91,204 @@ def _conformance(preset: str) -> str:
     return f"{n - len(wrong)}/{n} = {100 * (n - len(wrong)) / n:.1f}%"
 
 
+def _shared() -> Path:
+    """../shared/data beside the checkout, or $MINDRL_SHARED_DATA (as tests/conftest.py)."""
+    return Path(os.environ.get("MINDRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def conformance_negatives() -> str:
+    return str(sum(not c["expected"] for c in _tests_module("test_grader_conformance").ROWS))
+
+
+def conformance_skipped() -> str:
+    mod = _tests_module("test_grader_conformance")
+    return str(len(mod.CASES) - len(mod.ROWS))
+
+
+def conformance_left() -> str:
+    from rewards import math_grader
+
+    wrong, _ = _tests_module("test_grader_conformance")._run(math_grader.EVAL_OPTIONS)
+    words = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    return words.get(len(wrong), str(len(wrong)))
+
+
+def _quiet():
+    """The command's own report (stdout and stderr) stays out of the table."""
+    import contextlib
+    import io
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+    stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+    return stack
+
+
+def tiny_vocab() -> str:
+    from transformers import AutoTokenizer
+
+    from mindrl.models.tiny import resolve_model_path
+
+    return f"{len(AutoTokenizer.from_pretrained(resolve_model_path('builtin:tiny'))):,}"
+
+
+def tiny_build_s() -> str:
+    import tempfile
+
+    from mindrl.cli import main as cli
+
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        with _quiet():
+            assert cli(["build-tiny", str(Path(d) / "tiny")]) == 0
+        return f"{time.perf_counter() - t0:.0f}"
+
+
+def checksum_rates() -> str:
+    """GB/s of zlib.crc32 and hashlib.sha256 over 256 MiB (what a checkpoint save pays)."""
+    import hashlib
+    import zlib
+
+    buf = os.urandom(256 << 20)
+    rates = []
+    for fn in (zlib.crc32, lambda b: hashlib.sha256(b).digest()):
+        best = min(_timed(fn, buf) for _ in range(3))
+        rates.append(len(buf) / best / 1e9)
+    return f"{rates[0]:.1f} vs {rates[1]:.1f}"
+
+
+def _timed(fn, arg) -> float:
+    t0 = time.perf_counter()
+    fn(arg)
+    return time.perf_counter() - t0
+
+
+def _jsonl_rows(path: Path) -> int:
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def gsm8k_train_rows() -> str:
+    return str(_jsonl_rows(_shared() / "train" / "gsm8k_train.openai.jsonl"))
+
+
+def clean_kept() -> str:
+    """`mindrl data clean --drop-urls --drop-cjk` on the SimpleRL MATH level 3-5 file."""
+    import tempfile
+
+    from mindrl.cli import main as cli
+
+    src = _shared() / "train" / "simplelr_qwen_level3to5_train.simplerl_pr57.jsonl"
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "clean.jsonl"
+        with _quiet():
+            assert cli(["data", "clean", str(src), str(out), "--drop-urls", "--drop-cjk"]) == 0
+        return f"{_jsonl_rows(out)} of {_jsonl_rows(src)}"
+
+
+def verdicts_differ() -> str:
+    """Pairs on which bench/rewards.py's plain math-verify and math_grader.grade disagree."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_rewards", REPO / "bench" / "rewards.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)      # it puts the checkout root first on sys.path, as we do
+    pairs = mod.build_pairs(_shared(), 1000)
+    mv, mine = mod.sequential(pairs), mod.ours(pairs)
+    return str(sum((a or 0.0) != (b or 0.0) for a, b in zip(mv, mine)))
+
+
+def table(name: str, header: str, command: str) -> Figure:
+    """A whole README table as one figure (its rows under the header line that starts with
+    ``header``): every cell of a benchmark's table comes from one command."""
+    return Figure(name, r"(?m)^" + re.escape(header) + r"[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
+                  command)
+
+
+def inline_timeout_s() -> str:
+    """Seconds until `num_workers: 0`, `timeout: 1` gives up on a power tower."""
+    from rewards.pool import RewardScorer
+
+    with RewardScorer([{"name": "accuracy"}], num_workers=0, timeout=1.0) as scorer:
+        t0 = time.perf_counter()
+        res = scorer([r"\boxed{9^{9^{9^9}}}"], answer=["5"])
+        took = time.perf_counter() - t0
+    assert res.components["accuracy"] == [None], res.components
+    return f"{took:.1f}"
+
+
+def _sig3(x: float) -> str:
+    """Three significant figures with thousands separators, as the README's rate tables."""
+    from math import floor, log10
+
+    return f"{round(x, 2 - int(floor(log10(abs(x))))):,.0f}" if x else "0"
+
+
+_INLINE: dict = {}
+
+
+def _inline(row: int) -> str:
+    """One row of `bench/inline_scoring.py` (with limit | 1 worker), run once for both rows."""
+    if not _INLINE:
+        out = subprocess.run([sys.executable, str(REPO / "bench" / "inline_scoring.py"),
+                              "--data-dir", str(_shared())], cwd=REPO, capture_output=True,
+                             text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        rates = re.findall(r"([\d,]+)/s\s+([\d,]+)/s", out.stdout)
+        assert len(rates) == 2, out.stdout + out.stderr
+        for i, (inline, pooled) in enumerate(rates):
+            _INLINE[i] = " | ".join(_sig3(float(v.replace(",", ""))) for v in (inline, pooled))
+    return _INLINE[row]
+
+
+_PIPELINE: dict = {}
+
+
+def _pipeline(which: str) -> str:
+    """The seed log's data pipeline as the README's block runs it (clean -> sample 8 -> filter),
+    in a temporary directory: "rows | dropped" of each `data filter` line (about 15 s)."""
+    import tempfile
+
+    if not _PIPELINE:
+        src = _shared() / "train" / "simplelr_qwen_level3to5_train.simplerl_pr57.jsonl"
+        steps = [["data", "clean", str(src), "clean.jsonl", "--drop-urls", "--drop-cjk"],
+                 ["eval", "builtin:tiny", "--benchmarks", "clean.jsonl", "--problem-field",
+                  "question", "--answer-field", "gt_answer", "--limit", "64", "--n", "8",
+                  "--temperature", "1.0", "--max-new-tokens", "32", "--no-plot",
+                  "--output-dir", "sample8"],
+                 ["data", "filter", "sample8", "--lo", "0", "--hi", "0.875", "-o", "train.jsonl"],
+                 ["data", "filter", "sample8", "--lo", "0.125", "--hi", "0.875", "-o",
+                  "rs.jsonl"]]
+        with tempfile.TemporaryDirectory() as d:
+            for argv in steps:
+                res = subprocess.run([sys.executable, "-m", "mindrl", *argv], cwd=d,
+                                     capture_output=True, text=True, timeout=600,
+                                     env=dict(os.environ, PYTHONPATH=str(REPO)))
+                assert res.returncode == 0, (argv, res.stderr[-2000:])
+            n = _jsonl_rows(Path(d) / "sample8" / "samples.jsonl") // 8
+            for name in ("train", "rs"):
+                kept = _jsonl_rows(Path(d) / f"{name}.jsonl")
+                _PIPELINE[name] = f"{kept} | {n - kept}"
+    return _PIPELINE[which]
+
+
+def window_rows() -> str:
+    from mindrl.trainer.prompts import DEFAULT_WINDOW_ROWS
+
+    return f"{DEFAULT_WINDOW_ROWS:,}"
+
+
+def prompt_cache() -> str:
+    from mindrl.trainer.base import PROMPT_CACHE_SIZE
+
+    return f"{PROMPT_CACHE_SIZE:,}"
+
+
+def ray_grace_s() -> str:
+    from mindrl.distributed.ray_launch import GRACE_S
+
+    return f"{GRACE_S:g}"
+
+
 def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -93,47 +298,159 @@ def _collected(*paths: str) -> str:
 
 
 FIGURES: List[Figure] = [
+    # ---- Set-up (counts of tests)
+    Figure("suite_tests", r"The suite is (\d+) tests",
+           "python -m pytest --collect-only -q", lambda: _collected()),
+    Figure("readme_tests", r"`mindrl config show --keys`; (\d+) tests, [\d.]+ s on 2 cores",
+           "python -m pytest --collect-only -q tests/test_readme.py",
+           lambda: _collected("tests/test_readme.py")),
+    Figure("readme_tests_s", r"`mindrl config show --keys`; \d+ tests, ([\d.]+) s on 2 cores",
+           "python -m pytest -q tests/test_readme.py -m 'not slow'   (wall time, by hand)"),
+    Figure("suite_fast_s", r"took about (\d+) s at \d+ tests",
+           "python -m pytest -q -m 'not slow'   (wall time, by hand)"),
+    # ---- the CPU demo
     Figure("mini_params", r"a (\d+(?:\.\d+)?)M-parameter\s+Qwen2-architecture model",
            "python bench/readme_figures.py --cheap --only mini_params", mini_params, True),
+    Figure("demo_wall", r"load ~1: (\d+ min \d+ s) wall", "time bash launch/run_grpo.sh"),
+    Figure("demo_gain_total", r"GRPO gain: (\+[\d.]+ points; total \d+ s)", "bash launch/run_grpo.sh"),
+    Figure("demo_mindspore_time", r"\(\+[\d.]+ points, seed 0\) in (\d+ s) \(SFT",
+           "time MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
+    Figure("demo_sft_carry", r"learns the slip too \(([\d-]+%) right on carry problems",
+           "none: measured by hand 2026-12-02, no script (the README says so)"),
+    Figure("demo_mindspore", r"runs the same recipes on the MindSpore backend: SFT ([\d.]+%)",
+           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
+    Figure("demo_mindspore_grpo", r"SFT [\d.]+% -> SFT \+ GRPO ([\d.]+%)",
+           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
+    Figure("demo_sft_only", r"no script kept: (35% ->\s+26-47%)",
+           "none: measured by hand on an earlier demo set-up, 2026-12-02 (the README says so)"),
+    Figure("seed_gsm8k_7b", r"the seed experiment reached ([\d.]+) on GSM8K test",
+           "none: from the seed experiment's log (Ascend), not reproduced here (the README says so)"),
+    Figure("ray_grace_s", r"SIGKILL after (\d+) s\)",
+           "python -c 'from mindrl.distributed.ray_launch import GRACE_S; print(GRACE_S)'",
+           ray_grace_s, True),
+    # ---- training
+    Figure("checksum_rates", r"CRC-32 rather than SHA-256: ([\d.]+ vs [\d.]+) GB/s",
+           "python bench/readme_figures.py --cheap --only checksum_rates", checksum_rates,
+           exact=False),
+    Figure("fault_injection_tests", r"test_fault_injection\.py` \((\d+) tests",
+           "python -m pytest --collect-only -q tests/trainer/test_fault_injection.py",
+           lambda: _collected("tests/trainer/test_fault_injection.py")),
+    Figure("fault_injection_s", r"test_fault_injection\.py` \(\d+ tests, (\d+) s on 2 CPU cores",
+           "python -m pytest -q --durations=0 tests/trainer/test_fault_injection.py"),
+    Figure("fault_injection_rerun_s", r"rerun for issue 20 at load 1\.3-1\.9:\s+(\d+ s, \d+ s) of it",
+           "python -m pytest -q --durations=0 tests/trainer/test_fault_injection.py"),
+    # ---- models, engines, TRL benchmark
+    Figure("tiny_vocab", r"with a ([\d,]+)-token byte-level BPE",
+           "python bench/readme_figures.py --cheap --only tiny_vocab", tiny_vocab, True),
+    Figure("tiny_build_s", r"builds \(once, ~(\d+) s as `mindrl build-tiny DIR`",
+           "time mindrl build-tiny /tmp/tiny", tiny_build_s, exact=False),
+    Figure("rollout_tiny_ms", r"native (\d+ ms, vLLM \d+ ms) per rollout batch",
+           "none: measured by hand 2026-12-02, no script (the README says so)"),
+    Figure("trl_update_overhead", r"in the update\s+\(([\d.]+ s vs [\d.]+ s)\)",
+           "python bench/trl_compare.py --repeats 5 --profile DIR"),
+    Figure("trl_profile_split", r"both sides spend (~\d+% in transformers `generate` and ~\d+%)",
+           "python bench/trl_compare.py --repeats 5 --profile DIR"),
+    Figure("demo_mindspore_peak", r"peak RSS ([\d.]+ GB) read by hand",
+           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh   (peak RSS read by hand)"),
+    Figure("trl_rollout_vllm", r"the vLLM engine was the lever \(rollout ([\d.]+ s -> [\d.]+ s)\)",
+           "python bench/trl_compare.py --repeats 5   (its time/rollout, native vs vLLM)"),
+    Figure("trl_quiet_ratios",
+           r"quiet machine\s+\(issue 20, same command\): ratio ([\d.]+ \(tiny\) and [\d.]+)",
+           "python bench/trl_compare.py --repeats 3   (on an otherwise idle machine)"),
+    Figure("vllm_small_step", r"small size\s+the step takes ([\d.]+ s with vLLM)",
+           "python bench/trl_compare.py --sizes small --no-trl --repeats 3"),
+    # ---- MindSpore backend
+    Figure("ms_host_handoff", r"queue threads cost ([\d-]+ ms) \(profiled by hand",
+           "none: profiled by hand 2026-12-02, no script (the README says so)"),
+    Figure("ms_kernels", r"\(~([\d-]+ us) per MindSpore CPU kernel",
+           "none: MindSpore profiler by hand 2026-12-02, no script (the README says so)"),
+    # ---- data tools
+    Figure("gsm8k_rows_inspect", r"data: train\.parquet \((\d+) rows\)",
+           "mindrl data inspect train.parquet   (verl's GSM8K train parquet; = the shared "
+           "gsm8k_train rows)", gsm8k_train_rows, True),
+    Figure("data_io_summary", r"holds (90-240 MiB instead\s+of 2\.3-2\.9 GiB) \(the table's",
+           "python bench/data_io.py   (the ranges of its stream and list rows)"),
+    # constants of the code that the README quotes (not measured; checked so they cannot drift)
+    Figure("shuffle_window_rows", r"gathers them into windows\s+of at least ([\d,]+) rows",
+           "python -c 'from mindrl.trainer.prompts import DEFAULT_WINDOW_ROWS as w; print(w)'",
+           window_rows, True),
+    Figure("prompt_cache", r"capped at ([\d,]+) entries",
+           "python -c 'from mindrl.trainer.base import PROMPT_CACHE_SIZE as n; print(n)'",
+           prompt_cache, True),
+    # ---- analysis: the seed log's data pipeline
+    Figure("clean_kept", r"--drop-urls --drop-cjk\s+# (\d+ of \d+) kept",
+           "mindrl data clean ../shared/data/train/simplelr_qwen_level3to5_train.simplerl_pr57"
+           ".jsonl clean.jsonl --drop-urls --drop-cjk", clean_kept),
+    Figure("gsm8k_clean", r"GSM8K train too: (\d+) of \d+\)",
+           "mindrl data clean ../shared/data/train/gsm8k_train.openai.jsonl c.jsonl --drop-urls "
+           "--drop-cjk", gsm8k_train_rows, True),
+    Figure("pipeline_all_correct", r"\| `data filter --lo 0 --hi 0\.875` \| (\d+ \| \d+) always",
+           "the block above the table (mindrl data clean / eval / filter)",
+           lambda: _pipeline("train")),
+    Figure("pipeline_rs", r"\| `data filter --lo 0\.125 --hi 0\.875` \| (\d+ \| \d+) never",
+           "the block above the table (mindrl data clean / eval / filter)",
+           lambda: _pipeline("rs")),
+    # ---- rewards
     Figure("grader_cases", r"(\d+) hand-written grading cases",
            "python -c 'import sys; sys.path.insert(0, \"tests/rewards\"); import test_math_grader "
            "as t; print(len(t.CASES))'", grader_cases, True),
     Figure("conformance_rows", r"\((\d+) rows ported\s+as data",
            "pytest tests/rewards/test_grader_conformance.py", conformance_rows, True),
+    Figure("conformance_skipped", r"sources and commits named there; (\d+) rows\s+skipped",
+           "pytest tests/rewards/test_grader_conformance.py", conformance_skipped, True),
+    Figure("conformance_negatives", r"false accepts \(of (\d+) negative rows\)",
+           "pytest tests/rewards/test_grader_conformance.py", conformance_negatives, True),
     Figure("conformance_eval", r"now, `EVAL_OPTIONS` \| (\d+/\d+ = [\d.]+%)",
            "pytest tests/rewards/test_grader_conformance.py",
            lambda: _conformance("EVAL_OPTIONS")),
     Figure("conformance_reward", r"now, `REWARD_OPTIONS` \(no fallback\) \| (\d+/\d+ = [\d.]+%)",
            "pytest tests/rewards/test_grader_conformance.py",
            lambda: _conformance("REWARD_OPTIONS")),
-    Figure("suite_tests", r"The suite is (\d+) tests",
-           "python -m pytest --collect-only -q", lambda: _collected()),
-    Figure("fault_injection_tests", r"test_fault_injection\.py` \((\d+) tests",
-           "python -m pytest --collect-only -q tests/trainer/test_fault_injection.py",
-           lambda: _collected("tests/trainer/test_fault_injection.py")),
-    # ---- minutes, by hand
-    Figure("demo_seed0", r"\| SFT \+ GRPO  \| ([\d.]+%) \|",
-           "bash launch/run_grpo.sh   (mindrl demo: about 3 min on 2 cores)"),
-    Figure("demo_mindspore", r"runs the same recipes on the MindSpore backend: SFT ([\d.]+%)",
-           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
-    Figure("trl_ratio_tiny", r"\| tiny \(h64, 2 layers\) \|[^\n]*\| ([\d.]+) / [\d.]+ \|",
-           "python bench/trl_compare.py --repeats 3   (TRL in bench/.trl_pkgs; ~9 min)"),
-    Figure("trl_ratio_small", r"\| small \(h256, 4 layers\) \|[^\n]*\| ([\d.]+) / [\d.]+ \|",
-           "python bench/trl_compare.py --repeats 3"),
-    Figure("trl_quiet_ratios",
-           r"quiet machine\s+\(issue 20, same command\): ratio ([\d.]+ \(tiny\) and [\d.]+)",
-           "python bench/trl_compare.py --repeats 3   (on an otherwise idle machine)"),
-    Figure("vllm_small_step", r"small size\s+the step takes ([\d.]+ s with vLLM)",
-           "python bench/trl_compare.py --sizes small --no-trl --repeats 3"),
-    Figure("backends_tiny_ratio", r"\| builtin:tiny \(hidden 64, 2 layers\) \|[^|]*\|[^|]*\| "
-                                  r"([\d.]+x) \|", "python bench/backends.py"),
-    Figure("rewards_grade", r"\| `math_grader.grade`, in process \| ([\d,]+) \|",
+    Figure("conformance_left", r"The (\w+) remaining disagreements",
+           "pytest tests/rewards/test_grader_conformance.py", conformance_left),
+    Figure("verdicts_differ", r"differ from plain math-verify's on (\d+) pairs",
+           "python bench/readme_figures.py --cheap --only verdicts_differ   (= 1000 - the "
+           "'verdicts equal' count bench/rewards.py prints)", verdicts_differ),
+    Figure("inline_demo", r"\| demo: 512 rollouts, `arithmetic` \| [\d,]+ \| ([\d,]+ \| [\d,]+) \|",
+           "python bench/inline_scoring.py", lambda: _inline(0), exact=False),
+    Figure("inline_math500", r"\| 500 MATH-500 answers, `accuracy` \| [\d,]+ \| ([\d,]+ \| [\d,]+) \|",
+           "python bench/inline_scoring.py", lambda: _inline(1), exact=False),
+    Figure("inline_history", r"in a session\s+that gave ([\d,]+ / [\d,]+) with the limit",
+           "none: the code before the timer is gone (commit ca403c9's parent); history, marked *"),
+    Figure("inline_timeout_s", r"with `timeout: 1` scores `None` after ([\d.]+) s",
+           "python bench/readme_figures.py --cheap --only inline_timeout_s", inline_timeout_s,
+           exact=False),
+    Figure("rewards_earlier_runs", r"Earlier runs at load 0\.72 and 1\.32 gave ([\d /]+ and [\d /]+)",
+           "python bench/rewards.py   (two earlier runs of it, 2026-12-03)"),
+    Figure("rewards_rerun", r"a rerun for issue 20 \(2026-12-03 10:52, load 1\.88\) ([\d /]+) \(",
            "python bench/rewards.py"),
-    Figure("inline_demo", r"\| demo: 512 rollouts, `arithmetic` \| ([\d,]+) \|",
-           "python bench/inline_scoring.py"),
-    Figure("eval_native_1", r"\| native \| 1 \| ([\d.]+) \|", "python bench/eval_throughput.py"),
-    Figure("data_io_stream_first", r"\*\*stream: first row taken\*\* \| \*\*([\d.]+)\*\*",
-           "python bench/data_io.py"),
+    Figure("rewards_stale_table", r"The earlier table \(([\d ,/]+) pairs/s\) did not reproduce",
+           "none: stale, made with a bench/rewards.py that imported itself; kept as history"),
+    Figure("rewards_worst_latency", r"with a 2 s timeout: ([\d.]+ s)",
+           "python bench/rewards.py   (its last line)"),
+    Figure("peers_install_s", r"into `tests/\.peers/`, (\d+ s)\s+the first time",
+           "time bash launch/install_peers_plugins.sh   (on a machine without tests/.peers)"),
+    # ---- evaluation
+    # ---- whole tables of measured numbers: every cell comes from the command named
+    table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
+    table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
+    table("trl_table", "| size | prompts x n x tokens |",
+          "python bench/trl_compare.py --repeats 5   (TRL in bench/.trl_pkgs; ~15 min)"),
+    table("backends_table", "| model | torch eager step |", "python bench/backends.py"),
+    table("data_io_table", "| file | reader |",
+          "python bench/data_io.py; python bench/data_io.py --readers \"stream epoch\""),
+    table("pipeline_table", "| stage | rows | dropped |",
+          "the five commands of the block above the table (about 20 s)"),
+    table("conformance_table", "| grader | agreement |",
+          "pytest tests/rewards/test_grader_conformance.py   (the 'before issue 10' rows: "
+          "historical, marked *)"),
+    table("inline_table", "| batch | in process", "python bench/inline_scoring.py"),
+    table("rewards_table", "| scorer | pairs/s |", "python bench/rewards.py"),
+    table("eval_example_table", "| benchmark | problems |",
+          "mindrl eval builtin:tiny --benchmarks math500,aime24,aime25,amc23,gsm8k --limit 2 --n 4 "
+          "--max-new-tokens 64   (tests/test_readme.py compares, slow)"),
+    table("eval_throughput_table", "| engine | Ray workers |",
+          "python bench/eval_throughput.py --problems 64 --max-new-tokens 128"),
 ]
 
 
@@ -155,14 +472,21 @@ def main(argv=None) -> int:
             continue
         old = f.old(text)
         shown_old = old[0] if len(old) == 1 else f"? ({len(old)} matches)"
+        if "\n" in shown_old:            # a whole table
+            shown_old = f"table, {shown_old.count(chr(10))} rows"
         if len(old) != 1:
             status = 1
         new = "-"
         if a.cheap and f.compute is not None:
             t0 = time.perf_counter()
             new = f.compute()
-            mark = "" if new == shown_old else "   <- differs"
-            status = status or int(bool(mark))
+            if new == shown_old:
+                mark = ""
+            elif f.exact:
+                mark = "   <- differs"
+                status = 1
+            else:
+                mark = "   (a timing: moves with the load)"
             new = f"{new} ({time.perf_counter() - t0:.0f} s){mark}"
         elif f.compute is None:
             new = "(by hand)"

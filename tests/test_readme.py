@@ -312,7 +312,7 @@ def test_every_figure_is_found_once_in_the_readme():
                      + "\n".join(bad))
 
 
-def test_instant_figures_hold(tiny_dir):
+def test_instant_figures_hold(tiny_dir, shared_data):   # row counts read ../shared/data
     figs = _figures()
     text = README.read_text(encoding="utf-8")
     for f in figs.FIGURES:
