@@ -15,8 +15,14 @@ exception in a reward scores None as an error) and changes only the scheduling:
   - a request's future is resolved as soon as its own tasks are done.
 
 So a normal item waits at most for a free worker, never for another request's slow item to
-finish, unless every worker is busy with slow items at once (then it waits at most
-``timeout``, when those workers are killed).
+finish. When every worker is busy on a straggler (an item running longer than
+``straggler_after``, default min(0.1 s, timeout/4)) and tasks are queued, a burst worker is
+started (at most ``max_burst_workers`` extra, default ``num_workers``) and serves the queue;
+idle burst workers are retired, and stragglers are still killed at their own timeout. So a
+clean item waits about ``straggler_after`` plus one worker start, not ``timeout``, unless more
+than ``num_workers + max_burst_workers`` stragglers run at once. (Killing stragglers early
+would score them wrongly; preempting them is not possible mid-call: extra processes are the
+one way to bound clean latency independently of pathological items.)
 
 Results are :class:`rewards.pool.RewardResult` objects with the same total as the pool:
 ``total_i = sum_k w_k * (r_k,i if not None else none_as)``.
@@ -91,6 +97,10 @@ class ScoringService:
       none_as: value a None score contributes to the total.
       batch_timeout: limit for one batch-level call; None = ``timeout * request size``.
       start_method: ``forkserver`` (default where available), ``fork`` or ``spawn``.
+      max_burst_workers: extra workers allowed while all workers are on stragglers
+        (None = ``num_workers``; 0 = never).
+      straggler_after: seconds after which a running item counts as a straggler
+        (None = min(0.1, timeout / 4)).
 
     ``submit(completions, **columns)`` returns a ``concurrent.futures.Future`` of a
     :class:`RewardResult`; ``score(...)`` waits for it. ``rewards=`` picks a subset of the
