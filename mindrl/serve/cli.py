@@ -50,6 +50,8 @@ def serve(args: argparse.Namespace) -> int:
         raise UserError("--workers must be >= 1")
     if args.timeout <= 0:
         raise UserError("--timeout must be positive")
+    if args.max_burst_workers is not None and args.max_burst_workers < 0:
+        raise UserError("--max-burst-workers must be >= 0")
     entries = _rewards_from_args(args)
     token = _token(args)
     try:
