@@ -50,10 +50,13 @@ def serve(args: argparse.Namespace) -> int:
         raise UserError("--workers must be >= 1")
     if args.timeout <= 0:
         raise UserError("--timeout must be positive")
+    if args.max_burst_workers is not None and args.max_burst_workers < 0:
+        raise UserError("--max-burst-workers must be >= 0")
     entries = _rewards_from_args(args)
     token = _token(args)
     try:
-        service = ScoringService(entries, num_workers=args.workers, timeout=args.timeout)
+        service = ScoringService(entries, num_workers=args.workers, timeout=args.timeout,
+                                 max_burst_workers=args.max_burst_workers)
     except (RegistryError, KeyError, TypeError, ValueError) as e:
         raise UserError(f"--reward: {error_text(e)}") from None
     try:
@@ -75,6 +78,8 @@ def add_serve_parser(sub) -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     p.add_argument("--workers", type=int, default=2, help="reward worker processes (default 2)")
+    p.add_argument("--max-burst-workers", type=int, default=None,
+                   help="extra workers while every worker is on a straggler (default = --workers)")
     p.add_argument("--timeout", type=float, default=5.0,
                    help="seconds one item of one reward may take; then its worker is killed "
                         "and the item scores null (default 5)")

@@ -15,8 +15,14 @@ exception in a reward scores None as an error) and changes only the scheduling:
   - a request's future is resolved as soon as its own tasks are done.
 
 So a normal item waits at most for a free worker, never for another request's slow item to
-finish, unless every worker is busy with slow items at once (then it waits at most
-``timeout``, when those workers are killed).
+finish. When every worker is busy on a straggler (an item running longer than
+``straggler_after``, default min(0.1 s, timeout/4)) and tasks are queued, a burst worker is
+started (at most ``max_burst_workers`` extra, default ``num_workers``) and serves the queue;
+idle burst workers are retired, and stragglers are still killed at their own timeout. So a
+clean item waits about ``straggler_after`` plus one worker start, not ``timeout``, unless more
+than ``num_workers + max_burst_workers`` stragglers run at once. (Killing stragglers early
+would score them wrongly; preempting them is not possible mid-call: extra processes are the
+one way to bound clean latency independently of pathological items.)
 
 Results are :class:`rewards.pool.RewardResult` objects with the same total as the pool:
 ``total_i = sum_k w_k * (r_k,i if not None else none_as)``.
@@ -91,6 +97,10 @@ class ScoringService:
       none_as: value a None score contributes to the total.
       batch_timeout: limit for one batch-level call; None = ``timeout * request size``.
       start_method: ``forkserver`` (default where available), ``fork`` or ``spawn``.
+      max_burst_workers: extra workers allowed while all workers are on stragglers
+        (None = ``num_workers``; 0 = never).
+      straggler_after: seconds after which a running item counts as a straggler
+        (None = min(0.1, timeout / 4)).
 
     ``submit(completions, **columns)`` returns a ``concurrent.futures.Future`` of a
     :class:`RewardResult`; ``score(...)`` waits for it. ``rewards=`` picks a subset of the
@@ -99,7 +109,8 @@ class ScoringService:
 
     def __init__(self, functions: Sequence[Any], num_workers: int = 2, timeout: float = 5.0,
                  none_as: float = 0.0, batch_timeout: Optional[float] = None,
-                 start_method: Optional[str] = None):
+                 start_method: Optional[str] = None, max_burst_workers: Optional[int] = None,
+                 straggler_after: Optional[float] = None):
         self.components = build_components(functions)
         self.keys = [c.key for c in self.components]
         if num_workers < 1:
@@ -110,6 +121,12 @@ class ScoringService:
         self.timeout = float(timeout)
         self.none_as = float(none_as)
         self.batch_timeout = batch_timeout
+        # Burst workers: when every worker is busy on a straggler (an item running longer than
+        # straggler_after) and tasks are queued, start an extra worker (at most max_burst_workers)
+        # so clean items do not wait for the stragglers' timeout; idle burst workers are retired.
+        self.max_burst_workers = self.num_workers if max_burst_workers is None else int(max_burst_workers)
+        self.straggler_after = (min(0.1, self.timeout / 4) if straggler_after is None
+                                else float(straggler_after))
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         self._ctx = mp.get_context(start_method)
@@ -275,11 +292,20 @@ class ScoringService:
         self.stats.restarts += 1
         return new
 
+    def _retire(self, w: _Worker) -> None:
+        w.kill()
+        with self._lock:
+            self._workers.remove(w)
+
     def _fail(self, w: _Worker, kind: str) -> None:
         t = w.chunk.popleft()
         detail = ("timeout" if kind == "timeout"
                   else f"crashed its worker (exit code {w.proc.exitcode})")
-        self._replace(w)
+        if getattr(w, "burst", False):
+            self._retire(w)
+            self.stats.restarts += 1
+        else:
+            self._replace(w)
         self._finish(t, failure=detail)
 
     def _check_start(self, w: _Worker, ready: set) -> None:
@@ -341,10 +367,28 @@ class ScoringService:
                 w.chunk.append(t)
                 w.task_id = next_id
                 w.started = time.monotonic()
+            now = time.monotonic()
+            for w in list(self._workers):       # retire idle burst workers
+                if getattr(w, "burst", False) and w.ready and not w.chunk and not self._queue:
+                    self._retire(w)
+            straggler_wake = []
+            if self._queue:
+                if all(w.chunk and now - w.started >= self.straggler_after
+                       for w in self._workers if w.ready) and \
+                        not any(not w.ready for w in self._workers) and \
+                        sum(getattr(w, "burst", False) for w in self._workers) < self.max_burst_workers:
+                    nw = self._spawn()
+                    nw.burst = True
+                    with self._lock:
+                        self._workers.append(nw)
+                else:
+                    straggler_wake = [w.started + self.straggler_after
+                                      for w in self._workers
+                                      if w.chunk and w.started + self.straggler_after > now]
             starting = [w for w in self._workers if not w.ready]
             busy = [w for w in self._workers if w.chunk]
             timeout = None
-            deadlines = ([w.started + w.chunk[0].limit for w in busy]
+            deadlines = ([w.started + w.chunk[0].limit for w in busy] + straggler_wake
                          + [w.spawned + STARTUP_TIMEOUT for w in starting])
             if deadlines:
                 timeout = max(0.0, min(deadlines) - time.monotonic())

@@ -90,3 +90,22 @@ def test_many_threads_share_one_service():
         for t in threads:
             t.join(timeout=30)
         assert out == {i: [float(i), float(i + 1)] for i in range(8)}
+
+
+def test_clean_items_are_not_held_behind_stragglers_on_every_worker():
+    # both workers hang on pathological items (timeout 2 s); a clean batch submitted after them
+    # is answered by burst workers well before the stragglers are cut at 2 s
+    with ScoringService([SLOW], num_workers=2, timeout=2.0) as svc:
+        svc.score(["warm"])
+        bad = [svc.submit(["sleep:30"]) for _ in range(2)]
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        clean = svc.submit(["x", "yy", "zzz", "w"])
+        r = clean.result(timeout=10)
+        took = time.monotonic() - t0
+        assert r.total.tolist() == [1.0, 2.0, 3.0, 1.0]
+        assert took < 1.2, took
+        assert not any(b.done() for b in bad)
+        assert [b.result(timeout=10).num_timeouts for b in bad] == [{"slow_len": 1}] * 2
+        time.sleep(0.3)
+        assert len(svc.worker_pids) == 2        # idle burst workers retired
