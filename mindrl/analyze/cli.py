@@ -77,6 +77,7 @@ def _show(args: argparse.Namespace) -> int:
 def add_analyze_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``analyze logprob-quantiles|lengths`` and ``show-rollouts``."""
     from mindrl.command import DefaultsHelpFormatter as fmt  # noqa: PLC0415
+
     p = subparsers.add_parser("analyze", help="analyses with pictures: log-prob quantiles per "
                               "position, response lengths of eval runs")
     sub = p.add_subparsers(dest="analyze_command", metavar="ACTION")

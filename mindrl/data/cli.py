@@ -68,6 +68,7 @@ def _fields(args: argparse.Namespace) -> dict:
 def add_data_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``data filter|pairs|rejection`` to an argparse subparsers object."""
     from mindrl.command import DefaultsHelpFormatter as fmt  # noqa: PLC0415
+
     p = subparsers.add_parser("data", help="build training sets from eval samples "
                                            "(difficulty filter, DPO pairs, rejection sampling)")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")
