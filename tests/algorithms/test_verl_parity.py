@@ -1,7 +1,7 @@
 """Every policy loss, rollout correction and the GDPO estimator against verl's own functions.
 
 verl (0.9.1, ``verl.trainer.ppo.core_algos`` and ``rollout_corr_helper``) is not a mindrl
-dependency: ``bash launch/install_test_peers.sh`` puts it in tests/.verl_pkgs, appended to
+dependency: ``bash launch/install_test_peers.sh`` puts it in tests/.peers/verl, appended to
 sys.path here (after the venv, so nothing in the venv is shadowed). Inputs are random, with
 ragged masks (one empty row) and extreme log-ratios (+-8 on a few tokens); verl runs in
 float64 torch. Our numpy and float64 torch implementations must match its loss value and the
@@ -27,7 +27,7 @@ from algorithms.is_correction import (importance_weights, off_policy_sequence_ma
                                       rejection_mask)
 from algorithms.multi_reward import compute_multi_reward_advantages
 
-PEERS = Path(__file__).resolve().parents[1] / ".verl_pkgs"
+PEERS = Path(__file__).resolve().parents[1] / ".peers" / "verl"
 if not (PEERS / "verl").is_dir():
     raise RuntimeError(f"verl is not installed in {PEERS}: run `bash launch/install_test_peers.sh`")
 if str(PEERS) not in sys.path:
