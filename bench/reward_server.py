@@ -93,10 +93,16 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--bad-every", type=int, default=8, help="one request in N has a bad item")
+    ap.add_argument("--max-burst-workers", type=int, default=None,
+                    help="server's --max-burst-workers (default: the server's default)")
+    ap.add_argument("--no-deprioritize", action="store_true",
+                    help="server's --no-deprioritize (stragglers keep normal CPU priority)")
     a = ap.parse_args()
+    extra = ([] if a.max_burst_workers is None else ["--max-burst-workers", str(a.max_burst_workers)]) \
+        + (["--no-deprioritize"] if a.no_deprioritize else [])
     rows = []
     with reward_server("--workers", str(a.workers), "--timeout", str(a.timeout),
-                       "--reward", "accuracy,format:0.5") as base:
+                       "--reward", "accuracy,format:0.5", *extra) as base:
         http("POST", base + "/score", {"completions": ["\\boxed{1}"] * 4,
                                        "columns": {"answer": ["1"] * 4}})           # warm-up
         for c in (int(x) for x in a.clients.split(",")):
@@ -105,7 +111,8 @@ def main() -> None:
             row["server_timeouts"] = _timeouts(base) - before
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
-    print(f"\nworkers={a.workers} timeout={a.timeout:g}s batch={a.batch} "
+    print(f"\nworkers={a.workers} burst={a.max_burst_workers or 'default'} "
+          f"deprioritize={'off' if a.no_deprioritize else 'on'} timeout={a.timeout:g}s batch={a.batch} "
           f"bad item in 1 of {a.bad_every} requests, {a.seconds:g} s per level\n")
     print("| clients | requests | items/s | p50 ms | p99 ms | clean p50 ms | clean p99 ms "
           "| clean > timeout | timeouts |")

@@ -87,6 +87,9 @@ class Metrics:
                 s.errors)
         counter("mindrl_reward_worker_restarts_total", "Workers replaced after a kill or crash.",
                 s.restarts)
+        counter("mindrl_reward_stragglers_deprioritized_total",
+                "Workers lowered to nice 19 while an item ran past the straggler threshold.",
+                s.deprioritized)
         lines.append("# HELP mindrl_reward_rejected_requests_total Requests refused, by reason.")
         lines.append("# TYPE mindrl_reward_rejected_requests_total counter")
         for reason in sorted(self.rejected) or ["none"]:

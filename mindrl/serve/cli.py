@@ -56,7 +56,8 @@ def serve(args: argparse.Namespace) -> int:
     token = _token(args)
     try:
         service = ScoringService(entries, num_workers=args.workers, timeout=args.timeout,
-                                 max_burst_workers=args.max_burst_workers)
+                                 max_burst_workers=args.max_burst_workers,
+                                 deprioritize_stragglers=not args.no_deprioritize)
     except (RegistryError, KeyError, TypeError, ValueError) as e:
         raise UserError(f"--reward: {error_text(e)}") from None
     try:
@@ -79,7 +80,10 @@ def add_serve_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     p.add_argument("--workers", type=int, default=2, help="reward worker processes (default 2)")
     p.add_argument("--max-burst-workers", type=int, default=None,
-                   help="extra workers while every worker is on a straggler (default = --workers)")
+                   help="extra workers while every worker is on a straggler (default 4 x --workers)")
+    p.add_argument("--no-deprioritize", action="store_true",
+                   help="keep a straggler's worker at normal CPU priority (default: nice 19 once an "
+                        "item runs past min(0.1 s, timeout/4), so clean items get the CPU first)")
     p.add_argument("--timeout", type=float, default=5.0,
                    help="seconds one item of one reward may take; then its worker is killed "
                         "and the item scores null (default 5)")

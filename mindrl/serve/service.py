@@ -33,6 +33,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import multiprocessing as mp
+import os
 import threading
 import time
 from collections import deque
@@ -63,6 +64,7 @@ class ServiceStats:
     timeouts: int = 0
     errors: int = 0
     restarts: int = 0
+    deprioritized: int = 0
 
 
 @dataclass
@@ -101,6 +103,10 @@ class ScoringService:
         (None = ``num_workers``; 0 = never).
       straggler_after: seconds after which a running item counts as a straggler
         (None = min(0.1, timeout / 4)).
+      deprioritize_stragglers: lower a straggler's worker to the lowest CPU priority (nice 19),
+        so that the clean items on the other workers get the CPU first; once its item ends the
+        worker returns to the service's priority (or, without the right to raise a priority,
+        is replaced), so the pool never keeps a slow worker.
 
     ``submit(completions, **columns)`` returns a ``concurrent.futures.Future`` of a
     :class:`RewardResult`; ``score(...)`` waits for it. ``rewards=`` picks a subset of the
@@ -110,7 +116,7 @@ class ScoringService:
     def __init__(self, functions: Sequence[Any], num_workers: int = 2, timeout: float = 5.0,
                  none_as: float = 0.0, batch_timeout: Optional[float] = None,
                  start_method: Optional[str] = None, max_burst_workers: Optional[int] = None,
-                 straggler_after: Optional[float] = None):
+                 straggler_after: Optional[float] = None, deprioritize_stragglers: bool = True):
         self.components = build_components(functions)
         self.keys = [c.key for c in self.components]
         if num_workers < 1:
@@ -124,7 +130,9 @@ class ScoringService:
         # Burst workers: when every worker is busy on a straggler (an item running longer than
         # straggler_after) and tasks are queued, start an extra worker (at most max_burst_workers)
         # so clean items do not wait for the stragglers' timeout; idle burst workers are retired.
-        self.max_burst_workers = self.num_workers if max_burst_workers is None else int(max_burst_workers)
+        self.max_burst_workers = (4 * self.num_workers if max_burst_workers is None
+                                  else int(max_burst_workers))
+        self.deprioritize_stragglers = bool(deprioritize_stragglers)
         self.straggler_after = (min(0.1, self.timeout / 4) if straggler_after is None
                                 else float(straggler_after))
         if start_method is None:
@@ -292,6 +300,33 @@ class ScoringService:
         self.stats.restarts += 1
         return new
 
+    def _deprioritize(self, w: _Worker) -> None:
+        """Nice a straggler's worker to 19 (its item keeps running, at the lowest priority)."""
+        w.niced = True
+        try:
+            os.setpriority(os.PRIO_PROCESS, w.proc.pid, 19)
+            self.stats.deprioritized += 1
+        except (OSError, AttributeError):   # the process just ended, or no setpriority here
+            pass
+
+    def _recycle(self, w: _Worker) -> None:
+        """A deprioritized worker whose item ended goes back to normal priority; where this
+        process may not raise a priority (no CAP_SYS_NICE), a burst worker leaves and a regular
+        one is replaced by a fresh worker (a forkserver start, off every item's clock)."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, w.proc.pid, os.getpriority(os.PRIO_PROCESS, 0))
+            w.niced = False
+            return
+        except OSError:
+            pass
+        if getattr(w, "burst", False):
+            self._retire(w)
+            return
+        w.kill()
+        new = self._spawn()
+        with self._lock:
+            self._workers[self._workers.index(w)] = new
+
     def _retire(self, w: _Worker) -> None:
         w.kill()
         with self._lock:
@@ -346,7 +381,7 @@ class ScoringService:
         next_id = 0
         while not self._closed:
             for w in list(self._workers):
-                if w.chunk or not w.ready:
+                if w.chunk or not w.ready or getattr(w, "niced", False):
                     continue
                 if not w.proc.is_alive():      # died between tasks: nothing was lost
                     w = self._replace(w)
@@ -368,14 +403,21 @@ class ScoringService:
                 w.task_id = next_id
                 w.started = time.monotonic()
             now = time.monotonic()
-            for w in list(self._workers):       # retire idle burst workers
-                if getattr(w, "burst", False) and w.ready and not w.chunk and not self._queue:
-                    self._retire(w)
+            for w in list(self._workers):
+                if w.ready and not w.chunk and getattr(w, "niced", False):
+                    self._recycle(w)            # its straggler ended: no slow worker stays
+                elif getattr(w, "burst", False) and w.ready and not w.chunk and not self._queue:
+                    self._retire(w)             # idle burst worker
+                elif (self.deprioritize_stragglers and w.chunk and not getattr(w, "niced", False)
+                      and now - w.started >= self.straggler_after):
+                    self._deprioritize(w)
             straggler_wake = []
             if self._queue:
-                if all(w.chunk and now - w.started >= self.straggler_after
-                       for w in self._workers if w.ready) and \
-                        not any(not w.ready for w in self._workers) and \
+                # keep num_workers workers that are not stuck: count the ready ones not on a
+                # straggler and the ones starting; start burst workers for the difference
+                healthy = sum(1 for w in self._workers if not w.ready or not w.chunk
+                              or now - w.started < self.straggler_after)
+                if healthy < self.num_workers and \
                         sum(getattr(w, "burst", False) for w in self._workers) < self.max_burst_workers:
                     nw = self._spawn()
                     nw.burst = True
@@ -385,6 +427,10 @@ class ScoringService:
                     straggler_wake = [w.started + self.straggler_after
                                       for w in self._workers
                                       if w.chunk and w.started + self.straggler_after > now]
+            elif self.deprioritize_stragglers:
+                straggler_wake = [w.started + self.straggler_after for w in self._workers
+                                  if w.chunk and not getattr(w, "niced", False)
+                                  and w.started + self.straggler_after > now]
             starting = [w for w in self._workers if not w.ready]
             busy = [w for w in self._workers if w.chunk]
             timeout = None

@@ -85,8 +85,8 @@ def test_pathological_batch_is_answered_within_the_timeout(server):
 
 
 def test_worker_killed_mid_batch(server):
-    # 6 items of 0.3 s on 2 workers (limit 0.5 s); one worker is killed while they run
-    pids = http("GET", server + "/health")[1]["worker_pids"]
+    # 6 items of 0.3 s on 2 workers (limit 0.5 s; burst workers join after 0.1 s); the first
+    # worker is killed while it runs its first item
     result = {}
 
     def call():
@@ -95,7 +95,8 @@ def test_worker_killed_mid_batch(server):
 
     t = threading.Thread(target=call)
     t.start()
-    time.sleep(0.45)
+    time.sleep(0.15)
+    pids = http("GET", server + "/health")[1]["worker_pids"]
     os.kill(pids[0], signal.SIGKILL)
     t.join(timeout=30)
     status, body = result["r"]

@@ -109,3 +109,34 @@ def test_clean_items_are_not_held_behind_stragglers_on_every_worker():
         assert [b.result(timeout=10).num_timeouts for b in bad] == [{"slow_len": 1}] * 2
         time.sleep(0.3)
         assert len(svc.worker_pids) == 2        # idle burst workers retired
+
+
+def test_a_straggler_runs_at_the_lowest_priority_and_its_worker_comes_back():
+    # an item past straggler_after has its worker niced to 19 while it runs (clean items on the
+    # other workers get the CPU first); after it ends the worker serves again at our priority
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    with ScoringService([SLOW], num_workers=2, timeout=5.0, straggler_after=0.1) as svc:
+        svc.score(["warm"])
+        before = svc.worker_pids
+        slow = svc.submit(["spin:1.0"])
+        time.sleep(0.5)
+        nices = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in svc.worker_pids}
+        assert sorted(nices.values()) == [base, 19], nices
+        assert svc.stats.deprioritized == 1
+        assert slow.result(timeout=10).total.tolist() == [8.0]     # len("spin:1.0"), not cut
+        time.sleep(0.3)
+        assert svc.worker_pids == before                          # restored, not replaced
+        assert [os.getpriority(os.PRIO_PROCESS, p) for p in before] == [base, base]
+        assert svc.score(["x" * 5]).total.tolist() == [5.0]
+
+
+def test_deprioritize_off_keeps_stragglers_at_normal_priority():
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    with ScoringService([SLOW], num_workers=1, timeout=5.0, straggler_after=0.1,
+                        deprioritize_stragglers=False, max_burst_workers=0) as svc:
+        svc.score(["warm"])
+        slow = svc.submit(["spin:0.6"])
+        time.sleep(0.4)
+        assert [os.getpriority(os.PRIO_PROCESS, p) for p in svc.worker_pids] == [base]
+        assert svc.stats.deprioritized == 0
+        slow.result(timeout=10)
