@@ -4,8 +4,8 @@ starting weights come from, the fresh value head, and the critic's file in a che
 A critic is the policy's decoder (``model.*`` parameters, Hugging Face names) with a scalar
 head ``score`` (weight (1, H), bias (1,)) on the final hidden state in place of the LM head,
 as transformers' ``*ForTokenClassification`` with one label. Its weights are written as
-``critic.safetensors`` (float32, those names) in the checkpoint's ``state/`` directory, with
-its optimizer state beside it; either backend reads the other's weights file.
+``critic.safetensors`` (float32, those names) in ``state/critic/`` of a checkpoint, with its
+optimizer state beside it; either backend reads the other's weights file.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from mindrl.errors import ConfigError
 
+CRITIC_DIR = "critic"                   # under a checkpoint's state/
 CRITIC_WEIGHTS = "critic.safetensors"
 HEAD_WEIGHT, HEAD_BIAS = "score.weight", "score.bias"
 
@@ -34,8 +35,8 @@ def fresh_head(hidden: int, std: float, seed: int) -> Dict[str, np.ndarray]:
 
 
 def critic_source(cfg, policy_path: str) -> Tuple[str, str]:
-    """("critic", file) when the critic starts from a saved critic (``critic.model_path`` a
-    directory with critic.safetensors, or that file), else ("hf", directory) of a causal LM
+    """("critic", file) when the critic starts from a saved critic (``critic.model_path`` that
+    file, or a directory holding it: a checkpoint, its state/ or state/critic/), else ("hf", directory) of a causal LM
     whose decoder it takes (the policy's when ``critic.model_path`` is empty)."""
     path = cfg.critic.model_path
     if not path:
@@ -43,10 +44,9 @@ def critic_source(cfg, policy_path: str) -> Tuple[str, str]:
     p = Path(path)
     if p.is_file() and p.name.endswith(".safetensors"):
         return "critic", str(p)
-    if (p / CRITIC_WEIGHTS).is_file():
-        return "critic", str(p / CRITIC_WEIGHTS)
-    if (p / "state" / CRITIC_WEIGHTS).is_file():          # a whole mindrl checkpoint
-        return "critic", str(p / "state" / CRITIC_WEIGHTS)
+    for sub in (p, p / CRITIC_DIR, p / "state" / CRITIC_DIR):
+        if (sub / CRITIC_WEIGHTS).is_file():
+            return "critic", str(sub / CRITIC_WEIGHTS)
     if (p / "config.json").is_file():
         return "hf", str(p)
     raise ConfigError(f"critic.model_path={path}: neither a critic ({CRITIC_WEIGHTS}, or a "

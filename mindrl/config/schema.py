@@ -216,9 +216,10 @@ class AlgorithmConfig:
 @dataclass(frozen=True)
 class CriticConfig:
     model_path: str = opt("", "gae: the critic's starting weights: '' = the policy's "
-                          "(model.path) with a fresh value head, or a directory holding "
-                          "critic.safetensors (the state/ directory of a mindrl checkpoint) or "
-                          "a Hugging Face causal LM of the policy's architecture.")
+                          "(model.path) with a fresh value head; a mindrl checkpoint directory "
+                          "(its critic: state/critic/critic.safetensors) or that file; or a "
+                          "Hugging Face causal LM of the policy's architecture (its decoder, a "
+                          "fresh head).")
     lr: float = opt(5e-6, "gae: the critic's peak learning rate (its own AdamW; betas, eps, "
                     "warm-up and schedule as train.*).")
     weight_decay: float = opt(0.0, "gae: the critic's AdamW weight decay.")

@@ -110,3 +110,20 @@ def test_value_clip_loss_by_hand():
                           cliprange_value=0.2, loss_agg_mode="seq_mean_token_sum",
                           global_seqs=4.0)
     assert loss4 == pytest.approx((0.32 + 0.5 + 0.005) / 4)
+
+
+def test_critic_config_is_checked_at_load():
+    from mindrl.config.loader import load_config
+    from mindrl.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        load_config(None, ["algorithm.adv_estimator=gae", "algorithm.lam=1.5", "critic.lr=0",
+                           "critic.cliprange_value=-1", "critic.warmup_steps=5",
+                           "train.steps=5", "critic.loss_agg_mode=bogus"])
+    text = str(e.value)
+    for key in ("algorithm.lam=1.5", "critic.lr=0", "critic.cliprange_value=-1",
+                "critic.warmup_steps=5", "critic.loss_agg_mode='bogus'"):
+        assert key in text, key
+    cfg = load_config(None, ["algorithm.adv_estimator=gae", "rollout.n=1",
+                             "algorithm.kl.in_reward=true", "algorithm.kl.coef=0.1"])
+    assert cfg.critic.cliprange_value == 0.5          # gae needs no group: n = 1 is fine

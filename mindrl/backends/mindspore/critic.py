@@ -19,7 +19,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import Tensor, ops
 
-from mindrl.backends.critic_files import (CRITIC_WEIGHTS, critic_source, fresh_head,
+from mindrl.backends.critic_files import (CRITIC_DIR, CRITIC_WEIGHTS, critic_source, fresh_head,
                                           needs_critic, read_critic, write_critic)
 from mindrl.backends.metrics import MetricMerger, finish
 from mindrl.backends.mindspore import weights as W
@@ -187,7 +187,7 @@ class MindSporeCritic:
     def save_state(self, directory: str) -> None:
         if self.backend.rank != 0:
             return
-        d = Path(directory)
+        d = Path(directory) / CRITIC_DIR
         d.mkdir(parents=True, exist_ok=True)
         write_critic(d / CRITIC_WEIGHTS, self.arrays())
         W.write_safetensors(str(d / OPTIM_FILE), self.optimizer.state_arrays(), "float32",
@@ -200,7 +200,7 @@ class MindSporeCritic:
     def load_state(self, directory: str) -> None:
         from mindrl.errors import UserError
 
-        d = Path(directory)
+        d = Path(directory) / CRITIC_DIR
         for f in (CRITIC_WEIGHTS, OPTIM_FILE, STATE_FILE):
             if not (d / f).is_file():
                 raise UserError(f"{d / f} is missing: the checkpoint has no critic state "

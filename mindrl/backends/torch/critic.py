@@ -16,7 +16,7 @@ from typing import Dict, List
 import numpy as np
 import torch
 
-from mindrl.backends.critic_files import (CRITIC_WEIGHTS, HEAD_BIAS, HEAD_WEIGHT, critic_source,
+from mindrl.backends.critic_files import (CRITIC_DIR, CRITIC_WEIGHTS, HEAD_BIAS, HEAD_WEIGHT, critic_source,
                                           fresh_head, read_critic, write_critic)
 from mindrl.backends.metrics import MetricMerger, finish
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
@@ -189,7 +189,7 @@ class TorchCritic(torch.nn.Module):
         """critic.safetensors + the critic's optimizer and scheduler (rank 0)."""
         if self.backend.rank != 0:
             return
-        d = Path(directory)
+        d = Path(directory) / CRITIC_DIR
         d.mkdir(parents=True, exist_ok=True)
         write_critic(d / CRITIC_WEIGHTS, self.arrays())
         torch.save({"optimizer": self.optimizer.state_dict(),
@@ -199,7 +199,7 @@ class TorchCritic(torch.nn.Module):
     def load_state(self, directory: str) -> None:
         from mindrl.errors import UserError
 
-        d = Path(directory)
+        d = Path(directory) / CRITIC_DIR
         for f in (CRITIC_WEIGHTS, OPTIM_FILE):
             if not (d / f).is_file():
                 raise UserError(f"{d / f} is missing: the checkpoint has no critic state "
