@@ -13,6 +13,7 @@ response mask m (B, T) to per-token advantages A (B, T), zero on padding. Chosen
 * ``reinforce_pp``           token rewards -> discounted returns -> whitened over the batch.
 * ``reinforce_pp_baseline``  as reinforce_pp on r_i - mean_g.
 * ``passk``     the analytic Pass@k advantage (Chen et al. 2025, "Pass@k Training").
+* ``gae``       PPO's GAE from the critic's per-token values (:mod:`algorithms.gae`).
 
 A group of one carries no comparison, so every group estimator gives it advantage 0 (no
 gradient from that sample). verl instead sets mean 0 / std 1 for a lone sample, which turns it
@@ -34,17 +35,18 @@ ADV_ESTIMATORS: Registry[Callable[..., np.ndarray]] = Registry("advantage estima
 
 #: Keyword parameters an estimator may take; the names match ``AlgorithmConfig`` fields
 #: (``kl_coef`` is ``algorithm.kl.coef`` when ``algorithm.kl.in_reward`` is true).
-ADV_PARAMS = ("std_eps", "std_ddof", "gamma", "passk_k", "kl_coef")
+ADV_PARAMS = ("std_eps", "std_ddof", "gamma", "passk_k", "kl_coef", "lam", "whiten_advantages")
 
 
 def compute_advantages(estimator: str, *, rewards, group_index, response_mask,
-                       token_kl=None, **params) -> np.ndarray:
+                       token_kl=None, values=None, **params) -> np.ndarray:
     """Per-token advantages (B, T) float64 from the estimator registered as ``estimator``.
 
     rewards: (B,) outcome reward of each rollout. group_index: (B,) ints, rollouts of one
     prompt share a value. response_mask: (B, T) 1 on response tokens. token_kl: (B, T)
     per-token KL estimate to the reference, used only by the REINFORCE++ estimators with
-    ``kl_coef > 0``. ``params`` are config values (see :data:`ADV_PARAMS`); each estimator
+    ``kl_coef > 0``. values: (B, T) the critic's per-token values, for estimators that
+    declare a ``values`` argument (``gae``). ``params`` are config values (see :data:`ADV_PARAMS`); each estimator
     receives the ones it declares, an unknown name raises TypeError.
     """
     unknown = sorted(set(params) - set(ADV_PARAMS))
@@ -64,6 +66,8 @@ def compute_advantages(estimator: str, *, rewards, group_index, response_mask,
     kwargs = {k: v for k, v in params.items() if k in accepted}
     if "token_kl" in accepted:
         kwargs["token_kl"] = None if token_kl is None else np.asarray(token_kl, np.float64)
+    if "values" in accepted:
+        kwargs["values"] = None if values is None else np.asarray(values, np.float64)
     adv = fn(rewards, group_index, mask, **kwargs)
     return np.asarray(adv, dtype=np.float64) * mask
 
@@ -73,7 +77,9 @@ def advantage_params(cfg) -> dict:
     kl = getattr(cfg, "kl", None)
     in_reward = bool(kl is not None and kl.in_reward)
     return dict(std_eps=cfg.std_eps, std_ddof=cfg.std_ddof, gamma=cfg.gamma,
-                passk_k=cfg.passk_k, kl_coef=kl.coef if in_reward else 0.0)
+                passk_k=cfg.passk_k, kl_coef=kl.coef if in_reward else 0.0,
+                lam=getattr(cfg, "lam", 1.0),
+                whiten_advantages=getattr(cfg, "whiten_advantages", True))
 
 
 # --- helpers --------------------------------------------------------------------------------

@@ -184,3 +184,18 @@ def bucket(length: int, buckets: List[int]) -> int:
 
 
 Metrics = Dict[str, float]
+
+
+@dataclass
+class ValueBatch:
+    """A :class:`TokenBatch` plus what the critic's loss needs (PPO with GAE), per token."""
+
+    tokens: TokenBatch
+    old_values: np.ndarray               # (B, T) float32 V_old(s_t): the critic at rollout time
+    returns: np.ndarray                  # (B, T) float32 R_t = A_t + V_old(s_t): the targets
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def rows(self, idx) -> "ValueBatch":
+        return ValueBatch(self.tokens.rows(idx), self.old_values[idx], self.returns[idx])

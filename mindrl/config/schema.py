@@ -167,13 +167,19 @@ class RolloutCorrectionConfig:
 class AlgorithmConfig:
     adv_estimator: str = opt("grpo", "Advantage estimator: grpo, dr_grpo, rloo, reinforce_pp, "
                              "reinforce_pp_baseline, passk, gdpo (each reward component "
-                             "normalised in its group before the weighted sum).")
+                             "normalised in its group before the weighted sum), gae (PPO with "
+                             "a critic: see critic.*).")
     std_eps: float = opt(1e-6, "GRPO (and REINFORCE++ whitening): epsilon added to the std, "
                          ">= 0. A group (batch) whose values all agree gets advantage 0 "
                          "whatever eps, so 0 is allowed.")
     std_ddof: int = opt(1, "GRPO: ddof of the group std (1 = unbiased, as verl and TRL).",
                         [0, 1])
-    gamma: float = opt(1.0, "REINFORCE++: discount of token-level returns.")
+    gamma: float = opt(1.0, "REINFORCE++ and gae: discount of token-level returns (verl "
+                       "algorithm.gamma; Open-Reasoner-Zero uses 1).")
+    lam: float = opt(1.0, "gae: the GAE lambda in [0, 1] (verl algorithm.lam; "
+                     "Open-Reasoner-Zero uses 1).")
+    whiten_advantages: bool = opt(True, "gae: whiten the advantages over the batch's response "
+                                  "tokens (mean 0, std 1; std_eps, std_ddof), as verl does.")
     passk_k: int = opt(4, "passk: k of the Pass@k objective (k <= rollout.n).")
     policy_loss: str = opt("ppo_clip", "Policy loss: ppo_clip (verl vanilla), vanilla_pg, gspo, "
                            "gspo_token (verl gspo), cispo, sapo, clip_cov, kl_cov, gmpo (verl "
@@ -205,6 +211,29 @@ class AlgorithmConfig:
                              "seq_mean_token_mean, seq_mean_token_sum_norm (Dr. GRPO).")
     dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
                                                       "Dynamic sampling of groups.")
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    model_path: str = opt("", "gae: the critic's starting weights: '' = the policy's "
+                          "(model.path) with a fresh value head; a mindrl checkpoint directory "
+                          "(its critic: state/critic/critic.safetensors) or that file; or a "
+                          "Hugging Face causal LM of the policy's architecture (its decoder, a "
+                          "fresh head).")
+    lr: float = opt(5e-6, "gae: the critic's peak learning rate (its own AdamW; betas, eps, "
+                    "warm-up and schedule as train.*).")
+    weight_decay: float = opt(0.0, "gae: the critic's AdamW weight decay.")
+    grad_clip: float = opt(1.0, "gae: clip the critic's global gradient norm (0 = off).")
+    cliprange_value: float = opt(0.5, "gae: value-loss clipping: the new value may move at "
+                                 "most this far from the rollout-time value before the loss "
+                                 "stops pulling (verl critic.cliprange_value; 0 = off).")
+    loss_agg_mode: str = opt("token_mean", "gae: aggregation of the value loss (as "
+                             "algorithm.loss_agg_mode).")
+    warmup_steps: int = opt(0, "gae: the first N steps train only the critic; the policy is "
+                            "not updated (verl trainer.critic_warmup).")
+    head_init_std: float = opt(0.02, "gae: std of the fresh value head's weights (normal, "
+                               "seeded by train.seed; bias 0), as a transformers "
+                               "token-classification head.")
 
 
 @dataclass(frozen=True)
@@ -399,6 +428,37 @@ def _check_losses(a: AlgorithmConfig, r: RolloutConfig) -> List[str]:
     return errors
 
 
+def _check_critic(cfg) -> List[str]:
+    """Checks of ``critic.*`` and the GAE options."""
+    a, c = cfg.algorithm, cfg.critic
+    errors = []
+    if not 0 <= a.gamma <= 1:
+        errors.append(f"algorithm.gamma={a.gamma} must be in [0, 1]")
+    if not 0 <= a.lam <= 1:
+        errors.append(f"algorithm.lam={a.lam} must be in [0, 1]")
+    if c.lr <= 0:
+        errors.append(f"critic.lr={c.lr} must be > 0")
+    for key in ("weight_decay", "grad_clip", "cliprange_value", "warmup_steps", "head_init_std"):
+        if getattr(c, key) < 0:
+            errors.append(f"critic.{key}={getattr(c, key)} must be >= 0")
+    from algorithms.aggregation import AGG_MODES
+
+    if c.loss_agg_mode not in AGG_MODES:
+        errors.append(f"critic.loss_agg_mode={c.loss_agg_mode!r} is not one of "
+                      f"{', '.join(AGG_MODES.names())}")
+    if a.adv_estimator == "gae":
+        if cfg.backend == "mindformers":
+            errors.append("algorithm.adv_estimator=gae needs a critic, which backend=mindformers "
+                          "does not have yet: use backend=torch or mindspore")
+        if cfg.train.fsdp:
+            errors.append("algorithm.adv_estimator=gae: the critic is not sharded; "
+                          "train.fsdp=true is not supported with it yet")
+        if c.warmup_steps >= cfg.train.steps:
+            errors.append(f"critic.warmup_steps={c.warmup_steps} must be < train.steps="
+                          f"{cfg.train.steps}: the policy would never be trained")
+    return errors
+
+
 @dataclass(frozen=True)
 class RunConfig:
     backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
@@ -409,6 +469,8 @@ class RunConfig:
     data: DataConfig = section(DataConfig, "Prompt data.")
     rollout: RolloutConfig = section(RolloutConfig, "Rollout engine and sampling.")
     algorithm: AlgorithmConfig = section(AlgorithmConfig, "Advantages and losses.")
+    critic: CriticConfig = section(CriticConfig, "The value model of PPO "
+                                   "(algorithm.adv_estimator=gae).")
     reward: RewardConfig = section(RewardConfig, "Reward functions.")
     train: TrainConfig = section(TrainConfig, "Optimisation.")
     checkpoint: CheckpointConfig = section(CheckpointConfig, "Checkpoints and resume.")
@@ -440,10 +502,12 @@ class RunConfig:
             errors.append(f"algorithm.std_eps={a.std_eps} must be >= 0")
         if a.kl.coef < 0:
             errors.append(f"algorithm.kl.coef={a.kl.coef} must be >= 0")
-        if a.kl.in_reward and a.adv_estimator not in ("reinforce_pp", "reinforce_pp_baseline"):
+        if a.kl.in_reward and a.adv_estimator not in ("reinforce_pp", "reinforce_pp_baseline",
+                                                      "gae"):
             errors.append("algorithm.kl.in_reward=true folds KL into token-level returns and needs "
-                          "algorithm.adv_estimator=reinforce_pp or reinforce_pp_baseline "
+                          "algorithm.adv_estimator=reinforce_pp, reinforce_pp_baseline or gae "
                           f"(got {a.adv_estimator})")
+        errors.extend(_check_critic(self))
         if r.temperature < 0:
             errors.append(f"rollout.temperature={r.temperature} must be >= 0")
         if not 0 < r.top_p <= 1:

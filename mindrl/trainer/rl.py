@@ -1,4 +1,5 @@
-"""The RL loop (GRPO family), shared by both backends.
+"""The RL loop (GRPO family, and PPO with a critic: see :mod:`mindrl.trainer.ppo`), shared by
+both backends.
 
 One step, as data (shapes: B = prompts x n rollouts, T = longest response)::
 
@@ -127,6 +128,13 @@ class RLTrainer(Trainer):
             ref_logp = self.backend.logprobs(tokens, temperature=temp, reference=True,
                                              micro_batch_size=mb)
         metrics["time/ref_logprobs"] = time.perf_counter() - t0
+        values = None
+        if a.adv_estimator == "gae":       # PPO: the critic's V_old (see trainer/ppo.py)
+            from mindrl.trainer import ppo
+
+            t0 = time.perf_counter()
+            values = ppo.old_values(self, tokens)
+            metrics["time/values"] = time.perf_counter() - t0
 
         # Advantages over the global batch (identical on every rank), then this rank's rows.
         token_kl = None
@@ -141,6 +149,7 @@ class RLTrainer(Trainer):
         g_groups = self.gather(ro.group_index.astype(np.int64) + self.rank * self.local_prompts)
         g_mask = self.gather(pad_T(mask))
         g_kl = self.gather(pad_T(token_kl)) if token_kl is not None else None
+        g_values = self.gather(pad_T(values)) if values is not None else None
         if a.adv_estimator == "gdpo":       # each reward component normalised on its own
             from algorithms.multi_reward import component_weights, compute_multi_reward_advantages
 
@@ -154,7 +163,8 @@ class RLTrainer(Trainer):
             adv = compute_advantages(a.adv_estimator, rewards=g_rewards, group_index=g_groups,
                                      response_mask=g_mask, token_kl=g_kl, std_eps=a.std_eps,
                                      std_ddof=a.std_ddof, gamma=a.gamma, passk_k=a.passk_k,
-                                     kl_coef=a.kl.coef)
+                                     kl_coef=a.kl.coef, values=g_values, lam=a.lam,
+                                     whiten_advantages=a.whiten_advantages)
         B = len(ro)
         adv = adv[self.rank * B:(self.rank + 1) * B, :T].astype(np.float32) * mask
         save_step_rollouts(self, rows, ro, sc, adv, mask)          # logging.save_rollouts
@@ -163,7 +173,17 @@ class RLTrainer(Trainer):
                            ref_logp if (a.kl.coef > 0 and not a.kl.in_reward) else None,
                            rollout_logp)
         t0 = time.perf_counter()
-        train_m = self.update(batch)
+        if values is not None:              # PPO: the critic's step, then the policy's
+            from mindrl.types import ValueBatch
+
+            rets = ppo.returns_for(self, g_rewards, g_values, g_mask, g_kl)
+            rets = rets[self.rank * B:(self.rank + 1) * B, :T].astype(np.float32) * mask
+            metrics.update(ppo.value_metrics(self, values, rets, mask))
+            metrics.update(ppo.critic_update(self, ValueBatch(tokens, values, rets)))
+            metrics["time/critic_update"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+        warming = values is not None and self.step < cfg.critic.warmup_steps
+        train_m = {} if warming else self.update(batch)
         metrics["time/update"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         if self.engine_needs_sync:

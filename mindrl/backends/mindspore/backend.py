@@ -165,6 +165,9 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
                           True: ms.jit(self._make_logp_fn(self.reference))
                           if self.reference is not None else None}
         self._engine = None
+        from mindrl.backends.mindspore.critic import build_critic
+
+        self.critic = build_critic(self)          # PPO value model (adv_estimator: gae) or None
 
     # ------------------------------------------------------------------ set-up
     def _init_distributed(self) -> Tuple[int, int]:

@@ -61,6 +61,8 @@ class CheckpointIOMixin:
             tmp = d / "ms_state.json.tmp"
             tmp.write_text(json.dumps(meta))
             os.replace(tmp, d / "ms_state.json")
+        if getattr(self, "critic", None) is not None:
+            self.critic.save_state(directory)
         rng = {"numpy_engine": self._engine.rng_state() if self._engine is not None else None}
         tmp = d / f"ms_rng_rank{self.rank}.json.tmp"
         tmp.write_text(json.dumps(rng))
@@ -75,6 +77,8 @@ class CheckpointIOMixin:
                                          meta["adam_step"])
         self.optimizer_steps = meta["optimizer_steps"]
         self.skipped_steps = meta["skipped_steps"]
+        if getattr(self, "critic", None) is not None:
+            self.critic.load_state(directory)
         rng_file = d / f"ms_rng_rank{self.rank}.json"
         if rng_file.is_file() and self._engine is not None:
             state = json.loads(rng_file.read_text()).get("numpy_engine")

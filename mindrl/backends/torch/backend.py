@@ -128,6 +128,9 @@ class TorchBackend:
                                                 min_ratio=t.min_lr_ratio))
         self.optimizer_steps = 0
         self.skipped_steps = 0
+        from mindrl.backends.torch.critic import build_critic
+
+        self.critic = build_critic(self)          # PPO value model (adv_estimator: gae) or None
 
     def _shard(self, model) -> None:
         """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head), on a
@@ -465,6 +468,8 @@ class TorchBackend:
                         "scheduler": self.scheduler.state_dict(),
                         "optimizer_steps": self.optimizer_steps,
                         "skipped_steps": self.skipped_steps}, d / "torch_optim.pt")
+        if self.critic is not None:
+            self.critic.save_state(directory)
         rng = {"torch": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
@@ -495,6 +500,8 @@ class TorchBackend:
         self.scheduler.load_state_dict(state["scheduler"])
         self.optimizer_steps = state["optimizer_steps"]
         self.skipped_steps = state["skipped_steps"]
+        if self.critic is not None:
+            self.critic.load_state(directory)
         rng_file = d / f"torch_rng_rank{self.rank}.pt"
         if rng_file.is_file():
             rng = load_state_file(rng_file, "cpu")
