@@ -11,7 +11,8 @@ from mindrl.command import run_command, user_message  # noqa: F401  (re-exported
 
 
 def _config_show(args: argparse.Namespace) -> int:
-    from mindrl.config.loader import describe, dump_config, load_config
+    from mindrl.config.loader import describe
+    from mindrl.config.stages import describe_stages, load_stages
 
     if args.keys:
         for key, tp, default, help_text in describe():
@@ -20,17 +21,16 @@ def _config_show(args: argparse.Namespace) -> int:
     recipe, overrides = args.recipe, list(args.overrides)
     if recipe is not None and "=" in recipe:  # no recipe given, only overrides
         recipe, overrides = None, [recipe] + overrides
-    cfg = load_config(recipe, overrides)
-    sys.stdout.write(dump_config(cfg))
+    sys.stdout.write(describe_stages(load_stages(recipe, overrides)))
     return 0
 
 
 def _train(args: argparse.Namespace) -> int:
-    from mindrl.config.loader import load_config
-    from mindrl.trainer.rl import train
+    from mindrl.config.stages import load_stages
+    from mindrl.trainer.stages import run_stages
 
-    cfg = load_config(args.recipe, args.overrides, require_model=True)
-    train(cfg)
+    # every stage of a multi-stage recipe is checked here, before the first one starts
+    run_stages(load_stages(args.recipe, args.overrides, require_model=True))
     return 0
 
 
@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--keys", action="store_true", help="list every option with its help")
     show.set_defaults(func=_config_show)
 
-    tr = sub.add_parser("train", help="run RL training (GRPO family) from a recipe")
+    tr = sub.add_parser("train", help="run RL training (GRPO family) from a recipe; a recipe "
+                        "with stages runs them in order (resumable at any stage)")
     tr.add_argument("recipe", help="recipe file or name in yaml_configs/")
     tr.add_argument("overrides", nargs="*", help="dotted overrides, e.g. algorithm.adv_estimator=rloo")
     tr.set_defaults(func=_train)

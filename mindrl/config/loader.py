@@ -289,7 +289,22 @@ def load_config(recipe: Optional[str] = None, overrides: Sequence[str] = (), *,
     """
     sources: Dict[str, str] = {}
     data = _read_yaml(resolve_recipe(recipe), sources) if recipe else {}
+    if "stages" in data:
+        from mindrl.config.stages import staged_recipe_error
+
+        raise staged_recipe_error(recipe, data["stages"])
     data = apply_overrides(data, overrides, sources)
+    return config_from_data(data, sources, require_model=require_model)
+
+
+def read_recipe(recipe: Optional[str], sources: Dict[str, str]) -> Dict:
+    """A recipe's merged mapping (``extends`` resolved), sources recorded; {} for None."""
+    return _read_yaml(resolve_recipe(recipe), sources) if recipe else {}
+
+
+def config_from_data(data: Dict, sources: Dict[str, str], *,
+                     require_model: bool = False) -> RunConfig:
+    """Type-check and cross-check a merged recipe mapping (see :func:`load_config`)."""
     cfg = build_dataclass(RunConfig, data, "", sources)
     cfg.check()
     _check_registered_names(cfg)

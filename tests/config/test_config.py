@@ -115,9 +115,11 @@ def test_saved_config_round_trips(tmp_path):
 
 @pytest.mark.parametrize("recipe", sorted(p.stem for p in (REPO / "yaml_configs").glob("*.yaml")))
 def test_every_shipped_recipe_resolves(recipe):
-    cfg = load_config(recipe)
-    assert isinstance(cfg, RunConfig)
-    assert dump_config(cfg)
+    from mindrl.config.stages import load_stages
+
+    for stage in load_stages(recipe):               # a multi-stage recipe: every stage
+        assert isinstance(stage.cfg, RunConfig)
+        assert dump_config(stage.cfg)
 
 
 def test_cli_config_show_prints_resolved_recipe():
