@@ -130,3 +130,8 @@ def check_model_dir(path: str, key: str = "model.path") -> None:
         why = _what_was_looked_for(given) if p == given and "config.json" in missing else ""
         raise ModelPathError(f"{key}: model directory {where} lacks: " + "; ".join(missing)
                              + why)
+
+
+def step_dir(root, step: int) -> Path:
+    """The folder of the checkpoint of ``step`` under a run's ``checkpoints/`` folder."""
+    return Path(root) / f"step_{step:06d}"

@@ -290,8 +290,6 @@ def load_config(recipe: Optional[str] = None, overrides: Sequence[str] = (), *,
     sources: Dict[str, str] = {}
     data = _read_yaml(resolve_recipe(recipe), sources) if recipe else {}
     if "stages" in data:
-        from mindrl.config.stages import staged_recipe_error
-
         raise staged_recipe_error(recipe, data["stages"])
     data = apply_overrides(data, overrides, sources)
     return config_from_data(data, sources, require_model=require_model)
@@ -398,3 +396,12 @@ def describe(cls: type = RunConfig, prefix: str = "") -> List[Tuple[str, str, An
             default = [config_to_dict(d) if dataclasses.is_dataclass(d) else d for d in default]
         rows.append((key, _type_name(tp), default, f.metadata.get("help", "")))
     return rows
+
+
+def staged_recipe_error(recipe: Optional[str], stages: Any) -> ConfigError:
+    names = [s.get("name", "?") for s in stages if isinstance(s, dict)] \
+        if isinstance(stages, list) else []
+    return ConfigError(f"recipe '{recipe}' has stages ({', '.join(map(str, names))}): `mindrl "
+                       "train` runs them in order and `mindrl config show` prints each stage's "
+                       "config; to run one stage alone, give its output of `mindrl config show` "
+                       "to the command as a recipe")

@@ -63,22 +63,13 @@ class Stage:
 
 
 def final_checkpoint(cfg: RunConfig) -> Path:
-    from mindrl.trainer.checkpoint import step_dir
+    from mindrl.paths import step_dir
 
     return step_dir(Path(cfg.logging.output_dir) / "checkpoints", cfg.train.steps)
 
 
 def stage_dir(run_dir: str, index: int, name: str) -> str:
     return str(Path(run_dir) / f"stage_{index}_{name}")
-
-
-def staged_recipe_error(recipe: Optional[str], stages: Any) -> ConfigError:
-    names = [s.get("name", "?") for s in stages if isinstance(s, dict)] \
-        if isinstance(stages, list) else []
-    return ConfigError(f"recipe '{recipe}' has stages ({', '.join(map(str, names))}): `mindrl "
-                       "train` runs them in order and `mindrl config show` prints each stage's "
-                       "config; to run one stage alone, give its output of `mindrl config show` "
-                       "to the command as a recipe")
 
 
 def _stage_overrides(overrides: Sequence[str], names: List[str]) -> Tuple[List[str],

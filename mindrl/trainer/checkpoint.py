@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from mindrl.errors import UserError
+from mindrl.paths import step_dir  # noqa: F401  (re-exported: callers import it from here)
 
 log = logging.getLogger("mindrl.train")
 
@@ -48,10 +49,6 @@ COMPLETE = "COMPLETE"
 MANIFEST = "manifest.json"
 CONFIG = "config.yaml"
 
-
-
-def step_dir(root: Path, step: int) -> Path:
-    return Path(root) / f"step_{step:06d}"
 
 
 def list_checkpoints(root: Path) -> List[Path]:
