@@ -438,6 +438,9 @@ def _check_lora(lo: LoraConfig, run: "RunConfig") -> List[str]:
     if lo.enabled and run.train.fsdp:
         errors.append("model.lora.enabled=true with train.fsdp=true is not supported (the "
                       "adapters are small: train them data parallel without FSDP)")
+    if lo.enabled and lo.dropout and run.backend == "mindspore":
+        errors.append(f"model.lora.dropout={lo.dropout}: adapter dropout is not implemented on "
+                      "backend=mindspore (set 0, or use backend=torch)")
     if lo.enabled and run.backend == "mindformers":
         errors.append("model.lora.enabled=true needs backend=torch or mindspore")
     return errors
