@@ -8,5 +8,5 @@ def probe_batch():
 
     rng = np.random.default_rng(7)
     prompts = [list(rng.integers(1, 1000, n)) for n in (3, 6, 5)]
-    resps = [list(rng.integers(1, 1000, n)) for n in (4, 2, 5)]
+    resps = [list(rng.integers(1, 1000, n)) for n in (4, 2, 3)]  # <= rollout.max_new_tokens
     return pad_token_batch(prompts, resps, 0)
