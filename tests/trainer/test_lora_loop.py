@@ -126,3 +126,20 @@ def test_export_merges_into_a_plain_hf_model(tmp_path, backend):
     np.testing.assert_allclose(got, want, atol=5e-5)
     if base is not None:                     # the export is not just the base model
         assert np.abs(got - base).max() > 1e-4
+
+
+@pytest.mark.slow
+def test_vllm_gets_merged_weights_and_stays_in_sync(tmp_path):
+    """vLLM receives W + s * B A after every update: the rollout-vs-trainer log-prob gap stays
+    at float32 noise (unmerged base weights would leave the engine on the base policy)."""
+    from mindrl.trainer.rl import RLTrainer
+
+    cfg = cfg_for(tmp_path, "rollout.engine=vllm", "train.steps=3", *LORA)
+    tr = RLTrainer(cfg)
+    tr.fit()
+    tr.close()
+    m = rows(tmp_path)
+    assert len(m) == 3
+    for r in m:
+        assert r["rollout/logprob_gap_mean"] < 2e-4, r["rollout/logprob_gap_mean"]
+        assert r["grad_norm"] > 0
