@@ -78,6 +78,15 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from mindrl.backends.lora import export_merged
+    from mindrl.paths import check_output_path
+
+    check_output_path(args.out, "--out")
+    print(export_merged(args.source, args.out, base_model=args.base))
+    return 0
+
+
 def _build_tiny(args: argparse.Namespace) -> int:
     from mindrl.models.tiny import build_tiny_model
 
@@ -139,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="draw reward/accuracy/length/KL curves of a run to PNG")
     pl.add_argument("run_dir")
     pl.set_defaults(func=_plot)
+
+    ex = sub.add_parser("export", help="merge a LoRA run's adapter into its base model: a plain "
+                        "Hugging Face directory (transformers / vLLM load it)")
+    ex.add_argument("source", metavar="RUN_OR_CHECKPOINT",
+                    help="run directory (its newest checkpoint), checkpoint or adapter directory")
+    ex.add_argument("--out", required=True, help="directory to write (new or empty)")
+    ex.add_argument("--base", default=None, help="base model directory (default: the one the "
+                    "adapter was trained on)")
+    ex.set_defaults(func=_export)
 
     bt = sub.add_parser("build-tiny", help="write the offline tiny Qwen2-architecture model")
     bt.add_argument("directory")

@@ -33,6 +33,27 @@ def section(cls: type, help: str) -> Any:  # noqa: A002
 GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline", "passk", "gdpo")
 
 
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    """LoRA adapters on the policy (peft on torch, LoRA cells on MindSpore); the names of
+    peft's ``LoraConfig`` are given in each help."""
+
+    enabled: bool = opt(False, "Train LoRA adapters instead of the full model: only the "
+                        "adapters are optimised and checkpointed, the reference policy is the "
+                        "base model with adapters off (no second copy).")
+    rank: int = opt(8, "Adapter rank r (peft: r).")
+    alpha: float = opt(16.0, "Scale numerator: the update is (alpha / rank) * B A "
+                       "(peft: lora_alpha).")
+    dropout: float = opt(0.0, "Dropout on the adapter's input in training (peft: "
+                         "lora_dropout); off when scoring and sampling.")
+    target_modules: List[str] = opt(list(LORA_TARGETS), "Linear layers that get an adapter "
+                                    "(peft: target_modules), from: " + ", ".join(LORA_TARGETS)
+                                    + ".")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     path: str = opt("builtin:tiny", "Hugging Face model directory, or 'builtin:tiny' for the "
@@ -43,6 +64,7 @@ class ModelConfig:
     trust_remote_code: bool = opt(False, "Allow model code from the model directory.")
     chat_template: str = opt("model", "Chat template: 'model' (the tokenizer's own), "
                              "'qwen25-math-cot', 'qwen25-chat', 'r1-think' or 'none'.")
+    lora: LoraConfig = section(LoraConfig, "LoRA adapters (parameter-efficient RL).")
 
 
 @dataclass(frozen=True)
@@ -459,6 +481,31 @@ def _check_critic(cfg) -> List[str]:
     return errors
 
 
+def _check_lora(lo: LoraConfig, run: "RunConfig") -> List[str]:
+    """Checks of model.lora (also when disabled: a typo should not wait for enabled=true)."""
+    errors = []
+    if lo.rank < 1:
+        errors.append(f"model.lora.rank={lo.rank} must be >= 1")
+    if lo.alpha <= 0:
+        errors.append(f"model.lora.alpha={lo.alpha} must be > 0")
+    if not 0 <= lo.dropout < 1:
+        errors.append(f"model.lora.dropout={lo.dropout} must be in [0, 1)")
+    unknown = [m for m in lo.target_modules if m not in LORA_TARGETS]
+    if unknown or not lo.target_modules:
+        errors.append(f"model.lora.target_modules={list(lo.target_modules)}: "
+                      + (f"unknown module(s) {unknown}" if unknown else "empty")
+                      + f"; choose from {', '.join(LORA_TARGETS)}")
+    if lo.enabled and run.train.fsdp:
+        errors.append("model.lora.enabled=true with train.fsdp=true is not supported (the "
+                      "adapters are small: train them data parallel without FSDP)")
+    if lo.enabled and lo.dropout and run.backend == "mindspore":
+        errors.append(f"model.lora.dropout={lo.dropout}: adapter dropout is not implemented on "
+                      "backend=mindspore (set 0, or use backend=torch)")
+    if lo.enabled and run.backend == "mindformers":
+        errors.append("model.lora.enabled=true needs backend=torch or mindspore")
+    return errors
+
+
 @dataclass(frozen=True)
 class RunConfig:
     backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
@@ -580,6 +627,7 @@ class RunConfig:
             errors.append(f"logging.save_rollouts={self.logging.save_rollouts} must be >= 0 and "
                           f"logging.save_rollouts_max_mb={self.logging.save_rollouts_max_mb} "
                           "must be > 0")
+        errors.extend(_check_lora(self.model.lora, self))
         if self.checkpoint.keep_last < 1:
             errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
         if errors:

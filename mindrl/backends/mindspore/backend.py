@@ -131,8 +131,13 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         self.dtype = ms.float32 if on_cpu else {"float32": ms.float32, "bfloat16": ms.bfloat16,
                                                 "float16": ms.float16}[cfg.model.dtype]
         self.model = self._load_model(self.model_path)
+        self.lora = cfg.model.lora if cfg.model.lora.enabled else None
+        if self.lora:                          # LoRA cells; reference = adapters off
+            from mindrl.backends.mindspore.lora import add_adapters
+
+            add_adapters(self.model, self.lora, self.hf_config, cfg.train.seed)
         self.reference = None
-        if with_reference:
+        if with_reference and not self.lora:
             self.reference = self._load_model(self.model_path)
             for p in self.reference.get_parameters():
                 p.requires_grad = False
@@ -164,6 +169,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
                           True: ms.jit(self._make_logp_fn(self.reference))
                           if self.reference is not None else None}
+        if self.lora:                          # one graph: the adapters' `on` is an input
+            self._logp_fns[True] = self._logp_fns[False]
         self._engine = None
         from mindrl.backends.mindspore.critic import build_critic
 
@@ -229,7 +236,14 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             mb = batch.rows(slice(s, s + rows))
             tb = repad(mb, rows, P, T, self.pad_id)
             name = "ref_logprobs" if reference else "logprobs"
-            lp = self._timed(name, (rows, P, T), fn, *self._inputs(tb), inv_temp).asnumpy()
+            if self.lora and reference:
+                from mindrl.backends.mindspore.lora import adapters_off
+
+                with adapters_off(self.model):
+                    lp = self._timed(name, (rows, P, T), fn, *self._inputs(tb),
+                                     inv_temp).asnumpy()
+            else:
+                lp = self._timed(name, (rows, P, T), fn, *self._inputs(tb), inv_temp).asnumpy()
             out.append(lp[:len(mb), :batch.response_len])
         return np.concatenate(out).astype(np.float32)
 

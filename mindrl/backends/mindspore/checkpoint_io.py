@@ -19,8 +19,14 @@ class CheckpointIOMixin:
 
     def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
         """(HF name, float32 array) per parameter; a tied model also yields ``lm_head.weight``
-        (the embedding), as torch's ``state_dict()`` does."""
-        for name, arr in W.named_arrays(self.model):
+        (the embedding), as torch's ``state_dict()`` does. With LoRA: the base model's names,
+        adapted weights merged (W + s * B A)."""
+        named = W.named_arrays(self.model)
+        if self.lora:
+            from mindrl.backends.mindspore.lora import merged_arrays
+
+            named = merged_arrays(self.model, self.lora)
+        for name, arr in named:
             yield name, arr
             if name == "model.embed_tokens.weight" and self.spec.tie_word_embeddings:
                 yield "lm_head.weight", arr
@@ -31,6 +37,13 @@ class CheckpointIOMixin:
             return
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
+        if self.lora:                          # the adapter alone (peft format) + tokenizer
+            from mindrl.backends.mindspore.lora import save_adapter
+
+            save_adapter(self.model, str(d), self.model_path, self.lora, self.save_dtype)
+            if self.tokenizer is not None:
+                self.tokenizer.save_pretrained(str(d))
+            return
         W.write_checkpoint(str(d), W.named_arrays(self.model), dtype=self.save_dtype)
         cfg = dict(self.hf_config)
         cfg["torch_dtype" if "torch_dtype" in cfg else "dtype"] = self.save_dtype
@@ -43,6 +56,10 @@ class CheckpointIOMixin:
 
     def load_pretrained(self, directory: str) -> None:
         """Load policy weights (resume); the reference keeps the original weights."""
+        if self.lora:
+            from mindrl.backends.mindspore.lora import load_adapter
+
+            return load_adapter(self.model, directory, self.lora)
         W.load_into(self.model, W.iter_checkpoint(directory))
 
     load_pretrained_weights = load_pretrained

@@ -96,9 +96,14 @@ class TorchBackend:
             self.model.gradient_checkpointing_enable(
                 gradient_checkpointing_kwargs={"use_reentrant": False})
         self.model.config.use_cache = False
+        self.lora = cfg.model.lora if cfg.model.lora.enabled else None
+        if self.lora:                      # peft: base frozen; reference = adapters off
+            from mindrl.backends.torch.lora import add_adapters
+
+            self.model = add_adapters(self.model, self.lora, cfg.train.seed)
         self.model.train()
         self.reference = None
-        if with_reference:
+        if with_reference and not self.lora:
             self.reference = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
             if not self.fsdp:
                 self.reference.to(self.device)
@@ -176,14 +181,20 @@ class TorchBackend:
         logits / temperature; 0 at padding."""
         from algorithms.entropy import entropy_from_logits
 
-        model = self.reference if reference else self.model
+        model = self.reference if reference and not self.lora else self.model
         if model is None:
             raise RuntimeError("reference log-probs need TorchBackend(cfg, with_reference=True) "
                                "(algorithm.kl.coef > 0)")
         logps, ents = [], []
         for s in range(0, len(batch), micro_batch_size):
             mb = batch.rows(slice(s, s + micro_batch_size))
-            logits = self._response_logits(model, mb, temperature)
+            if self.lora:                  # adapters off for the reference, no dropout
+                from mindrl.backends.torch.lora import scoring
+
+                with scoring(model, reference):
+                    logits = self._response_logits(model, mb, temperature)
+            else:
+                logits = self._response_logits(model, mb, temperature)
             mask = torch.from_numpy(mb.response_mask).to(self.device)
             logps.append((self._token_logp(logits, mb) * mask).cpu().numpy())
             if with_entropy:
@@ -379,7 +390,13 @@ class TorchBackend:
     def named_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:
         """(HF name, tensor) for every entry of the policy's state_dict, in the model's dtype and
         on its device (full tensors under FSDP: every rank calls this), one at a time: what an
-        engine that takes torch tensors (vLLM) loads without a host round trip or a float32 copy."""
+        engine that takes torch tensors (vLLM) loads without a host round trip or a float32 copy.
+        With LoRA: the base model's names, adapted weights merged (W + s * B A)."""
+        if self.lora:
+            from mindrl.backends.torch.lora import merged_named_tensors
+
+            yield from merged_named_tensors(self.model)
+            return
         for name, t in self.model.state_dict().items():
             t = t.detach()
             if hasattr(t, "full_tensor"):       # FSDP shard: gathered (every rank calls this)
@@ -415,6 +432,12 @@ class TorchBackend:
         if self.rank != 0:
             return
         Path(directory).mkdir(parents=True, exist_ok=True)
+        if self.lora:                      # the adapter alone (peft format) + tokenizer
+            from mindrl.backends.torch.lora import save_adapter
+
+            save_adapter(self.model, directory, self.model_path, self.lora)
+            self.tokenizer.save_pretrained(directory)
+            return
         kw = {}
         if self.fsdp:
             state = dict(self._staged[0])
@@ -429,6 +452,10 @@ class TorchBackend:
         model keeps the original weights."""
         from safetensors.torch import load_file
 
+        if self.lora:
+            from mindrl.backends.torch.lora import load_adapter
+
+            return load_adapter(self.model, directory, self.lora)
         files = sorted(Path(directory).glob("*.safetensors"))
         if not files:
             raise FileNotFoundError(f"no *.safetensors weights in {directory}")
