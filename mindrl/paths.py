@@ -64,7 +64,7 @@ CKPT_ROOT = "checkpoints"
 CKPT_COMPLETE = ("manifest.json", "COMPLETE")
 
 
-def _complete_steps(root: Path) -> List[Path]:
+def complete_steps(root: Path) -> List[Path]:
     """Complete checkpoint folders under ``root`` (``step_<N>``), oldest first."""
     found = []
     for p in root.glob("step_*"):
@@ -90,7 +90,7 @@ def locate_model_dir(path: str) -> str:
     if (p / CKPT_MODEL / "config.json").is_file():
         return str(p / CKPT_MODEL)
     root = p / CKPT_ROOT if (p / CKPT_ROOT).is_dir() else p
-    steps = [s for s in _complete_steps(root) if (s / CKPT_MODEL).is_dir()]
+    steps = [s for s in complete_steps(root) if (s / CKPT_MODEL).is_dir()]
     if steps:
         return str(steps[-1] / CKPT_MODEL)
     return path

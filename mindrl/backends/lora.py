@@ -148,16 +148,16 @@ def resolve_model_dir(path) -> Path:
     """A run directory (its newest complete checkpoint), a checkpoint directory, or a model
     directory -> the directory holding the weights or the adapter."""
     from mindrl.errors import UserError
-    from mindrl.trainer.checkpoint import latest_checkpoint
+    from mindrl.paths import CKPT_ROOT, complete_steps
 
     p = Path(path)
     if not p.exists():
         raise UserError(f"{p}: no such run, checkpoint or model directory")
-    if (p / "checkpoints").is_dir():
-        ckpt = latest_checkpoint(p / "checkpoints")
-        if ckpt is None:
-            raise UserError(f"{p}/checkpoints holds no complete checkpoint")
-        p = ckpt
+    if (p / CKPT_ROOT).is_dir():
+        found = complete_steps(p / CKPT_ROOT)
+        if not found:
+            raise UserError(f"{p}/{CKPT_ROOT} holds no complete checkpoint")
+        p = found[-1]
     if (p / "model").is_dir():
         p = p / "model"
     if not is_adapter_dir(p) and not (p / "config.json").is_file():
