@@ -89,6 +89,29 @@ def test_distill_loss_adds_to_the_policy_loss():
     assert "distill_kl" in m
 
 
+def test_advantage_and_loss_modes_make_the_same_on_policy_update():
+    """Strictly on-policy (ratio 1, so ppo_clip does not bind), the advantage mode's gradient
+    (policy loss on w*A - c*k1) equals the loss mode's (policy loss on w*A plus the term)."""
+    torch = pytest.importorskip("torch")
+    ops = get_ops("torch")
+    grads = []
+    for mode in ("advantage", "loss"):
+        cfg = load_config(None, [f"algorithm.distill.mode={mode}", "algorithm.distill.coef=0.3",
+                                 "algorithm.distill.task_weight=0.5"]).algorithm
+        d = cfg.distill
+        adv = distill_advantages(TASK, MASK, task_weight=d.task_weight, coef=d.coef,
+                                 student_logp=STUDENT,
+                                 teacher_logp=TEACHER if mode == "advantage" else None)
+        logp = torch.tensor(STUDENT, requires_grad=True)
+        loss, _ = rl_loss(ops, logp=logp, old_logp=logp.detach(), advantages=adv,
+                          response_mask=MASK, cfg=cfg,
+                          teacher_logp=TEACHER if mode == "loss" else None)
+        loss.backward()
+        grads.append(logp.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+    assert np.abs(grads[0]).max() > 0.05
+
+
 # ----------------------------------------------------------------------------- config checks
 def test_keys_documented_and_value_checks():
     from mindrl.config.loader import load_config as load
