@@ -2,17 +2,20 @@
 
     L = agg(l^pg) + [kl.coef * agg(KL_est(logp, ref_logp))  if kl.coef > 0 and not kl.in_reward]
                   - entropy_coef * agg(H)
+                  [+ distill.coef * agg(r * sg(logp - teacher_logp))  with teacher_logp given]
 
 with one aggregation mode (``algorithm.loss_agg_mode``) and the same explicit normalisers for
-all three terms, so micro-batch and rank partials sum to the full-batch loss. The per-token
+every term, so micro-batch and rank partials sum to the full-batch loss. The per-token
 policy loss l^pg is multiplied by the detached rollout-correction factor of
 :mod:`algorithms.is_correction` (importance weights, rejection masks) when
-``algorithm.rollout_correction`` asks for one.
+``algorithm.rollout_correction`` asks for one. The distillation term (``algorithm.distill.mode``
+= loss) is :func:`algorithms.distill.distill_loss`.
 """
 
 from __future__ import annotations
 
 from .aggregation import aggregate
+from .distill import distill_loss
 from .is_correction import rollout_correction
 from .kl import kl_penalty
 from .policy_loss import POLICY_LOSSES
@@ -32,7 +35,7 @@ def loss_hyper(cfg) -> dict:
 
 def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
             rollout_logp=None, entropy=None, cfg, global_tokens=None, global_seqs=None,
-            max_len=None):
+            max_len=None, teacher_logp=None):
     """Scalar loss and metrics for one micro-batch.
 
     logp (B, T) differentiable, float32 or wider (compute it in fp32 from bf16 logits);
@@ -41,8 +44,9 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     entropy (B, T) differentiable token entropy or None; ``cfg`` an ``AlgorithmConfig``
     (duck-typed: policy_loss, the :data:`LOSS_HYPER` fields, rollout_correction,
     kl.{coef, estimator, in_reward, log_ratio_clip, value_clip}, entropy_coef,
-    loss_agg_mode). Metrics are scalar tensors without gradient: the policy loss's own plus
-    pg_loss, kl (when a reference is given), entropy (when given).
+    loss_agg_mode, distill.coef). Metrics are scalar tensors without gradient: the policy loss's
+    own plus pg_loss, kl (when a reference is given), entropy (when given), distill_kl (the
+    current k1 to the teacher, when ``teacher_logp`` (B, T) is given: the distillation loss term).
     """
     policy = POLICY_LOSSES.get(cfg.policy_loss)
     # Constants may arrive as NumPy arrays or in another dtype: match logp (dtype, device).
@@ -73,6 +77,11 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
         metrics["kl"] = ops.masked_mean(ops.stop_gradient(kl), mask)
         if kl_cfg.coef and not kl_cfg.in_reward:
             loss = loss + kl_cfg.coef * aggregate(ops, kl, mask, cfg.loss_agg_mode, **norms)
+    if teacher_logp is not None:
+        teacher_logp = ops.as_float(teacher_logp, like=logp)
+        per_tok = distill_loss(ops, logp, old_logp, teacher_logp, cfg.log_ratio_clamp)
+        metrics["distill_kl"] = ops.masked_mean(ops.stop_gradient(logp - teacher_logp), mask)
+        loss = loss + cfg.distill.coef * aggregate(ops, per_tok, mask, cfg.loss_agg_mode, **norms)
     if entropy is not None:
         metrics["entropy"] = ops.masked_mean(ops.stop_gradient(entropy), mask)
         if cfg.entropy_coef:

@@ -120,6 +120,7 @@ class TrainBatch:
     #                                      None = strictly on-policy (detached current logp)
     ref_logp: Optional[np.ndarray] = None      # (B, T) log pi_ref(a|s) (KL on)
     rollout_logp: Optional[np.ndarray] = None  # (B, T) engine log-probs (TIS correction)
+    teacher_logp: Optional[np.ndarray] = None  # (B, T) log pi_teacher(a|s) (distillation loss)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -127,7 +128,8 @@ class TrainBatch:
     def rows(self, idx) -> "TrainBatch":
         pick = (lambda a: None if a is None else a[idx])
         return TrainBatch(self.tokens.rows(idx), self.advantages[idx], pick(self.old_logp),
-                          pick(self.ref_logp), pick(self.rollout_logp))
+                          pick(self.ref_logp), pick(self.rollout_logp),
+                          teacher_logp=pick(self.teacher_logp))
 
 
 @dataclass

@@ -186,6 +186,23 @@ class RolloutCorrectionConfig:
 
 
 @dataclass(frozen=True)
+class DistillConfig:
+    """On-policy distillation (algorithms.distill): the teacher scores the student's rollouts."""
+
+    teacher: str = opt("", "On-policy distillation: the teacher model that scores the student's "
+                       "own rollouts (a Hugging Face directory, a run or checkpoint step folder, "
+                       "or builtin:NAME; its tokenizer must be the student's). '' = off.")
+    mode: str = opt("advantage", "advantage: per-token advantage -coef * k1 (k1 = log pi_student "
+                    "- log pi_teacher on the sampled token, the reverse-KL estimate), added to "
+                    "task_weight x the task advantage; loss: coef x the reverse KL (k1, "
+                    "score-function gradient) as an extra loss term.", ["advantage", "loss"])
+    coef: float = opt(1.0, "Weight of the reverse KL to the teacher (advantage or loss term).")
+    task_weight: float = opt(1.0, "Weight of the task-reward advantage beside the distillation "
+                             "signal (0 = pure distillation).")
+    teacher_temperature: float = opt(1.0, "The teacher's log-probs are of logits / this (> 0).")
+
+
+@dataclass(frozen=True)
 class AlgorithmConfig:
     adv_estimator: str = opt("grpo", "Advantage estimator: grpo, dr_grpo, rloo, reinforce_pp, "
                              "reinforce_pp_baseline, passk, gdpo (each reward component "
@@ -233,6 +250,8 @@ class AlgorithmConfig:
                              "seq_mean_token_mean, seq_mean_token_sum_norm (Dr. GRPO).")
     dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
                                                       "Dynamic sampling of groups.")
+    distill: DistillConfig = section(DistillConfig, "On-policy distillation from a teacher "
+                                     "model (reverse KL on the student's rollouts).")
 
 
 @dataclass(frozen=True)
@@ -506,6 +525,19 @@ def _check_lora(lo: LoraConfig, run: "RunConfig") -> List[str]:
     return errors
 
 
+def _check_distill(d: DistillConfig, backend: str) -> List[str]:
+    """Value checks of algorithm.distill.* (the teacher's files: mindrl.trainer.teacher)."""
+    errors = []
+    if d.coef < 0:
+        errors.append(f"algorithm.distill.coef={d.coef} must be >= 0")
+    if d.teacher_temperature <= 0:
+        errors.append(f"algorithm.distill.teacher_temperature={d.teacher_temperature} must be > 0")
+    if d.teacher and backend == "mindformers":
+        errors.append("algorithm.distill.teacher: backend=mindformers has no teacher model; use "
+                      "backend=mindspore or torch")
+    return errors
+
+
 @dataclass(frozen=True)
 class RunConfig:
     backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
@@ -555,6 +587,7 @@ class RunConfig:
                           "algorithm.adv_estimator=reinforce_pp, reinforce_pp_baseline or gae "
                           f"(got {a.adv_estimator})")
         errors.extend(_check_critic(self))
+        errors.extend(_check_distill(a.distill, self.backend))
         if r.temperature < 0:
             errors.append(f"rollout.temperature={r.temperature} must be >= 0")
         if not 0 < r.top_p <= 1:

@@ -7,7 +7,9 @@ One step, as data (shapes: B = prompts x n rollouts, T = longest response)::
     rollouts --rewards pool--> reward (B,), one column per component
     [dynamic sampling: drop groups whose rewards all agree, refill from the stream]
     rollouts --backend.logprobs--> old_logp (B, T) [, ref_logp (B, T) when KL is on]
+                                   [, teacher_logp (B, T) with algorithm.distill.teacher]
     reward --algorithms.compute_advantages--> advantages (B, T)       NumPy float64
+    [distillation: advantages - coef * (student - teacher log-probs), algorithms.distill]
     for epoch, mini-batch: backend.train_step(micro-batches, global normalisers)
     backend.named_weights() --engine.load_weights--> next rollout (engines with their own copy)
     metrics.jsonl / TensorBoard, validation every m steps, checkpoint every k steps
@@ -36,6 +38,16 @@ log = logging.getLogger("mindrl.train")
 
 class RLTrainer(Trainer):
     kind = "grpo"
+
+    def __init__(self, cfg):
+        if cfg.algorithm.distill.teacher:       # the teacher's files, before any model loads
+            from mindrl.models.tiny import check_model_dir, resolve_model_path
+            from mindrl.trainer.teacher import check_teacher
+
+            student = resolve_model_path(cfg.model.path)
+            check_model_dir(student)
+            check_teacher(cfg.algorithm.distill.teacher, student)
+        super().__init__(cfg)
 
     # ----------------------------------------------------------------- one step
     def collect(self) -> Tuple[List[Dict], Rollouts, Scored, Dict[str, float]]:
@@ -135,6 +147,7 @@ class RLTrainer(Trainer):
             t0 = time.perf_counter()
             values = ppo.old_values(self, tokens)
             metrics["time/values"] = time.perf_counter() - t0
+        teacher_logp = self.teacher_logprobs(tokens, old_logp, rollout_logp, metrics)
 
         # Advantages over the global batch (identical on every rank), then this rank's rows.
         token_kl = None
@@ -166,12 +179,22 @@ class RLTrainer(Trainer):
                                      kl_coef=a.kl.coef, values=g_values, lam=a.lam,
                                      whiten_advantages=a.whiten_advantages)
         B = len(ro)
-        adv = adv[self.rank * B:(self.rank + 1) * B, :T].astype(np.float32) * mask
+        adv = adv[self.rank * B:(self.rank + 1) * B, :T]
+        if teacher_logp is not None:        # distillation: task_weight x A - coef x k1
+            from algorithms.distill import distill_advantages
+
+            d = a.distill
+            adv = distill_advantages(
+                adv, mask, task_weight=d.task_weight, coef=d.coef,
+                student_logp=old_logp if old_logp is not None else rollout_logp,
+                teacher_logp=teacher_logp if d.mode == "advantage" else None)
+        adv = adv.astype(np.float32) * mask
         save_step_rollouts(self, rows, ro, sc, adv, mask)          # logging.save_rollouts
 
         batch = TrainBatch(tokens, adv, old_logp,
                            ref_logp if (a.kl.coef > 0 and not a.kl.in_reward) else None,
-                           rollout_logp)
+                           rollout_logp, teacher_logp=teacher_logp
+                           if a.distill.mode == "loss" else None)
         t0 = time.perf_counter()
         if values is not None:              # PPO: the critic's step, then the policy's
             from mindrl.types import ValueBatch
@@ -201,6 +224,27 @@ class RLTrainer(Trainer):
                         "(stale weights or mismatched sampling)", self.step, gap,
                         cfg.rollout.logprob_gap_warn)
         return metrics
+
+    def teacher_logprobs(self, tokens, old_logp, rollout_logp, metrics):
+        """(B, T) the teacher's log-probs of the sampled tokens (``algorithm.distill``; None when
+        off), in the reference model's micro-batches; adds ``distill/reverse_kl``, the token mean
+        (all ranks) of log pi_student - log pi_teacher on the sampled tokens (k1)."""
+        d = self.cfg.algorithm.distill
+        if not d.teacher:
+            return None
+        t0 = time.perf_counter()
+        teacher_logp = self.backend.logprobs(tokens, temperature=d.teacher_temperature,
+                                             teacher=True,
+                                             micro_batch_size=self.cfg.train.micro_batch_size)
+        metrics["time/teacher_logprobs"] = time.perf_counter() - t0
+        from algorithms.distill import reverse_kl_k1
+
+        mask = tokens.response_mask
+        student = old_logp if old_logp is not None else rollout_logp
+        kl = reverse_kl_k1(student, teacher_logp, mask)
+        metrics["distill/reverse_kl"] = float(self.allsum(kl.sum()) /
+                                              max(self.allsum(mask.sum()), 1))
+        return teacher_logp
 
     def update(self, batch: TrainBatch) -> Dict[str, float]:
         cfg = self.cfg

@@ -141,6 +141,15 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             self.reference = self._load_model(self.model_path)
             for p in self.reference.get_parameters():
                 p.requires_grad = False
+        self.teacher = None                # algorithm.distill.teacher: scores the rollouts
+        teacher = getattr(getattr(cfg.algorithm, "distill", None), "teacher", "")
+        if teacher:
+            tdir = resolve_model_path(teacher)
+            self.teacher = Qwen2ForCausalLM(Qwen2Spec.from_hf(W.read_config(tdir)),
+                                            dtype=self.dtype)
+            W.load_into(self.teacher, W.iter_checkpoint(tdir))
+            for p in self.teacher.get_parameters():
+                p.requires_grad = False
         self.tokenizer = self._load_tokenizer(self.model_path)
         self.pad_id = 0
         if self.tokenizer is not None:
@@ -168,7 +177,9 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         self.fallback_reason: Optional[str] = None
         self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
                           True: ms.jit(self._make_logp_fn(self.reference))
-                          if self.reference is not None else None}
+                          if self.reference is not None else None,
+                          "teacher": ms.jit(self._make_logp_fn(self.teacher))
+                          if self.teacher is not None else None}
         if self.lora:                          # one graph: the adapters' `on` is an input
             self._logp_fns[True] = self._logp_fns[False]
         self._engine = None
@@ -221,10 +232,13 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         return logp_fn
 
     def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
-                 micro_batch_size: int = 8) -> np.ndarray:
+                 micro_batch_size: int = 8, teacher: bool = False) -> np.ndarray:
         """(B, T) float32 log-probs of the response tokens under logits / temperature
-        (temperature 0 = 1); 0 at padding. Scored in micro-batches padded to buckets."""
-        fn = self._logp_fns[bool(reference)]
+        (temperature 0 = 1); 0 at padding. Scored in micro-batches padded to buckets.
+        ``reference`` / ``teacher``: of the reference / distillation teacher model."""
+        fn = self._logp_fns["teacher" if teacher else bool(reference)]
+        if fn is None and teacher:
+            raise RuntimeError("teacher log-probs need algorithm.distill.teacher")
         if fn is None:
             raise RuntimeError("reference log-probs need MindSporeBackend(cfg, "
                                "with_reference=True) (algorithm.kl.coef > 0)")
@@ -235,8 +249,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         for s in range(0, len(batch), rows):
             mb = batch.rows(slice(s, s + rows))
             tb = repad(mb, rows, P, T, self.pad_id)
-            name = "ref_logprobs" if reference else "logprobs"
-            if self.lora and reference:
+            name = "teacher_logprobs" if teacher else "ref_logprobs" if reference else "logprobs"
+            if self.lora and reference and not teacher:
                 from mindrl.backends.mindspore.lora import adapters_off
 
                 with adapters_off(self.model):

@@ -21,7 +21,8 @@ from mindrl.types import LossNormalizers, TrainBatch
 class RLStepMixin:
     """``train_step`` and the compiled RL step it runs."""
 
-    def _metric_keys(self, has_old: bool, has_ref: bool, has_roll: bool) -> List[str]:
+    def _metric_keys(self, has_old: bool, has_ref: bool, has_roll: bool,
+                     has_teach: bool = False) -> List[str]:
         """The metric names ``rl_loss`` returns for this configuration (a NumPy dry run)."""
         from algorithms.ops import get_ops
         from algorithms.rl_loss import rl_loss
@@ -32,19 +33,21 @@ class RLStepMixin:
                              ref_logp=z if has_ref else None,
                              rollout_logp=z if has_roll else None, entropy=z,
                              cfg=self.cfg.algorithm, global_tokens=1.0, global_seqs=1.0,
-                             max_len=1.0)
+                             max_len=1.0, teacher_logp=z if has_teach else None)
         return sorted(metrics)
 
-    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, update: bool = False):
+    def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, has_teach: bool = False,
+                  update: bool = False):
         """The compiled RL micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm[, hyper]) -> vector``
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm[, hyper]) ->
+        vector``
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
         see :meth:`_fused_step`). Returns (fn, keys)."""
         from algorithms.entropy import entropy_from_logits
         from algorithms.rl_loss import rl_loss
 
         o, acfg = self.ops, self.cfg.algorithm
-        keys = self._metric_keys(has_old, has_ref, has_roll)
+        keys = self._metric_keys(has_old, has_ref, has_roll, has_teach)
         ent_grad = bool(acfg.entropy_coef)
         model = self.model
         temp = self.cfg.rollout.temperature
@@ -56,12 +59,13 @@ class RLStepMixin:
             entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
             return logp, entropy
 
-        def loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm):
+        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm):
             loss, metrics = rl_loss(
                 o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
                 advantages=adv, response_mask=mask, ref_logp=ref if has_ref else None,
                 rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
-                global_tokens=1.0, global_seqs=1.0, max_len=1.0)
+                global_tokens=1.0, global_seqs=1.0, max_len=1.0,
+                teacher_logp=teach if has_teach else None)
             out = ()
             for k in keys:
                 v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
@@ -69,14 +73,14 @@ class RLStepMixin:
             return loss * inv_norm, out
 
         if self.train_mode == "fused":
-            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm):
                 logp, entropy = token_logp_entropy(ids, pos, att, targets)
-                return loss_from(logp, entropy, mask, adv, old, ref, roll, inv_norm)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm)
 
-            key = ("rl", has_old, has_ref, has_roll, update)
+            key = ("rl", has_old, has_ref, has_roll, has_teach, update)
             return self._fused_step(key, loss_fn, update), keys
 
-        key = ("rl", has_old, has_ref, has_roll, "split")
+        key = ("rl", has_old, has_ref, has_roll, has_teach, "split")
         if key in self._train_fns:
             return self._train_fns[key], keys
         # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
@@ -97,10 +101,10 @@ class RLStepMixin:
             accumulate(grads)
             return g_logp.sum()
 
-        def step(ids, pos, att, targets, mask, adv, old, ref, roll, inv_norm):
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm):
             logp, entropy = forward(ids, pos, att, targets)
             (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
-                                                    inv_norm)
+                                                    teach, inv_norm)
             backward(ids, pos, att, targets, g_logp, g_ent)
             return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
 
@@ -112,7 +116,8 @@ class RLStepMixin:
 
         first = micro_batches[0]
         flags = (first.old_logp is not None, first.ref_logp is not None,
-                 first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm))
+                 first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm),
+                 getattr(first, "teacher_logp", None) is not None)
         rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape
@@ -122,7 +127,8 @@ class RLStepMixin:
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
             args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
-                                       f(mb.rollout_logp), inv_norm)
+                                       f(mb.rollout_logp), f(getattr(mb, "teacher_logp", None)),
+                                       inv_norm)
             inputs.append((args, float(mb.tokens.response_mask.sum())))
         return flags, shape, inputs
 

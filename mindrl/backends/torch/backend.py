@@ -108,11 +108,20 @@ class TorchBackend:
             if not self.fsdp:
                 self.reference.to(self.device)
             self.reference.eval().requires_grad_(False)
+        self.teacher = None                # algorithm.distill.teacher: scores the rollouts
+        teacher = getattr(getattr(cfg.algorithm, "distill", None), "teacher", "")
+        if teacher:
+            self.teacher = AutoModelForCausalLM.from_pretrained(resolve_model_path(teacher),
+                                                                **load)
+            if not self.fsdp:
+                self.teacher.to(self.device)
+            self.teacher.eval().requires_grad_(False)
         self._staged = None
         if self.fsdp:                      # every rank loaded the same files: shard in place
             self._shard(self.model)
-            if self.reference is not None:
-                self._shard(self.reference)
+            for frozen in (self.reference, self.teacher):
+                if frozen is not None:
+                    self._shard(frozen)
         elif self.world > 1:               # identical start on every rank
             import torch.distributed as dist
 
@@ -176,19 +185,23 @@ class TorchBackend:
     @torch.no_grad()
     def logprobs_and_entropy(self, batch: TokenBatch, *, temperature: float,
                              reference: bool = False, micro_batch_size: int = 8,
-                             with_entropy: bool = True) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+                             with_entropy: bool = True, teacher: bool = False
+                             ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         """(B, T) float32 log-probs (and token entropies) of the response tokens under
-        logits / temperature; 0 at padding."""
+        logits / temperature; 0 at padding. ``reference`` / ``teacher``: of the frozen
+        reference / distillation teacher instead of the policy."""
         from algorithms.entropy import entropy_from_logits
 
-        model = self.reference if reference and not self.lora else self.model
+        model = (self.teacher if teacher
+                 else self.reference if reference and not self.lora else self.model)
         if model is None:
-            raise RuntimeError("reference log-probs need TorchBackend(cfg, with_reference=True) "
+            raise RuntimeError("teacher log-probs need algorithm.distill.teacher" if teacher else
+                               "reference log-probs need TorchBackend(cfg, with_reference=True) "
                                "(algorithm.kl.coef > 0)")
         logps, ents = [], []
         for s in range(0, len(batch), micro_batch_size):
             mb = batch.rows(slice(s, s + micro_batch_size))
-            if self.lora:                  # adapters off for the reference, no dropout
+            if self.lora and model is self.model:   # adapters off for the reference, no dropout
                 from mindrl.backends.torch.lora import scoring
 
                 with scoring(model, reference):
@@ -203,10 +216,10 @@ class TorchBackend:
         return logp, (np.concatenate(ents).astype(np.float32) if with_entropy else None)
 
     def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
-                 micro_batch_size: int = 8) -> np.ndarray:
+                 micro_batch_size: int = 8, teacher: bool = False) -> np.ndarray:
         return self.logprobs_and_entropy(batch, temperature=temperature, reference=reference,
                                          micro_batch_size=micro_batch_size,
-                                         with_entropy=False)[0]
+                                         with_entropy=False, teacher=teacher)[0]
 
     # ---------------------------------------------------------------- training
     def _const(self, a):
@@ -236,7 +249,8 @@ class TorchBackend:
             self.ops, logp=logp, old_logp=old_logp, advantages=self._const(mb.advantages),
             response_mask=mask, ref_logp=self._const(mb.ref_logp),
             rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
-            cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
+            cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len,
+            teacher_logp=self._const(getattr(mb, "teacher_logp", None)))
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask
