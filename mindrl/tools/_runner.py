@@ -65,6 +65,26 @@ def _limits(spec):
         resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
 
 
+def _init():
+    """As pid 1 of the namespace (the unshare fallback): fork the snippet's process, reap
+    orphans until it ends, and exit with its status (128 + N when signal N killed it). pid 1
+    stays root and outside the snippet's reach; when it exits the kernel kills every process
+    left in the namespace."""
+    child = os.fork()
+    if child == 0:
+        return
+    for fd in (0, 1, 2):
+        os.close(fd)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(SETUP_EXIT)
+        if pid == child:
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                     else os.WEXITSTATUS(status))
+
+
 def _report(e):
     """The traceback as ``python snippet.py`` prints it (this runner's frame left out)."""
     try:
@@ -79,6 +99,8 @@ def main():
     try:
         if spec.get("mount"):
             _mounts(spec)
+        if spec.get("init"):
+            _init()
         _limits(spec)
         os.makedirs(spec["workdir"], exist_ok=True)
         uid = spec.get("uid")

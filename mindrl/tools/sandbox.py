@@ -15,7 +15,9 @@ snippet sees the same packages as the trainer, read-only) inside one of three is
     privileges.
 ``none``
     resource limits and the uid drop only: the snippet can use the network and read what the
-    unprivileged uid can read. Tool RL refuses this unless ``tools.sandbox.allow_unisolated``.
+    unprivileged uid can read. Tool RL refuses this unless ``tools.sandbox.allow_unisolated``;
+    as root it is refused outright when the uid drop is impossible (the snippet would run as
+    root outside any namespace: ``kill(-1, SIGKILL)`` would end every process on the machine).
 
 In every mode the runner sets RLIMIT_CPU (SIGXCPU at ``cpu_s``, SIGKILL one second later),
 RLIMIT_AS (``memory_mb``), RLIMIT_FSIZE, RLIMIT_NOFILE, no core files, and, when the trainer runs
@@ -188,6 +190,12 @@ class Sandbox:
         # without mounts, the uid drop needs an interpreter the unprivileged uid can reach
         self.drop_uid = os.geteuid() == 0 and (self.isolation != "none" or all(
             _world_traversable(p) for p in self.expose + [os.path.realpath(self.python)]))
+        if os.geteuid() == 0 and not self.drop_uid:
+            # root without a pid namespace could signal or overwrite anything on the machine
+            raise ConfigError(
+                f"tools.sandbox.isolation=none as root needs an interpreter that the "
+                f"unprivileged sandbox uid can reach, and {self.python} lies under a directory "
+                f"closed to other users; install bubblewrap or use isolation=auto")
 
     def command(self, limits: SandboxLimits, slot: int) -> List[str]:
         root = self.drop_uid
@@ -196,7 +204,7 @@ class Sandbox:
                 "file_bytes": limits.scratch_mb << 20,
                 "max_procs": limits.max_procs if root else 0,
                 "uid": UID_BASE + slot if root else None, "workdir": WORKDIR,
-                "mount": self.isolation == "unshare", "scratch": scratch, "hide": self.hide,
+                "mount": self.isolation == "unshare", "init": self.isolation == "unshare", "scratch": scratch, "hide": self.hide,
                 "scratch_bytes": limits.scratch_mb << 20, "expose": self.expose}
         inner = [self.python, "-I", RUNNER, json.dumps(spec)]
         if self.isolation == "bwrap":
