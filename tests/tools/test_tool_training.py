@@ -1,4 +1,4 @@
-"""One RL step with tools on (torch backend, tiny model, real sandbox): the hook in the trainer
+"""One RL step with tools on (torch and MindSpore backends, tiny model, real sandbox): the hook in the trainer
 applies the tool mask to the batch the backend trains on, and the tool metrics are logged.
 
 The tiny untrained model never writes a code block by itself, so its first turn is forced: a
@@ -46,10 +46,11 @@ class ForcedFirstTurn:
 
 
 @pytest.mark.slow
-def test_one_step_with_tools_masks_tool_output(tmp_path, capsys):
+@pytest.mark.parametrize("backend", ["torch", "mindspore"])
+def test_one_step_with_tools_masks_tool_output(tmp_path, capsys, backend):
     from mindrl.trainer.rl import RLTrainer
 
-    cfg = load_config(None, BASE + [f"logging.output_dir={tmp_path}"])
+    cfg = load_config(None, BASE + [f"logging.output_dir={tmp_path}", f"backend={backend}"])
     tr = RLTrainer(cfg)
     tr.engine = ForcedFirstTurn(tr.engine, tr.tokenizer, "print(6 * 7)")
     seen = []
