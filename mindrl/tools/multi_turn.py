@@ -177,39 +177,53 @@ def apply_loss_masks(response_mask: np.ndarray, ro: Rollouts) -> np.ndarray:
     return response_mask
 
 
-def build_tool_rollout(cfg, tokenizer, stop_token_ids=(), hide_paths: Optional[list] = None
-                       ) -> ToolRollout:
-    """The loop for a run config: tools from ``tools.names``, the sandbox from
-    ``tools.sandbox.*``; refuses to run without isolation unless
-    ``tools.sandbox.allow_unisolated`` (prints the startup line saying which is active)."""
+def make_tool_rollout(tokenizer, names: Sequence[str], *, fmt: str = "tir", max_turns: int = 4,
+                      max_output_tokens: int = 256, workers: int = 4, isolation: str = "auto",
+                      allow_unisolated: bool = False, timeout_s: float = 10.0,
+                      memory_mb: int = 1024, output_bytes: int = 16384, max_procs: int = 16,
+                      hide_paths: Sequence[str] = (), stop_token_ids: Sequence[int] = ()
+                      ) -> ToolRollout:
+    """The loop with its tools and (when a tool needs one) its sandbox pool. Refuses to run
+    model code without isolation unless ``allow_unisolated``; prints the startup line saying
+    which isolation is active."""
     from mindrl.errors import ConfigError
     from mindrl.tools.registry import build_tools
     from mindrl.tools.sandbox import Sandbox, SandboxLimits, SandboxPool, describe
 
-    t, s = cfg.tools, cfg.tools.sandbox
-    tools = build_tools(t.names)
+    tools = build_tools(names)
     pool = None
     if any(x.sandboxed for x in tools):
-        limits = SandboxLimits(timeout_s=s.timeout_s, memory_mb=s.memory_mb,
-                               output_bytes=s.output_bytes, max_procs=s.max_procs)
-        import os
-
-        # the run directory (checkpoints, metrics) and the data with its gold answers
-        hidden = [cfg.logging.output_dir, cfg.data.data_dir] + [
-            os.path.dirname(os.path.abspath(f)) for f in (cfg.data.train_file, cfg.data.val_file)
-            if f and os.path.exists(f)] + list(s.hide_paths) + list(hide_paths or [])
-        sandbox = Sandbox(limits, isolation=s.isolation, hide_paths=[h for h in hidden if h])
+        limits = SandboxLimits(timeout_s=timeout_s, memory_mb=memory_mb,
+                               output_bytes=output_bytes, max_procs=max_procs)
+        sandbox = Sandbox(limits, isolation=isolation, hide_paths=[h for h in hide_paths if h])
         line = describe(sandbox.isolation, sandbox.drop_uid)
-        if sandbox.isolation == "none" and not s.allow_unisolated:
+        if sandbox.isolation == "none" and not allow_unisolated:
             raise ConfigError("tool RL runs model-written code, and no isolation is available "
                               "(tools.sandbox.isolation resolved to none): install bubblewrap, "
                               "or opt out with tools.sandbox.allow_unisolated=true")
-        log.warning(line) if sandbox.isolation == "none" else log.info(line)
+        (log.warning if sandbox.isolation == "none" else log.info)(line)
         print(line, flush=True)
-        pool = SandboxPool(sandbox, workers=t.workers)
-    executor = ToolExecutor(tools, pool, workers=t.workers)
-    return ToolRollout(tokenizer, executor, fmt=t.format, max_turns=cfg.rollout.max_turns,
-                       max_output_tokens=t.max_output_tokens, stop_token_ids=stop_token_ids)
+        pool = SandboxPool(sandbox, workers=workers)
+    executor = ToolExecutor(tools, pool, workers=workers)
+    return ToolRollout(tokenizer, executor, fmt=fmt, max_turns=max_turns,
+                       max_output_tokens=max_output_tokens, stop_token_ids=stop_token_ids)
+
+
+def build_tool_rollout(cfg, tokenizer, stop_token_ids=()) -> ToolRollout:
+    """The loop for a run config (``tools.*``, ``rollout.max_turns``). The sandbox hides the
+    run directory (checkpoints, metrics) and the data with its gold answers."""
+    import os
+
+    t, s = cfg.tools, cfg.tools.sandbox
+    hidden = [cfg.logging.output_dir, cfg.data.data_dir] + [
+        os.path.dirname(os.path.abspath(f)) for f in (cfg.data.train_file, cfg.data.val_file)
+        if f and os.path.exists(f)] + list(s.hide_paths)
+    return make_tool_rollout(
+        tokenizer, t.names, fmt=t.format, max_turns=cfg.rollout.max_turns,
+        max_output_tokens=t.max_output_tokens, workers=t.workers, isolation=s.isolation,
+        allow_unisolated=s.allow_unisolated, timeout_s=s.timeout_s, memory_mb=s.memory_mb,
+        output_bytes=s.output_bytes, max_procs=s.max_procs, hide_paths=hidden,
+        stop_token_ids=stop_token_ids)
 
 
 def trainer_sampler(trainer):
