@@ -150,8 +150,9 @@ def describe(isolation: str, drop_uid: Optional[bool] = None) -> str:
             "unshare": "unshare fallback (network+pid+mount namespaces, rlimits, read-only /)",
             "none": "NONE: rlimits only, the snippet can reach the network and readable files"
             }[isolation]
-    return (f"sandbox isolation: {isolation}: {text}; "
-            f"{'per-slot uid with a process cap' if root else 'no uid drop (not root, or the interpreter is unreachable)'}")
+    uid = "per-slot uid with a process cap" if root else \
+        "no uid drop (not root, or the interpreter is unreachable)"
+    return f"sandbox isolation: {isolation}: {text}; {uid}"
 
 
 def _world_traversable(path: str) -> bool:
@@ -204,7 +205,8 @@ class Sandbox:
                 "file_bytes": limits.scratch_mb << 20,
                 "max_procs": limits.max_procs if root else 0,
                 "uid": UID_BASE + slot if root else None, "workdir": WORKDIR,
-                "mount": self.isolation == "unshare", "init": self.isolation == "unshare", "scratch": scratch, "hide": self.hide,
+                "mount": self.isolation == "unshare", "init": self.isolation == "unshare",
+                "scratch": scratch, "hide": self.hide,
                 "scratch_bytes": limits.scratch_mb << 20, "expose": self.expose}
         inner = [self.python, "-I", RUNNER, json.dumps(spec)]
         if self.isolation == "bwrap":

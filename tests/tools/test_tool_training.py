@@ -1,5 +1,6 @@
-"""One RL step with tools on (torch and MindSpore backends, tiny model, real sandbox): the hook in the trainer
-applies the tool mask to the batch the backend trains on, and the tool metrics are logged.
+"""One RL step with tools on (torch and MindSpore backends, tiny model, real sandbox): the
+trainer's hook applies the tool mask to the batch the backend trains on, and the tool metrics
+are logged.
 
 The tiny untrained model never writes a code block by itself, so its first turn is forced: a
 wrapper returns a fixed call (as ids, one character at a time) and every later turn comes from
