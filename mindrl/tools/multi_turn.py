@@ -85,7 +85,8 @@ class ToolRollout:
         self.fmt = fmt
         self.max_turns = max_turns
         self.max_output_tokens = max_output_tokens
-        eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+        eos = getattr(tokenizer, "eos_token_id", None)
+        eos = [eos] if eos is not None else []
         self.eos = set(int(e) for e in list(stop_token_ids) + eos)
         self.last_metrics: Dict[str, float] = {}
 
@@ -181,8 +182,8 @@ def make_tool_rollout(tokenizer, names: Sequence[str], *, fmt: str = "tir", max_
                       max_output_tokens: int = 256, workers: int = 4, isolation: str = "auto",
                       allow_unisolated: bool = False, timeout_s: float = 10.0,
                       memory_mb: int = 1024, output_bytes: int = 16384, max_procs: int = 16,
-                      hide_paths: Sequence[str] = (), stop_token_ids: Sequence[int] = ()
-                      ) -> ToolRollout:
+                      hide_paths: Sequence[str] = (), stop_token_ids: Sequence[int] = (),
+                      python: str = "") -> ToolRollout:
     """The loop with its tools and (when a tool needs one) its sandbox pool. Refuses to run
     model code without isolation unless ``allow_unisolated``; prints the startup line saying
     which isolation is active."""
@@ -195,7 +196,8 @@ def make_tool_rollout(tokenizer, names: Sequence[str], *, fmt: str = "tir", max_
     if any(x.sandboxed for x in tools):
         limits = SandboxLimits(timeout_s=timeout_s, memory_mb=memory_mb,
                                output_bytes=output_bytes, max_procs=max_procs)
-        sandbox = Sandbox(limits, isolation=isolation, hide_paths=[h for h in hide_paths if h])
+        sandbox = Sandbox(limits, isolation=isolation, hide_paths=[h for h in hide_paths if h],
+                          python=python or None)
         line = describe(sandbox.isolation, sandbox.drop_uid)
         if sandbox.isolation == "none" and not allow_unisolated:
             raise ConfigError("tool RL runs model-written code, and no isolation is available "

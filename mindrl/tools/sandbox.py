@@ -155,6 +155,18 @@ def describe(isolation: str, drop_uid: Optional[bool] = None) -> str:
     return f"sandbox isolation: {isolation}: {text}; {uid}"
 
 
+def _prefixes(python: str) -> List[str]:
+    """``sys.base_prefix`` and ``sys.prefix`` of the interpreter ``python``."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return [sys.base_prefix, sys.prefix]
+    try:
+        out = subprocess.run([python, "-I", "-c", "import sys; print(sys.base_prefix); "
+                              "print(sys.prefix)"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ConfigError(f"sandbox interpreter {python} does not run: {e}") from None
+    return out.stdout.split()
+
+
 def _world_traversable(path: str) -> bool:
     """Whether every directory above ``path`` lets any user through (o+x)."""
     p = os.path.dirname(path)
@@ -187,7 +199,7 @@ class Sandbox:
         self.python = python or sys.executable
         # the interpreter's installation stays visible (read-only) inside a hidden path
         self.expose = sorted({os.path.realpath(p) for p in
-                              (sys.base_prefix, sys.prefix, os.path.dirname(self.python))})
+                              _prefixes(self.python) + [os.path.dirname(self.python)]})
         # without mounts, the uid drop needs an interpreter the unprivileged uid can reach
         self.drop_uid = os.geteuid() == 0 and (self.isolation != "none" or all(
             _world_traversable(p) for p in self.expose + [os.path.realpath(self.python)]))

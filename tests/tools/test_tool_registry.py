@@ -94,3 +94,25 @@ def test_find_call_chat():
         "\n<|im_start|>user\n<tool_response>\n3\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n")
     assert render_output("3", "chat").startswith("<|im_end|>\n<|im_start|>user")
+
+
+def test_tool_rl_refuses_to_run_without_isolation(capsys):
+    # an interpreter the unprivileged uid can reach (the system python), so that only the
+    # isolation decides
+    from mindrl.errors import ConfigError
+    from mindrl.tools.multi_turn import make_tool_rollout
+
+    with pytest.raises(ConfigError, match="allow_unisolated=true"):
+        make_tool_rollout(None, ["python"], isolation="none", python="/usr/bin/python3")
+    loop = make_tool_rollout(None, ["python"], isolation="none", allow_unisolated=True,
+                             python="/usr/bin/python3", workers=1)
+    assert "sandbox isolation: none: NONE" in capsys.readouterr().out
+    out = loop.executor.run(ToolCall("python", {"code": "import os\nprint(os.getuid())"}))
+    loop.executor.close()
+    loop.executor.pool.close()
+    assert out.verdict == "ok" and out.text != "0"            # never root, even without isolation
+    loop = make_tool_rollout(None, ["python"], isolation="auto", workers=1)
+    assert "sandbox isolation: bwrap" in capsys.readouterr().out or \
+        loop.executor.pool.sandbox.isolation == "unshare"
+    loop.executor.close()
+    loop.executor.pool.close()
