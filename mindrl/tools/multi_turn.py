@@ -228,9 +228,10 @@ def build_tool_rollout(cfg, tokenizer, stop_token_ids=()) -> ToolRollout:
         stop_token_ids=stop_token_ids)
 
 
-def trainer_sampler(trainer):
-    """``generate(prompt_ids, sampling)`` for the RL trainer: the loop is built once per run
-    (its sandbox pool lives as long as the trainer), metrics are kept for the step."""
+def trainer_sampler(trainer, record: bool = True):
+    """``generate(prompt_ids, sampling)`` for the trainer: the loop is built once per run (its
+    sandbox pool lives as long as the trainer); ``record``: keep the metrics for the step
+    (validation does not)."""
     loop = getattr(trainer, "_tool_rollout", None)
     if loop is None:
         loop = build_tool_rollout(trainer.cfg, trainer.tokenizer, trainer.stop_ids)
@@ -239,7 +240,8 @@ def trainer_sampler(trainer):
 
     def sample(prompt_ids, sampling):
         ro = loop.generate(trainer.engine, prompt_ids, sampling)
-        trainer._tool_metric_parts.append((len(ro), loop.last_metrics))
+        if record:
+            trainer._tool_metric_parts.append((len(ro), loop.last_metrics))
         return ro
 
     return sample

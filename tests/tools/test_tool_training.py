@@ -20,7 +20,7 @@ BASE = [
     "rollout.n=2", "rollout.max_new_tokens=48", "train.prompts_per_step=2",
     "train.micro_batch_size=8", "reward.num_workers=0", "reward.functions=[{name: arithmetic}]",
     "logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false",
-    "checkpoint.save_final=false", "train.steps=1", "validation.every=0",
+    "checkpoint.save_final=false", "train.steps=1", "validation.every=1",
     "tools.enabled=true", "rollout.max_turns=2", "tools.sandbox.timeout_s=5",
 ]
 
@@ -31,11 +31,13 @@ class ForcedFirstTurn:
         self.ids = [i for c in f"```python\n{code}\n```" for i in tok.encode(
             c, add_special_tokens=False)]
         self.shared = getattr(engine, "shared", True)
+        self.resumed = 0                  # rows that came back for a turn after a tool output
 
     def generate(self, prompt_ids, sampling):
         from mindrl.types import Rollouts
 
         if any("```output" in self.tok.decode(p) for p in prompt_ids):
+            self.resumed += len(prompt_ids)
             return self.engine.generate(prompt_ids, sampling)
         rows = [list(p) for p in prompt_ids for _ in range(sampling.n)]
         return Rollouts(rows, [list(self.ids) for _ in rows],
@@ -77,5 +79,9 @@ def test_one_step_with_tools_masks_tool_output(tmp_path, capsys, backend):
             m = mb.tokens.response_mask[i]
             assert m[:n_call].all() and not m[n_call:n_call + len(out)].any()
             assert not mb.advantages[i, n_call:n_call + len(out)].any()
-    row = json.loads((Path(tmp_path) / "metrics.jsonl").read_text().splitlines()[-1])
-    assert row["tools/calls_per_sample"] == 1.0
+    rows = [json.loads(x) for x in (Path(tmp_path) / "metrics.jsonl").read_text().splitlines()]
+    assert [r["tools/calls_per_sample"] for r in rows if "tools/calls_per_sample" in r] == [1.0]
+    # validation ran through the loop too (its calls are not counted in the step's metrics)
+    assert any("val/accuracy" in r for r in rows)
+    assert tr._tool_metric_parts == []
+    assert tr.engine.resumed == 4 + 4          # 2 prompts x 2 samples, then 4 validation rows
