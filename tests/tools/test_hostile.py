@@ -386,3 +386,24 @@ def test_none_isolation_never_runs_as_root():
     if sb is not None:
         assert sb.drop_uid
         assert sb.run("import os\nprint(os.getuid())\n").stdout.strip() != "0"
+
+
+def test_no_secrets_from_the_environment(contained, monkeypatch):
+    # an API token in the trainer's environment: not inherited, and no /proc/*/environ of the
+    # host is visible (pid namespace; /proc of the trainer's own processes is not there)
+    monkeypatch.setenv("MINDRL_REWARD_TOKEN", f"{MARK}-secret")
+    code = """
+import os
+found = [k for k, v in os.environ.items() if 'secret' in v]
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as f:
+                if b'-secret' in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+print('found', found)
+"""
+    r = contained.run(code)
+    assert r.verdict == "ok" and r.stdout == "found []\n"
