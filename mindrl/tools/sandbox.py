@@ -370,19 +370,18 @@ class Sandbox:
 
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process owned by ``uid`` (a forked child drops to the uid and calls
-    ``kill(-1, SIGKILL)``, which reaches exactly the processes that uid may signal)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)   # the caller itself is spared by kill(-1)
-        except BaseException:  # noqa: BLE001
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
+    """SIGKILL every process owned by ``uid``: ``kill -9 -1`` run AS that uid reaches exactly
+    the processes it may signal (its own). subprocess switches uid in the child before exec and
+    fails rather than exec as root, so this can never run ``kill -1`` as root."""
+    exe = shutil.which("kill") or "/bin/kill"
+    cmd = [exe, "-9", "-1"] if os.path.exists(exe) else \
+        [sys.executable, "-I", "-c", "import os; os.kill(-1, 9)"]
+    try:
+        subprocess.run(cmd, user=uid, group=uid, extra_groups=[], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10,
+                       close_fds=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("could not clean up the processes of sandbox uid %d: %s", uid, e)
 
 
 # ------------------------------------------------------------------------------- the pool

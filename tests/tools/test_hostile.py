@@ -362,14 +362,25 @@ def test_verdicts_of_ordinary_programs(contained):
         "{2: 3, 3: 2, 5: 1}\n"
 
 
-def test_killing_a_sandbox_uid_does_not_touch_the_host():
-    # the clean-up primitive: kill_uid spares other uids (here: this root process)
+def test_kill_uid_kills_that_uid_only():
+    # the clean-up after every call: a process of the slot's uid dies, this (root) one does not
+    import subprocess
+
     from mindrl.tools.sandbox import kill_uid
 
     if os.geteuid() != 0:
         return
-    kill_uid(UID_BASE + 63)
-    assert signal.SIGKILL and os.getpid() > 0
+    uid = UID_BASE + 63
+    victim = subprocess.Popen(["sleep", "300"], user=uid, group=uid, extra_groups=[])
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        kill_uid(uid)
+        assert victim.wait(timeout=10) == -signal.SIGKILL
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+        victim.kill()
 
 
 def test_none_isolation_never_runs_as_root():
