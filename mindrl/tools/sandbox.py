@@ -21,7 +21,7 @@ snippet sees the same packages as the trainer, read-only) inside one of three is
 
 In every mode the runner sets RLIMIT_CPU (SIGXCPU at ``cpu_s``, SIGKILL one second later),
 RLIMIT_AS (``memory_mb``), RLIMIT_FSIZE, RLIMIT_NOFILE, no core files, and, when the trainer runs
-as root, switches to a uid of its own per pool slot (61000 + slot) with RLIMIT_NPROC, so a fork
+as root, switches to a uid of its own per pool slot (:func:`uid_base` + slot) with RLIMIT_NPROC, so a fork
 bomb stops at ``max_procs`` processes and cannot starve the other slots. The parent enforces the
 wall time (SIGKILL to the whole process group), keeps at most ``output_bytes`` of stdout+stderr
 (``truncated``) and kills a call that writes more than ``kill_output_bytes``. After every call,
@@ -60,6 +60,13 @@ MEMORY_EXIT, SETUP_EXIT = 86, 125          # keep equal to _runner.py's
 ISOLATIONS = ("auto", "bwrap", "unshare", "none")
 VERDICTS = ("ok", "error", "timeout", "memory", "killed")
 UID_BASE = 61000
+MAX_SLOTS = 64
+
+
+def uid_base(pid: int = 0) -> int:
+    """First sandbox uid of this process: 61000 + 64 * (pid mod 64), so that two trainers on one
+    machine rarely share uids (a shared uid would let one's clean-up kill the other's calls)."""
+    return UID_BASE + MAX_SLOTS * ((pid or os.getpid()) % 64)
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 WORKDIR = "/tmp/work"
 
@@ -197,6 +204,7 @@ class Sandbox:
         self.isolation = resolve_isolation(isolation)
         self.hide = default_hidden(hide_paths)
         self.python = python or sys.executable
+        self.uid_base = uid_base()
         # the interpreter's installation stays visible (read-only) inside a hidden path
         self.expose = sorted({os.path.realpath(p) for p in
                               _prefixes(self.python) + [os.path.dirname(self.python)]})
@@ -216,7 +224,7 @@ class Sandbox:
         spec = {"cpu_s": limits.cpu_seconds, "memory_mb": limits.memory_mb,
                 "file_bytes": limits.scratch_mb << 20,
                 "max_procs": limits.max_procs if root else 0,
-                "uid": UID_BASE + slot if root else None, "workdir": WORKDIR,
+                "uid": self.uid_base + slot if root else None, "workdir": WORKDIR,
                 "mount": self.isolation == "unshare", "init": self.isolation == "unshare",
                 "scratch": scratch, "hide": self.hide,
                 "scratch_bytes": limits.scratch_mb << 20, "expose": self.expose}
@@ -343,7 +351,7 @@ class Sandbox:
             pass
         proc.wait()
         if self.drop_uid:
-            kill_uid(UID_BASE + slot)
+            kill_uid(self.uid_base + slot)
 
     @staticmethod
     def _verdict(rc: int, why: str, wall: float, lim: SandboxLimits) -> Tuple[str, str]:
@@ -390,6 +398,8 @@ class SandboxPool:
     calls run while the engine generates. Each worker owns a slot (its uid and process cap)."""
 
     def __init__(self, sandbox: Sandbox, workers: int = 4):
+        if not 1 <= workers <= MAX_SLOTS:
+            raise ConfigError(f"sandbox workers={workers} must be in 1..{MAX_SLOTS}")
         self.sandbox = sandbox
         self._slots: "queue.Queue[int]" = queue.Queue()
         for s in range(workers):

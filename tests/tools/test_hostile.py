@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from mindrl.tools.sandbox import (UID_BASE, Sandbox, SandboxLimits, SandboxPool, available,
-                                  describe, resolve_isolation)
+from mindrl.tools.sandbox import (MAX_SLOTS, Sandbox, SandboxLimits, SandboxPool, available,
+                                  describe, resolve_isolation, uid_base)
 
 REPO = Path(__file__).resolve().parents[2]
+BASE = uid_base()                    # this process's sandbox uids: BASE .. BASE + 63
 MARK = "mindrl_hostile_7f3a"          # appears in the command line of every process we spawn
 LIMITS = SandboxLimits(timeout_s=3.0, memory_mb=512, output_bytes=2000, max_procs=16,
                        kill_output_bytes=200_000)
@@ -44,7 +45,7 @@ def _sandbox_pids():
             continue
         if state == "Z":
             continue
-        if UID_BASE <= uid < UID_BASE + 64 or (MARK in cmd and "pytest" not in cmd):
+        if BASE <= uid < BASE + MAX_SLOTS or (MARK in cmd and "pytest" not in cmd):
             found.append((int(d), uid, cmd[:120]))
     return found
 
@@ -370,7 +371,7 @@ def test_kill_uid_kills_that_uid_only():
 
     if os.geteuid() != 0:
         return
-    uid = UID_BASE + 63
+    uid = BASE + 63
     victim = subprocess.Popen(["sleep", "300"], user=uid, group=uid, extra_groups=[])
     bystander = subprocess.Popen(["sleep", "300"])
     try:
