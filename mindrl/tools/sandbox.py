@@ -24,9 +24,9 @@ RLIMIT_AS (``memory_mb``), RLIMIT_FSIZE, RLIMIT_NOFILE, no core files, and, when
 as root, switches to a uid of its own per pool slot (:func:`uid_base` + slot) with RLIMIT_NPROC,
 so a fork bomb stops at ``max_procs`` processes and cannot starve the other slots. The parent
 enforces the wall time (SIGKILL to the whole process group), keeps at most ``output_bytes`` of
-stdout+stderr (``truncated``) and kills a call that writes more than ``kill_output_bytes``. After every call,
-as root, every process still owned by the slot's uid is killed, so none outlives its call even
-with ``isolation=none``.
+stdout+stderr (``truncated``) and kills a call that writes more than ``kill_output_bytes``.
+After every call, as root, every process still owned by the slot's uid is killed, so none
+outlives its call even with ``isolation=none``.
 
 Verdicts: ``ok`` (exit 0), ``error`` (non-zero exit: an exception, ``sys.exit(3)``),
 ``timeout`` (wall time, or CPU time: SIGXCPU, or SIGKILL after at least ``cpu_s`` of wall
