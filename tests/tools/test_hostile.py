@@ -24,8 +24,12 @@ from mindrl.tools.sandbox import (MAX_SLOTS, Sandbox, SandboxLimits, SandboxPool
 REPO = Path(__file__).resolve().parents[2]
 BASE = uid_base()                    # this process's sandbox uids: BASE .. BASE + 63
 MARK = "mindrl_hostile_7f3a"          # appears in the command line of every process we spawn
-LIMITS = SandboxLimits(timeout_s=3.0, memory_mb=512, output_bytes=2000, max_procs=16,
+# a generous wall limit for the cases that must finish "ok" (a loaded CI machine can take
+# seconds to start an interpreter); the cases that run into the limit use SHORT
+LIMITS = SandboxLimits(timeout_s=15.0, memory_mb=512, output_bytes=2000, max_procs=16,
                        kill_output_bytes=200_000)
+SHORT = SandboxLimits(timeout_s=3.0, memory_mb=512, output_bytes=2000, max_procs=16,
+                      kill_output_bytes=200_000)
 
 
 def _sandbox_pids():
@@ -112,9 +116,9 @@ def contained(pool, victims):
 
 @pytest.mark.slow
 def test_infinite_loop_times_out(contained):
-    r = contained.run("while True:\n    pass\n")
+    r = contained.run("while True:\n    pass\n", SHORT)
     assert r.verdict == "timeout"
-    assert LIMITS.timeout_s <= r.wall_s < LIMITS.timeout_s + 2
+    assert SHORT.timeout_s <= r.wall_s < SHORT.timeout_s + 2
 
 
 @pytest.mark.slow
@@ -132,11 +136,10 @@ def test_cpu_limit_and_ignored_signals(contained):
 def test_fork_bomb(contained):
     code = ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
             "        pass\n")
-    r = contained.run(code)
+    r = contained.run(code, SHORT)
     assert r.verdict in ("timeout", "error", "killed")
-    assert r.wall_s < LIMITS.timeout_s + 2
-    assert os.fork  # the host can still fork:
-    pid = os.fork()
+    assert r.wall_s < SHORT.timeout_s + 2
+    pid = os.fork()                             # the host can still fork
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
@@ -344,12 +347,13 @@ def test_signal_tricks(contained):
     assert r.verdict == "ok"
 
 
+@pytest.mark.slow
 def test_pool_overlaps_calls(contained):
     t0 = time.monotonic()
-    futs = [contained.submit("import time\ntime.sleep(1)\nprint('slept')\n") for _ in range(3)]
+    futs = [contained.submit("import time\ntime.sleep(2)\nprint('slept')\n") for _ in range(6)]
     outs = [f.result() for f in futs]
-    assert [o.stdout for o in outs] == ["slept\n"] * 3
-    assert time.monotonic() - t0 < 2.8          # three 1 s calls overlap on 3 workers
+    assert [o.stdout for o in outs] == ["slept\n"] * 6
+    assert time.monotonic() - t0 < 9      # one after the other: >= 12 s; 3 workers: ~4 s
 
 
 def test_verdicts_of_ordinary_programs(contained):

@@ -12,7 +12,7 @@ from mindrl.tools.sandbox import Sandbox, SandboxLimits, SandboxPool
 
 @pytest.fixture(scope="module")
 def executor():
-    pool = SandboxPool(Sandbox(SandboxLimits(timeout_s=3, memory_mb=512)), workers=2)
+    pool = SandboxPool(Sandbox(SandboxLimits(timeout_s=6, memory_mb=512)), workers=2)
     ex = ToolExecutor(build_tools(["python", "tests.tools.user_tools:add",
                                    "tests.tools.user_tools:shout"]), pool, workers=2)
     yield ex
@@ -24,7 +24,7 @@ def test_python_tool_runs_in_the_sandbox(executor):
     out = executor.run(ToolCall("python", {"code": "import os\nprint(1234 * 5678, os.getcwd())"}))
     assert (out.verdict, out.text) == ("ok", "7006652 /tmp/work")
     out = executor.run(ToolCall("python", {"code": "while True: pass"}))
-    assert out.verdict == "timeout" and out.text.endswith("TimeoutError: wall time 3s")
+    assert out.verdict == "timeout" and out.text.endswith("TimeoutError: wall time 6s")
 
 
 def test_user_tools_by_import_path(executor):
