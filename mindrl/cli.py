@@ -166,11 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     from mindrl.data.cli import add_data_parser
     from mindrl.eval.cli import add_eval_parser
     from mindrl.serve.cli import add_serve_parser
+    from mindrl.tools.cli import add_sandbox_parser
 
     add_eval_parser(sub)
     add_data_parser(sub)
     add_analyze_parser(sub)
     add_serve_parser(sub)
+    add_sandbox_parser(sub)
     return parser
 
 

@@ -46,6 +46,9 @@ class Rollouts:
     finish_reasons: List[str]            # (B,) "stop" (EOS / stop token) or "length"
     group_index: np.ndarray              # (B,) int: which prompt each row came from
     texts: List[str] = field(default_factory=list)  # (B,) decoded responses (special tokens off)
+    # (B,) float32 (len(response),): 1 = sampled token, 0 = tool output (multi-turn rollouts
+    # with tools, mindrl.tools.multi_turn); empty = every response token is trained on
+    loss_masks: List[np.ndarray] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.response_ids)
@@ -63,6 +66,7 @@ class Rollouts:
             finish_reasons=[self.finish_reasons[i] for i in rows],
             group_index=self.group_index[rows],
             texts=[self.texts[i] for i in rows] if self.texts else [],
+            loss_masks=[self.loss_masks[i] for i in rows] if self.loss_masks else [],
         )
 
     @staticmethod
@@ -78,6 +82,8 @@ class Rollouts:
             finish_reasons=[x for p in parts for x in p.finish_reasons],
             group_index=np.concatenate(groups) if groups else np.zeros(0, np.int64),
             texts=[x for p in parts for x in p.texts],
+            loss_masks=[x for p in parts for x in p.loss_masks]
+            if all(p.loss_masks or not len(p) for p in parts) else [],
         )
 
 

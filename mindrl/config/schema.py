@@ -140,6 +140,9 @@ class RolloutConfig:
     ascend_plugin: str = opt("auto", "vLLM platform plugin on Ascend (device=ascend): "
                              "vllm-ascend, vllm-mindspore, or auto (by backend). Untested on "
                              "hardware.", ["auto", "vllm-ascend", "vllm-mindspore"])
+    max_turns: int = opt(4, "With tools.enabled: model turns per sample (at most max_turns - 1 "
+                         "tool calls are run); max_new_tokens bounds all turns plus tool "
+                         "outputs together.")
     logprob_gap_warn: float = opt(0.05, "Warn when the mean |rollout - trainer| log-prob gap of "
                                   "sampled tokens exceeds this many nats.")
 
@@ -539,6 +542,34 @@ def _check_distill(d: DistillConfig, backend: str) -> List[str]:
 
 
 @dataclass(frozen=True)
+class SandboxConfig:
+    isolation: str = opt("auto", "Isolation of the python tool: auto (the strongest available), "
+                         "bwrap (bubblewrap), unshare (fallback: namespaces + rlimits), none.",
+                         ["auto", "bwrap", "unshare", "none"])
+    allow_unisolated: bool = opt(False, "Run tool RL even when no isolation is available "
+                                 "(the model's code could reach the network and your files).")
+    timeout_s: float = opt(10.0, "Wall-time (and CPU-time) limit of one tool call, seconds.")
+    memory_mb: int = opt(1024, "Address-space limit of one tool call, MB.")
+    output_bytes: int = opt(16384, "stdout+stderr bytes kept from one call.")
+    max_procs: int = opt(16, "Processes one call may run at once (enforced as root).")
+    hide_paths: List[str] = opt([], "More paths the sandbox hides (the run directory, the data "
+                                "directories and $HOME always are).")
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    enabled: bool = opt(False, "Multi-turn rollouts with tools (tool-integrated reasoning).")
+    format: str = opt("tir", "Call format: tir (```python ... ``` then ```output```, "
+                      "Qwen2.5-Math) or chat (<tool_call> JSON, Qwen2.5 chat template).",
+                      ["tir", "chat"])
+    names: List[str] = opt(["python"], "Tools: registered names (python) or user tools "
+                           "by import path (pkg.mod:function).")
+    max_output_tokens: int = opt(256, "Tokens of one tool output shown to the model.")
+    workers: int = opt(4, "Tool calls run at once (sandbox processes).")
+    sandbox: SandboxConfig = section(SandboxConfig, "The sandbox of the python tool.")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
                        "with tensor/pipeline parallelism through mindformers, Ascend only, "
@@ -559,11 +590,14 @@ class RunConfig:
     preference: PreferenceConfig = section(PreferenceConfig, "DPO / SimPO options.")
     mindformers: MindformersConfig = section(MindformersConfig, "backend=mindformers: "
                                              "tensor/pipeline parallel layout.")
+    tools: ToolsConfig = section(ToolsConfig, "Tools the model calls mid-answer (python).")
 
     def check(self) -> None:
         """Cross-field checks; raises :class:`ConfigError` naming the keys involved."""
         a, r, t = self.algorithm, self.rollout, self.train
         errors = []
+        if self.tools.enabled and r.max_turns < 1:
+            errors.append(f"rollout.max_turns={r.max_turns} must be >= 1")
         if a.adv_estimator in GROUP_ESTIMATORS and r.n < 2:
             errors.append(f"algorithm.adv_estimator={a.adv_estimator} compares samples within a "
                           f"group and needs rollout.n >= 2 (got rollout.n={r.n})")

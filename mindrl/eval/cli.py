@@ -33,9 +33,11 @@ _FLAGS = {  # setting -> (flag, type)
     "max_restarts": ("--max-restarts", int), "batch_size": ("--batch-size", int),
     "extract_mode": ("--extract-mode", str), "grade_timeout": ("--grade-timeout", float),
     "grade_workers": ("--grade-workers", int), "cache_dir": ("--cache-dir", str),
+    "tools": ("--tools", str), "tool_format": ("--tool-format", str),
+    "max_turns": ("--max-turns", int), "tool_timeout": ("--tool-timeout", float),
 }
 _CHOICES = {"engine": ["native", "vllm"], "backend": ["torch", "mindspore"],
-            "device": ["cpu", "cuda", "ascend"]}
+            "device": ["cpu", "cuda", "ascend"], "tool_format": ["tir", "chat"]}
 # What a None default means, for settings whose help does not already say it.
 _NONE_DEFAULT = {"problem_field": "the first usual problem field present",
                  "answer_field": "the first usual answer field present",

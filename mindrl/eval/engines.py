@@ -44,6 +44,8 @@ class EngineSpec:
     threads: int = 1
     max_prompt_len: int = 256             # longest prompt in tokens (vLLM sizes its context)
     sampling: Dict[str, Any] = field(default_factory=dict)   # SamplingParams fields except n/seed
+    tools: Dict[str, Any] = field(default_factory=dict)      # names, format, max_turns, timeout
+    tool_hide: List[str] = field(default_factory=list)       # paths the tool sandbox hides
 
     def run_config(self):
         """The :class:`~mindrl.config.schema.RunConfig` the engine factories read."""
@@ -103,10 +105,31 @@ def generate_chunk(engine, chunk: Chunk, spec: EngineSpec,
         # (vLLM) reject n > 1 under greedy decoding.
         prompts, n = [p for p in prompts for _ in range(n)], 1
     sp = SamplingParams(n=n, seed=chunk.seed, **spec.sampling)
-    ro = engine.generate(prompts, sp)
+    ro = _tool_loop(engine, spec).generate(engine, prompts, sp) if spec.tools else \
+        engine.generate(prompts, sp)
     if len(ro) != len(chunk.keys):
         raise RuntimeError(f"engine returned {len(ro)} rollouts for {len(chunk.prompt_ids)} "
                            f"prompts x {chunk.m} samples")
     texts = ro.texts if ro.texts else [decode(list(r)) for r in ro.response_ids]
     return [{"text": t, "length": len(r), "finish_reason": f}
             for t, r, f in zip(texts, ro.response_ids, ro.finish_reasons)]
+
+
+def _tool_loop(engine, spec: EngineSpec):
+    """The multi-turn loop with tools (mindrl.tools.multi_turn), built once per engine."""
+    loop = getattr(engine, "_mindrl_tool_loop", None)
+    if loop is None:
+        from mindrl.tools.multi_turn import make_tool_rollout  # noqa: PLC0415
+
+        tok = getattr(engine, "tokenizer", None)
+        if tok is None:
+            from transformers import AutoTokenizer  # noqa: PLC0415
+
+            tok = AutoTokenizer.from_pretrained(spec.model_dir, local_files_only=True)
+        t = spec.tools
+        names = [x.strip() for x in str(t["names"]).split(",") if x.strip()]
+        loop = make_tool_rollout(tok, names, fmt=t["format"], max_turns=t["max_turns"],
+                                 timeout_s=t["timeout"], hide_paths=spec.tool_hide,
+                                 stop_token_ids=spec.sampling.get("stop_token_ids", ()))
+        engine._mindrl_tool_loop = loop
+    return loop

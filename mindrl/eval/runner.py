@@ -289,6 +289,9 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
                top_p=settings.top_p, top_k=settings.top_k, max_new_tokens=settings.max_new_tokens,
                seed=settings.seed, engine=settings.engine, backend=settings.backend,
                dtype=settings.dtype)
+    if settings.tools:
+        gen["tools"] = dict(names=settings.tools, format=settings.tool_format,
+                            max_turns=settings.max_turns, timeout=settings.tool_timeout)
     shash = settings_hash(gen)
     run_dir = Path(settings.output_dir) if settings.output_dir else \
         default_run_dir(settings, model_dir, shash)
@@ -324,12 +327,16 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
         log(f"[eval] {stats['generated']}/{len(missing)} samples "
             f"({stats['generated'] / max(dt, 1e-9):.1f} samples/s)")
 
+    from mindrl.data.benchmarks import resolve_data_dir  # noqa: PLC0415
+
     spec = EngineSpec(model_dir=model_dir, engine=settings.engine, backend=settings.backend,
                       dtype=settings.dtype, device=settings.device, seed=settings.seed,
                       max_prompt_len=max(len(p.prompt_ids) for ps in problems.values() for p in ps),
                       sampling=dict(temperature=settings.temperature, top_p=settings.top_p,
                                     top_k=settings.top_k, max_new_tokens=settings.max_new_tokens,
-                                    stop_token_ids=stop_token_ids(model_dir, tokenizer)))
+                                    stop_token_ids=stop_token_ids(model_dir, tokenizer)),
+                      tools=gen.get("tools", {}),
+                      tool_hide=[str(run_dir), str(resolve_data_dir(settings.data_dir))])
     factory = engine_factory or default_engine_factory
     restarts: Dict[int, int] = {}
     gen_seconds = 0.0

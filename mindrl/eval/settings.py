@@ -78,6 +78,15 @@ class EvalSettings:
     plot: bool = field(default=True, metadata={"help": "Write lengths.png."})
     cache_dir: Optional[str] = field(default=None,
         metadata={"help": "Where builtin models are built."})
+    tools: str = field(default="", metadata={
+        "help": "Tool-integrated evaluation: tools the model may call, comma-separated "
+                "(python, or pkg.mod:function); '' = off."})
+    tool_format: str = field(default="tir", metadata={
+        "help": "Tool call format: tir (```python / ```output) or chat (<tool_call> JSON)."})
+    max_turns: int = field(default=4, metadata={
+        "help": "With tools: model turns per sample (max_new_tokens bounds all of them)."})
+    tool_timeout: float = field(default=10.0, metadata={
+        "help": "With tools: wall seconds per python call in the sandbox."})
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any], where: str = "settings") -> "EvalSettings":
@@ -119,6 +128,10 @@ class EvalSettings:
             errors.append(f"batch_size={self.batch_size} must be >= 1")
         if self.grade_timeout <= 0:
             errors.append(f"grade_timeout={self.grade_timeout} must be > 0")
+        if self.tool_format not in ("tir", "chat"):
+            errors.append(f"tool_format '{self.tool_format}' unknown; valid: tir, chat")
+        if self.max_turns < 1:
+            errors.append(f"max_turns={self.max_turns} must be >= 1")
         if errors:
             raise EvalError("invalid eval settings:\n  - " + "\n  - ".join(errors))
 
@@ -139,9 +152,11 @@ def model_fingerprint(model_dir: str) -> str:
 
 
 def settings_hash(gen: Dict[str, Any]) -> str:
-    """12 hex digits of SHA-256 over the generation settings (:data:`GENERATION_KEYS`)."""
+    """12 hex digits of SHA-256 over the generation settings (:data:`GENERATION_KEYS`, plus
+    ``tools`` when tools are on, so runs without tools keep their hashes)."""
     missing = [k for k in GENERATION_KEYS if k not in gen]
     if missing:
         raise ValueError(f"generation settings lack {missing}")
-    blob = json.dumps({k: gen[k] for k in GENERATION_KEYS}, sort_keys=True)
+    keys = GENERATION_KEYS + (("tools",) if gen.get("tools") else ())
+    blob = json.dumps({k: gen[k] for k in keys}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -256,7 +256,12 @@ class Trainer:
         prompt_ids = [self.encode(r["problem"]) for r in rows]
         sp = self.sampling(n=v.n, temperature=v.temperature, top_p=1.0 if v.temperature == 0
                            else self.cfg.rollout.top_p, seed=12345 + self.rank)
-        ro = self.engine.generate(prompt_ids, sp)
+        sample = self.engine.generate
+        if self.cfg.tools.enabled:           # validate the way rollouts run: with the tools
+            from mindrl.tools.multi_turn import trainer_sampler
+
+            sample = trainer_sampler(self, record=False)
+        ro = sample(prompt_ids, sp)
         sc = score_rollouts(self.scorer, rows, ro)
         comp = sc.components.get(self.val_reward)
         if comp is None:

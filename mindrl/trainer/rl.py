@@ -90,14 +90,19 @@ class RLTrainer(Trainer):
         return rows, ro, sc, m
 
     def generate(self, prompt_ids: List[List[int]], attempt: int) -> Rollouts:
+        sample = self.engine.generate
+        if self.cfg.tools.enabled:          # multi-turn with tools (mindrl.tools.multi_turn)
+            from mindrl.tools.multi_turn import trainer_sampler
+
+            sample = trainer_sampler(self)
         if not self.cfg.rollout.batch_invariant:
-            return self.engine.generate(prompt_ids, self.sampling(attempt))
+            return sample(prompt_ids, self.sampling(attempt))
         parts = []
         for g, ids in enumerate(prompt_ids):
             index = self.rank * self.local_prompts + g          # global prompt index
             seed = ((self.cfg.rollout.seed * 1_000_003 + self.step) * 1009 + attempt) * 65_537 \
                 + index
-            parts.append(self.engine.generate([ids], self.sampling(attempt, seed=seed)))
+            parts.append(sample([ids], self.sampling(attempt, seed=seed)))
         return Rollouts.concat(parts)
 
     def run_step(self) -> Dict[str, float]:
@@ -116,6 +121,11 @@ class RLTrainer(Trainer):
         T = max(1, int(ro.response_lengths.max()))
         tokens = pad_token_batch(ro.prompt_ids, ro.response_ids, self.pad_id, P, T)
         mask = tokens.response_mask
+        if ro.loss_masks:                   # tool outputs: not trained on, not in any count
+            from mindrl.tools.multi_turn import apply_loss_masks, pop_tool_metrics
+
+            apply_loss_masks(mask, ro)
+            metrics.update(pop_tool_metrics(self))
         rollout_logp = np.zeros_like(mask)
         for i, lp in enumerate(ro.logprobs):
             rollout_logp[i, :len(lp)] = lp

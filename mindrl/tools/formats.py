@@ -1,0 +1,69 @@
+"""How a tool call looks in the model's text, and how its output is written back.
+
+``tir`` (Qwen2.5-Math tool-integrated reasoning; QwenLM/Qwen2.5-Math ``evaluation/``: the
+harness stops at the stop word "```output", runs the last ```python block and appends
+"\\n```output\\n{result}\\n```\\n")::
+
+    ```python
+    print(1234 * 5678)
+    ```
+    ```output
+    7006652
+    ```
+
+``chat`` (Qwen2.5 chat template with tools: the assistant writes
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, the result comes back in a
+user turn as ``<tool_response>...</tool_response>``).
+
+:func:`find_call` returns the FIRST complete call and the character offset where it ends; the
+rollout loop keeps the generated tokens up to that offset (the rest were sampled against output
+the model imagined) and appends :func:`render_output`'s text as new tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Optional, Tuple
+
+from mindrl.tools.registry import ToolCall
+
+FORMATS = ("tir", "chat")
+_TIR = re.compile(r"```python\n(.*?)```", re.DOTALL)
+_CHAT = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def find_call(text: str, fmt: str) -> Optional[Tuple[int, ToolCall]]:
+    """(end offset, call) of the first complete call in ``text``, or None."""
+    if fmt == "tir":
+        m = _TIR.search(text)
+        return None if m is None else (m.end(), ToolCall("python", {"code": m.group(1)}))
+    if fmt == "chat":
+        m = _CHAT.search(text)
+        if m is None:
+            return None
+        try:
+            obj = json.loads(m.group(1).strip())
+        except ValueError as e:
+            return m.end(), ToolCall("", {}, error=f"tool call is not valid JSON ({e})")
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return m.end(), ToolCall("", {}, error='a tool call needs {"name": ..., '
+                                                   '"arguments": {...}}')
+        args = obj.get("arguments", {})
+        if isinstance(args, str):           # some models write the arguments as a JSON string
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        return m.end(), ToolCall(obj["name"], args)
+    raise ValueError(f"unknown tool format '{fmt}'; valid: {', '.join(FORMATS)}")
+
+
+def render_output(text: str, fmt: str, after_eos: bool = False) -> str:
+    """The text appended after a call. ``chat``: ``after_eos`` says whether the kept tokens
+    already end the assistant turn (``<|im_end|>``)."""
+    if fmt == "tir":
+        return f"\n```output\n{text}\n```\n"
+    head = "" if after_eos else "<|im_end|>"
+    return (f"{head}\n<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>\n"
+            f"<|im_start|>assistant\n")
