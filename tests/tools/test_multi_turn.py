@@ -28,7 +28,7 @@ def tok(tiny_dir):
 @pytest.fixture(scope="module")
 def executor():
     pool = SandboxPool(Sandbox(SandboxLimits(timeout_s=6, memory_mb=512)), workers=2)
-    ex = ToolExecutor(build_tools(["python", "tests.tools.user_tools:add"]), pool, workers=2)
+    ex = ToolExecutor(build_tools(["python", "user_tools:add"]), pool, workers=2)
     yield ex
     ex.close()
     pool.close()

@@ -13,8 +13,8 @@ from mindrl.tools.sandbox import Sandbox, SandboxLimits, SandboxPool
 @pytest.fixture(scope="module")
 def executor():
     pool = SandboxPool(Sandbox(SandboxLimits(timeout_s=6, memory_mb=512)), workers=2)
-    ex = ToolExecutor(build_tools(["python", "tests.tools.user_tools:add",
-                                   "tests.tools.user_tools:shout"]), pool, workers=2)
+    ex = ToolExecutor(build_tools(["python", "user_tools:add",
+                                   "user_tools:shout"]), pool, workers=2)
     yield ex
     ex.close()
     pool.close()
@@ -31,7 +31,7 @@ def test_user_tools_by_import_path(executor):
     assert executor.run(ToolCall("add", {"a": 2, "b": 40})).text == "42"
     assert executor.run(ToolCall("shout", {"text": "hi"})).text == "HI"
     # schema from the function's `parameters`, or its keyword parameters as required strings
-    assert resolve_tool("tests.tools.user_tools:shout").parameters == {
+    assert resolve_tool("user_tools:shout").parameters == {
         "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     names = [s["function"]["name"] for s in tool_schemas(executor.tools.values())]
     assert names == ["python", "add", "shout"]
@@ -54,7 +54,7 @@ def test_bad_calls_become_error_outputs(executor):
 def test_user_tool_exception_is_the_models_output(executor):
     out = executor.run(ToolCall("shout", {"text": 3}))
     assert out.verdict == "error" and out.text.startswith("Error: argument 'text' of shout")
-    out = ToolExecutor(build_tools(["tests.tools.user_tools:add"])).run(
+    out = ToolExecutor(build_tools(["user_tools:add"])).run(
         ToolCall("add", {"a": 1, "b": 1}))
     assert out.text == "2"
 

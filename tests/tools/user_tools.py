@@ -1,4 +1,5 @@
-"""A user tool for the registry tests, loaded by import path (tests.tools.user_tools:add)."""
+"""User tools for the registry tests, loaded by import path (``user_tools:add``): pytest puts
+tests/tools on sys.path; a ``tests.`` path would be shadowed by the verl peer's own tests package."""
 
 
 def add(a: int, b: int) -> str:
