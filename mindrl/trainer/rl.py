@@ -19,14 +19,17 @@ computes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Dict, List, Tuple
 
 import numpy as np
 
+from mindrl.trainer import profile
 from mindrl.trainer.base import (Scored, Trainer, group_all_equal, run_trainer, score_rollouts,
                                  stats)
+from mindrl.trainer.batching import micro_batch_rows
 from mindrl.trainer.rollout_log import save_step_rollouts
 from mindrl.types import LossNormalizers, Rollouts, TrainBatch, pad_token_batch
 
@@ -49,12 +52,9 @@ class RLTrainer(Trainer):
         for attempt in range(1 + (ds.max_refill_batches if ds.enabled else 0)):
             rows = self._take_rows()
             prompt_ids = [self.encode(r["problem"]) for r in rows]
-            t0 = time.perf_counter()
-            ro = self.generate(prompt_ids, attempt)
-            t1 = time.perf_counter()
-            sc = score_rollouts(self.scorer, rows, ro)
-            m["time/rollout"] += t1 - t0
-            m["time/reward"] += time.perf_counter() - t1
+            ro, sc, t_gen, t_score = self.generate_and_score(rows, prompt_ids, attempt)
+            m["time/rollout"] += t_gen
+            m["time/reward"] += t_score
             generated += len(rows)
             if not ds.enabled:
                 return rows, ro, sc, m
@@ -76,11 +76,37 @@ class RLTrainer(Trainer):
         sc = Scored.concat([k[2] for k in kept])
         return rows, ro, sc, m
 
-    def generate(self, prompt_ids: List[List[int]], attempt: int) -> Rollouts:
+    def generate_and_score(self, rows: List[Dict], prompt_ids: List[List[int]],
+                           attempt: int) -> Tuple[Rollouts, Scored, float, float]:
+        """(rollouts, their scores, generation s, scoring s not hidden behind generation).
+        With ``reward.overlap_chunks`` > 1 the groups are generated chunk by chunk in a thread
+        while this thread scores the finished chunks (:mod:`mindrl.trainer.overlap`)."""
+        from mindrl.trainer.overlap import chunk_bounds, pipelined
+
+        chunks = self.cfg.reward.overlap_chunks
+        if chunks <= 1:
+            t0 = time.perf_counter()
+            ro = self.generate(prompt_ids, attempt)
+            t1 = time.perf_counter()
+            sc = score_rollouts(self.scorer, rows, ro)
+            return ro, sc, t1 - t0, time.perf_counter() - t1
+        parts, scores, t_gen, t_score = pipelined(
+            chunk_bounds(len(prompt_ids), chunks),
+            lambda c, a, b: self.generate(prompt_ids[a:b], attempt, first=a, chunk=c),
+            lambda a, b, ro: score_rollouts(self.scorer, rows[a:b], ro))
+        return Rollouts.concat(parts), Scored.concat(scores), t_gen, t_score
+
+    def generate(self, prompt_ids: List[List[int]], attempt: int, first: int = 0,
+                 chunk: int = 0) -> Rollouts:
+        """Samples of ``prompt_ids`` (this rank's prompts ``first``.. of the step; ``chunk`` > 0
+        shifts the batch seed, so the chunks of one step draw different streams)."""
         if not self.cfg.rollout.batch_invariant:
-            return self.engine.generate(prompt_ids, self.sampling(attempt))
+            sp = self.sampling(attempt)
+            if chunk:
+                sp = dataclasses.replace(sp, seed=sp.seed + 7919 * chunk)
+            return self.engine.generate(prompt_ids, sp)
         parts = []
-        for g, ids in enumerate(prompt_ids):
+        for g, ids in enumerate(prompt_ids, start=first):
             index = self.rank * self.local_prompts + g          # global prompt index
             seed = ((self.cfg.rollout.seed * 1_000_003 + self.step) * 1009 + attempt) * 65_537 \
                 + index
@@ -127,6 +153,7 @@ class RLTrainer(Trainer):
             ref_logp = self.backend.logprobs(tokens, temperature=temp, reference=True,
                                              micro_batch_size=mb)
         metrics["time/ref_logprobs"] = time.perf_counter() - t0
+        t_adv = time.perf_counter()
 
         # Advantages over the global batch (identical on every rank), then this rank's rows.
         token_kl = None
@@ -162,6 +189,8 @@ class RLTrainer(Trainer):
         batch = TrainBatch(tokens, adv, old_logp,
                            ref_logp if (a.kl.coef > 0 and not a.kl.in_reward) else None,
                            rollout_logp)
+        metrics["time/advantages"] = time.perf_counter() - t_adv
+        profile.backend_reset(self.backend)
         t0 = time.perf_counter()
         train_m = self.update(batch)
         metrics["time/update"] = time.perf_counter() - t0
@@ -174,6 +203,8 @@ class RLTrainer(Trainer):
         metrics["time/step"] = time.perf_counter() - t_step
         n_tok = float(self.allsum(ro.response_lengths.sum()))
         metrics["throughput/tokens_per_s"] = n_tok / max(metrics["time/step"], 1e-9)
+        if profile.enabled(cfg):
+            profile.finish(self, metrics)
         gap = metrics.get("rollout/logprob_gap_mean")
         if gap is not None and gap > cfg.rollout.logprob_gap_warn and self.is_main:
             log.warning("step %d: rollout-vs-trainer log-prob gap %.4f nats exceeds "
@@ -198,8 +229,10 @@ class RLTrainer(Trainer):
                     global_tokens=float(self.allsum(part.tokens.response_mask.sum())),
                     global_seqs=float(self.allsum(len(rows))),
                     max_len=float(cfg.rollout.max_new_tokens))
-                micro = [part.rows(np.arange(s, min(s + mb, len(rows))))
-                         for s in range(0, len(rows), mb)]
+                micro = [part.rows(idx) for idx in micro_batch_rows(
+                    part.tokens.attention_mask.sum(axis=1), count=mb,
+                    max_tokens=cfg.train.max_tokens_per_micro_batch,
+                    packed=cfg.train.padding_free)]
                 out = self.backend.train_step(micro, norm)
                 for k, v in out.items():
                     acc.setdefault(k, []).append(float(v))

@@ -128,6 +128,7 @@ class TorchBackend:
                                                 min_ratio=t.min_lr_ratio))
         self.optimizer_steps = 0
         self.skipped_steps = 0
+        self.phase_times = {"train_fwd_bwd": 0.0, "optimizer": 0.0}   # logging.profile
 
     def _shard(self, model) -> None:
         """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head), on a
@@ -171,20 +172,22 @@ class TorchBackend:
                              with_entropy: bool = True) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         """(B, T) float32 log-probs (and token entropies) of the response tokens under
         logits / temperature; 0 at padding."""
-        from algorithms.entropy import entropy_from_logits
-
         model = self.reference if reference else self.model
         if model is None:
             raise RuntimeError("reference log-probs need TorchBackend(cfg, with_reference=True) "
                                "(algorithm.kl.coef > 0)")
+        from mindrl.backends.torch import packing
+
         logps, ents = [], []
+        T = batch.response_len
         for s in range(0, len(batch), micro_batch_size):
-            mb = batch.rows(slice(s, s + micro_batch_size))
-            logits = self._response_logits(model, mb, temperature)
+            mb = packing.trim_tokens(batch.rows(slice(s, s + micro_batch_size)))
+            logp, ent = packing.score(self, model, mb, temperature,
+                                      "no_grad" if with_entropy else None)
             mask = torch.from_numpy(mb.response_mask).to(self.device)
-            logps.append((self._token_logp(logits, mb) * mask).cpu().numpy())
+            logps.append(packing.pad_columns((logp * mask).cpu().numpy(), T))
             if with_entropy:
-                ents.append((entropy_from_logits(self.ops, logits) * mask).cpu().numpy())
+                ents.append(packing.pad_columns((ent * mask).cpu().numpy(), T))
         logp = np.concatenate(logps).astype(np.float32)
         return logp, (np.concatenate(ents).astype(np.float32) if with_entropy else None)
 
@@ -202,18 +205,16 @@ class TorchBackend:
 
     def _micro_loss(self, mb: TrainBatch, norm: LossNormalizers):
         """Scalar RL loss (this micro-batch's share of the global loss) and its metrics."""
-        from algorithms.entropy import entropy_from_logits
         from algorithms.is_correction import needs_rollout_logp
         from algorithms.rl_loss import rl_loss
 
+        from mindrl.backends.torch import packing
+
         acfg = self.cfg.algorithm
-        logits = self._response_logits(self.model, mb.tokens, self.cfg.rollout.temperature)
-        logp = self._token_logp(logits, mb.tokens)                  # (B, T)
-        if acfg.entropy_coef:
-            entropy = entropy_from_logits(self.ops, logits)
-        else:                               # metric only: no graph through the softmax
-            with torch.no_grad():
-                entropy = entropy_from_logits(self.ops, logits.detach())
+        mb = packing.trim_train(mb)         # columns that are padding in every row go
+        # (B, T) log-probs; the entropy is a metric only (no graph) unless it is in the loss
+        logp, entropy = packing.score(self, self.model, mb.tokens, self.cfg.rollout.temperature,
+                                      "grad" if acfg.entropy_coef else "no_grad")
         mask = self._const(mb.tokens.response_mask)
         rollout_logp = self._const(mb.rollout_logp)
         # old_logp None = strictly on-policy: the ratio is 1 in value, exp(logp - sg(logp))
@@ -275,15 +276,21 @@ class TorchBackend:
 
     def _step(self, parts) -> Dict[str, float]:
         """``parts`` = [(TokenBatch, () -> (loss, metrics))]: accumulate, reduce, clip, step."""
+        from mindrl.trainer.profile import Clock
+
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]
         merger = MetricMerger()
+        sync = self._profile_sync()
+        fwd_bwd = Clock(self.phase_times, "train_fwd_bwd", sync).start()
         for i, (tb, loss_fn) in enumerate(parts):
             if self.fsdp:                  # reduce-scatter once, after the last micro-batch
                 self.model.set_requires_gradient_sync(i == len(parts) - 1)
             loss, metrics = loss_fn()
             (loss * self.world if self.fsdp else loss).backward()
             merger.add({"loss": loss.detach(), **metrics}.items(), float(tb.response_mask.sum()))
+        fwd_bwd.stop()
+        optim = Clock(self.phase_times, "optimizer", sync).start()
         sums, maxes, mins, tokens = merger.parts()
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         if self.world > 1:
@@ -304,10 +311,17 @@ class TorchBackend:
         else:
             self.skipped_steps += 1
         self.optimizer.zero_grad(set_to_none=True)
+        optim.stop()
         self._staged = None
         out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
                    response_tokens=tokens)
         return out
+
+    def _profile_sync(self):
+        """logging.profile on an accelerator: synchronise at phase edges (else None)."""
+        if not getattr(self.cfg.logging, "profile", False) or self.device.type == "cpu":
+            return None
+        return getattr(torch, self.device.type).synchronize
 
     def _all_reduce_grads(self, grads: List[torch.Tensor]) -> None:
         import torch.distributed as dist

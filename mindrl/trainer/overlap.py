@@ -1,0 +1,72 @@
+"""Scoring off the critical path (``reward.overlap_chunks``): generation of chunk k+1 runs in a
+background thread while this thread scores chunk k.
+
+Chunks are whole groups (prompts), so every group is scored with all of its n samples. The
+rewards stay in the calling thread on purpose: an in-process scorer (``reward.num_workers=0``)
+enforces its time limit with SIGALRM, which only the main thread receives; the engine is the
+one that moves to a thread (torch and vLLM release the GIL inside their kernels, and a reward
+pool's workers are other processes). The step waits for the slower of the two streams instead
+of their sum: ~max(generation, scoring) + one chunk of the other.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Callable, List, Sequence, Tuple, TypeVar
+
+R = TypeVar("R")
+S = TypeVar("S")
+
+
+def chunk_bounds(count: int, chunks: int) -> List[Tuple[int, int]]:
+    """``count`` items in ``chunks`` contiguous, near-equal, non-empty slices (start, stop)."""
+    chunks = max(1, min(chunks, count))
+    edges = [round(i * count / chunks) for i in range(chunks + 1)]
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def pipelined(bounds: Sequence[Tuple[int, int]], generate: Callable[[int, int, int], R],
+              score: Callable[[int, int, R], S]) -> Tuple[List[R], List[S], float, float]:
+    """Run ``generate(chunk_index, start, stop)`` for every chunk in a background thread, in
+    order, and ``score(start, stop, rollouts)`` here as each one arrives. Returns (rollouts,
+    scores, generation seconds, scoring seconds not hidden behind generation). An exception on
+    either side is raised here once the thread has stopped."""
+    done: "queue.Queue" = queue.Queue()
+    stop = threading.Event()
+    t_start = time.perf_counter()
+
+    def produce():
+        try:
+            for c, (a, b) in enumerate(bounds):
+                if stop.is_set():
+                    return
+                done.put((a, b, generate(c, a, b), None))
+        except BaseException as e:        # handed to the consumer, raised there
+            done.put((None, None, None, e))
+        finally:
+            done.put(None)
+            gen_end[0] = time.perf_counter()
+
+    gen_end = [t_start]
+    worker = threading.Thread(target=produce, name="mindrl-rollout", daemon=True)
+    worker.start()
+    rollouts: List[R] = []
+    scores: List[S] = []
+    try:
+        while True:
+            item = done.get()
+            if item is None:
+                break
+            a, b, ro, err = item
+            if err is not None:
+                raise err
+            rollouts.append(ro)
+            scores.append(score(a, b, ro))
+    finally:
+        stop.set()
+        worker.join()
+    t_end = time.perf_counter()
+    gen = gen_end[0] - t_start
+    return rollouts, scores, gen, max(0.0, t_end - gen_end[0])

@@ -1,0 +1,87 @@
+"""logging.profile (per-phase step time in metrics.jsonl and curves.png) and
+reward.overlap_chunks (scoring in this thread while a background thread generates)."""
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from mindrl.config.loader import load_config
+
+BASE = [
+    "model.path=builtin:tiny", "model.chat_template=none",
+    "data.train_file=arithmetic:digits=2,ops=+", "data.max_val_samples=0",
+    "rollout.n=4", "rollout.max_new_tokens=6", "train.prompts_per_step=4",
+    "train.micro_batch_size=8", "train.lr=1e-3", "reward.num_workers=0",
+    "reward.functions=[{name: 'trainer_helpers:parity_reward'}]", "logging.tensorboard=false",
+    "logging.progress_bar=false", "checkpoint.save_final=false",
+]
+
+
+def test_pipelined_scores_in_this_thread_while_the_next_chunk_generates():
+    from mindrl.trainer.overlap import chunk_bounds, pipelined
+
+    assert chunk_bounds(5, 2) == [(0, 2), (2, 5)]
+    assert chunk_bounds(2, 4) == [(0, 1), (1, 2)]
+    scored_first = threading.Event()
+    seen = []
+
+    def generate(c, a, b):
+        if c == 1:   # chunk 1 finishes only once chunk 0 was scored: needs the overlap
+            assert scored_first.wait(20), "chunk 0 was not scored while chunk 1 generated"
+        seen.append(("gen", c, threading.current_thread() is threading.main_thread()))
+        return list(range(a, b))
+
+    def score(a, b, ro):
+        seen.append(("score", a, threading.current_thread() is threading.main_thread()))
+        scored_first.set()
+        return [x * 10 for x in ro]
+
+    ro, sc, t_gen, t_score = pipelined(chunk_bounds(4, 2), generate, score)
+    assert ro == [[0, 1], [2, 3]] and sc == [[0, 10], [20, 30]]
+    assert ("gen", 0, False) in seen and ("score", 0, True) in seen and ("score", 2, True) in seen
+    assert t_gen >= 0 and t_score >= 0
+
+
+def test_pipelined_raises_a_generation_error_here():
+    from mindrl.trainer.overlap import pipelined
+
+    def generate(c, a, b):
+        raise ValueError("engine broke")
+
+    with pytest.raises(ValueError, match="engine broke"):
+        pipelined([(0, 1)], generate, lambda a, b, ro: ro)
+
+
+@pytest.mark.slow
+def test_profiled_run_writes_every_phase_and_draws_it(tmp_path):
+    from mindrl.trainer.profile import PHASES
+    from mindrl.trainer.rl import RLTrainer
+
+    cfg = load_config(None, BASE + [
+        f"logging.output_dir={tmp_path}", "train.steps=3", "logging.profile=true",
+        "logging.plot=true", "checkpoint.every=1", "checkpoint.keep_last=1",
+        "reward.overlap_chunks=2", "train.padding_free=true",
+        "train.max_tokens_per_micro_batch=64"])
+    tr = RLTrainer(cfg)
+    try:
+        tr.fit()
+    finally:
+        tr.close()
+    rows = [json.loads(x) for x in (Path(tmp_path) / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 3
+    for r in rows:
+        for k in PHASES:
+            assert r[k] >= 0.0, (k, r[k])
+        inside = sum(r[k] for k in PHASES if k not in ("time/other", "time/logging",
+                                                      "time/checkpoint"))
+        assert abs(inside + r["time/other"] - r["time/step"]) < 1e-6 or r["time/other"] == 0
+        assert abs(r["time/update"] - r["time/train_fwd_bwd"] - r["time/optimizer"]
+                   - r["time/batching"]) < 1e-6
+        assert 0.0 <= r["profile/overhead_fraction"] < 1.0
+        assert r["time/train_fwd_bwd"] > 0 and r["time/optimizer"] > 0
+    # logging and the checkpoint after step k are reported in step k+1's row
+    assert rows[0]["time/checkpoint"] == 0.0 and rows[1]["time/checkpoint"] > 0.0
+    assert rows[1]["time/logging"] > 0.0
+    assert (Path(tmp_path) / "curves.png").is_file()
