@@ -25,7 +25,6 @@ and generation. Backends that fuse forward, backward and optimizer into one comp
 
 from __future__ import annotations
 
-import time
 from typing import Dict
 
 PHASES = ("time/rollout", "time/reward", "time/old_logprobs", "time/ref_logprobs",
@@ -73,27 +72,3 @@ def finish(trainer, metrics: Dict[str, float]) -> Dict[str, float]:
     model = sum(m.get(k, 0.0) for k in MODEL_PHASES)
     m["profile/overhead_fraction"] = max(0.0, 1.0 - model / total) if total > 0 else 0.0
     return m
-
-
-class Clock:
-    """``with Clock(times, "train_fwd_bwd", sync):`` (or ``.start()`` ... ``.stop()``) adds the block's wall time to
-    ``times[key]``; ``sync`` (or None) runs before each reading (an accelerator's synchronise)."""
-
-    def __init__(self, times: Dict[str, float], key: str, sync=None):
-        self.times, self.key, self.sync = times, key, sync
-
-    def start(self) -> "Clock":
-        if self.sync is not None:
-            self.sync()
-        self.t0 = time.perf_counter()
-        return self
-
-    def stop(self) -> None:
-        if self.sync is not None:
-            self.sync()
-        self.times[self.key] = self.times.get(self.key, 0.0) + time.perf_counter() - self.t0
-
-    __enter__ = start
-
-    def __exit__(self, *exc):
-        self.stop()

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from mindrl.backends.base import BACKENDS
-from mindrl.backends.metrics import MetricMerger, finish
+from mindrl.backends.metrics import Clock, MetricMerger, finish
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.models.tiny import check_model_dir, resolve_model_path
 from mindrl.torch_device import DTYPES, torch_device as _device  # noqa: F401  (DTYPES re-exported)
@@ -276,8 +276,6 @@ class TorchBackend:
 
     def _step(self, parts) -> Dict[str, float]:
         """``parts`` = [(TokenBatch, () -> (loss, metrics))]: accumulate, reduce, clip, step."""
-        from mindrl.trainer.profile import Clock
-
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]
         merger = MetricMerger()
