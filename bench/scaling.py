@@ -10,8 +10,8 @@ Every response is exactly the length asked (EOS suppressed: torch through ``min_
 MindSpore by sampling without stop ids), so the work is known: rows x length tokens. Each point
 runs in its own one-thread subprocess (the builtin tiny model, float32, the native engine,
 ``train.recompute_old_logp=false``, ``train.padding_free`` on for torch, ``logging.profile``);
-the median of ``--steps`` measured steps after ``--warmup`` steps (2 by default: MindSpore compiles in them) is
-reported with the worker's peak RSS (``ru_maxrss``: the process high-water mark, model and
+the median of ``--steps`` measured steps after ``--warmup`` steps (2 by default: MindSpore
+compiles in them) is reported with the worker's peak RSS (``ru_maxrss``: the process high-water mark, model and
 framework included).
 
 Slope: a least-squares fit of log(step time) on log(response tokens per step) over each axis;
