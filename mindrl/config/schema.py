@@ -222,6 +222,10 @@ class RewardConfig:
                            "for cheap rewards such as the demo's; the timeout still holds, by a "
                            "SIGALRM timer in the main thread, and from any other thread one "
                            "worker process is used instead).")
+    overlap_groups: bool = opt(False, "Score each group as soon as all of its samples have "
+                               "stopped, while generation goes on for the others (native torch "
+                               "engine; the samples are unchanged). Scoring then runs in a "
+                               "background thread (with num_workers=0: in one worker process).")
     overlap_chunks: int = opt(0, "Score while generating: split each rollout batch into this "
                               "many chunks of whole groups; a background thread generates them "
                               "one after another while this thread scores the finished ones "

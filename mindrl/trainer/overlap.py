@@ -70,3 +70,61 @@ def pipelined(bounds: Sequence[Tuple[int, int]], generate: Callable[[int, int, i
     t_end = time.perf_counter()
     gen = gen_end[0] - t_start
     return rollouts, scores, gen, max(0.0, t_end - gen_end[0])
+
+
+# --------------------------------------------------------------------------- finished groups
+def reports_groups(engine) -> bool:
+    """Whether ``engine.generate`` takes ``on_group_done`` (the native torch engine)."""
+    import inspect
+
+    try:
+        return "on_group_done" in inspect.signature(engine.generate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def score_while_generating(trainer, rows, prompt_ids, sampling):
+    """``reward.overlap_groups``: every group whose samples have all stopped goes to the reward
+    pool (one background thread, so calls never overlap each other) while ``generate`` runs the
+    rest; the groups still open at the end are scored together afterwards. Returns (rollouts,
+    scores in row order, generation s, scoring s after generation ended)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from mindrl.trainer.base import Scored, score_rollouts
+    from mindrl.types import Rollouts
+
+    n = sampling.n
+    tok = trainer.tokenizer
+    early = {}
+    pool = ThreadPoolExecutor(1, thread_name_prefix="mindrl-reward")
+
+    def done(g: int, responses) -> None:
+        part = Rollouts(prompt_ids=[prompt_ids[g]] * n, response_ids=responses,
+                        logprobs=[np.zeros(len(r), np.float32) for r in responses],
+                        finish_reasons=["stop"] * n, group_index=np.zeros(n, np.int64),
+                        texts=tok.batch_decode(responses, skip_special_tokens=True))
+        early[g] = pool.submit(score_rollouts, trainer.scorer, [rows[g]], part)
+
+    try:
+        t0 = time.perf_counter()
+        ro = trainer.engine.generate(prompt_ids, sampling, on_group_done=done)
+        t1 = time.perf_counter()
+        groups = list(early)
+        rest = [g for g in range(len(prompt_ids)) if g not in early]
+        pieces = [early[g].result() for g in groups]
+        if rest:
+            idx = np.concatenate([np.arange(g * n, (g + 1) * n) for g in rest])
+            part = ro.select(idx)
+            part.group_index = np.repeat(np.arange(len(rest)), n)    # rows of [rows[g] ...]
+            pieces.append(score_rollouts(trainer.scorer, [rows[g] for g in rest], part))
+    finally:
+        pool.shutdown(wait=True)
+    order = groups + rest                         # the group of each piece's rows, in order
+    pos = {g: k for k, g in enumerate(order)}
+    perm = np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n)
+                           for g in range(len(prompt_ids))])
+    sc = Scored.concat(pieces).select(perm)
+    sc.metrics["overlapped_groups"] = float(len(groups))   # logged as reward/overlapped_groups
+    return ro, sc, t1 - t0, time.perf_counter() - t1

@@ -85,3 +85,51 @@ def test_profiled_run_writes_every_phase_and_draws_it(tmp_path):
     assert rows[0]["time/checkpoint"] == 0.0 and rows[1]["time/checkpoint"] > 0.0
     assert rows[1]["time/logging"] > 0.0
     assert (Path(tmp_path) / "curves.png").is_file()
+
+
+def test_group_watcher_reports_a_group_once_all_its_samples_stopped():
+    import torch
+
+    from mindrl.rollout.finished import GroupWatcher
+
+    got = []
+    w = GroupWatcher(prompt_len=2, n=2, stop_ids=[9], on_group_done=lambda g, r: got.append((g, r)))
+    scores = torch.zeros(4, 3)
+    # 4 rows (groups 0 and 1), prompt [1, 1]; step 1: rows 0 and 2 stop
+    w(torch.tensor([[1, 1, 9], [1, 1, 5], [1, 1, 9], [1, 1, 6]]), scores)
+    assert got == []
+    # step 2: row 1 stops -> group 0 is done; row 3 goes on (pad after a stop is ignored)
+    out = w(torch.tensor([[1, 1, 9, 0], [1, 1, 5, 9], [1, 1, 9, 0], [1, 1, 6, 7]]), scores)
+    assert out is scores and got == [(0, [[9], [5, 9]])]
+    w(torch.tensor([[1, 1, 9, 0, 0], [1, 1, 5, 9, 0], [1, 1, 9, 0, 0], [1, 1, 6, 7, 8]]), scores)
+    assert len(got) == 1                  # group 1 not done, group 0 not reported twice
+
+
+@pytest.mark.slow
+def test_overlapped_scores_equal_scores_after_generation(tmp_path):
+    import numpy as np
+
+    from mindrl.trainer.base import score_rollouts
+    from mindrl.trainer.overlap import reports_groups, score_while_generating
+    from mindrl.trainer.rl import RLTrainer
+
+    cfg = load_config(None, BASE + [f"logging.output_dir={tmp_path}", "train.steps=1",
+                                     "rollout.max_new_tokens=12", "logging.plot=false"])
+    tr = RLTrainer(cfg)
+    try:
+        assert reports_groups(tr.engine)
+        rows = tr._take_rows()
+        prompt_ids = [tr.encode(r["problem"]) for r in rows]
+        # a third of the vocabulary stops a sample: groups finish at different steps
+        sp = tr.sampling(0)
+        sp = type(sp)(**{**sp.__dict__, "stop_token_ids": tuple(range(0, 1024, 3))})
+        ro, sc, _, _ = score_while_generating(tr, rows, prompt_ids, sp)
+        want_ro = tr.engine.generate(prompt_ids, sp)
+        want = score_rollouts(tr.scorer, rows, want_ro)
+    finally:
+        tr.close()
+    assert ro.response_ids == want_ro.response_ids
+    assert sc.metrics["overlapped_groups"] >= 1
+    np.testing.assert_array_equal(sc.total, want.total)
+    for k in want.components:
+        np.testing.assert_array_equal(sc.components[k], want.components[k])
