@@ -4,12 +4,12 @@
     .venv/bin/python bench/trl_compare.py --sizes tiny --no-vllm --steps 5 --warmup 2
     .venv/bin/python bench/trl_compare.py --profile runs/bench_prof   # + cProfile of each side
     # mixed response lengths, per-phase profile, a padding-free variant beside plain mindrl:
-    .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \
-        --variant packed:train.padding_free=true \
+    .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \\
+        --variant packed:train.padding_free=true \\
         --variant sorted:train.max_tokens_per_micro_batch=1024
     # a 50 ms-per-item reward, scored after generation vs while generation runs:
-    .venv/bin/python bench/trl_compare.py --sizes tiny --no-trl --mixed --reward-workers 4 \
-        --variant slow:bench.reward_ms=50 \
+    .venv/bin/python bench/trl_compare.py --sizes tiny --no-trl --mixed --reward-workers 4 \\
+        --variant slow:bench.reward_ms=50 \\
         --variant slow_overlap:bench.reward_ms=50,reward.overlap_groups=true
 
 TRL is NOT a mindrl dependency. It lives in ``bench/.trl_pkgs`` (kept out of the project venv)::
