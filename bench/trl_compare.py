@@ -29,10 +29,13 @@ What is held equal (each side runs in its own subprocess, OMP_NUM_THREADS=1 and
   8 per step, n samples each, temperature 1.0, top_p 1, no top_k;
 * response length: exactly ``max_new_tokens`` for every sample on both sides. The
   reward does not depend on EOS, so EOS is suppressed the same way on both: HF
-  ``min_new_tokens = max_new_tokens`` (TRL: ``generation_kwargs``; mindrl native: the same
-  field set on the engine's GenerationConfig by a wrapper in this script; mindrl vLLM:
-  ``min_tokens = max_tokens``). Engine log-probs come from raw logits, so this changes only
-  which token is sampled, never a log-prob the loss sees;
+  ``min_new_tokens = max_new_tokens``, set by the same wrapper around each side's
+  ``model.generate`` (:func:`wrap_generate`; mindrl vLLM: ``min_tokens = max_tokens``). With
+  ``--mixed`` the wrapper instead ends row b of every generate call at
+  ``mixed_lengths(...)[b]`` tokens (long-tailed: mean ~8 of 32, ~28 of 128) with a logits
+  processor that forces EOS there, identically on both sides (native engines only). Engine
+  log-probs come from raw logits, so this changes only which token is sampled, never a
+  log-prob the loss sees;
 * reward: a cheap text hash in [0, 1) (``bench_reward``), in-process on both sides
   (mindrl ``reward.num_workers=0``): non-zero advantages, no grading cost;
 * update: one AdamW step per rollout batch (TRL ``num_iterations=1``, ``steps_per_generation``
