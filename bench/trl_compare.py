@@ -3,6 +3,14 @@
     .venv/bin/python bench/trl_compare.py              # tiny + small: mindrl, TRL, mindrl+vLLM
     .venv/bin/python bench/trl_compare.py --sizes tiny --no-vllm --steps 5 --warmup 2
     .venv/bin/python bench/trl_compare.py --profile runs/bench_prof   # + cProfile of each side
+    # mixed response lengths, per-phase profile, a padding-free variant beside plain mindrl:
+    .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \\
+        --variant packed:train.padding_free=true \\
+        --variant sorted:train.max_tokens_per_micro_batch=1024
+    # a 50 ms-per-item reward, scored after generation vs while generation runs:
+    .venv/bin/python bench/trl_compare.py --sizes tiny --no-trl --mixed --reward-workers 4 \\
+        --variant slow:bench.reward_ms=50 \\
+        --variant slow_overlap:bench.reward_ms=50,reward.overlap_groups=true
 
 TRL is NOT a mindrl dependency. It lives in ``bench/.trl_pkgs`` (kept out of the project venv)::
 
@@ -21,10 +29,13 @@ What is held equal (each side runs in its own subprocess, OMP_NUM_THREADS=1 and
   8 per step, n samples each, temperature 1.0, top_p 1, no top_k;
 * response length: exactly ``max_new_tokens`` for every sample on both sides. The
   reward does not depend on EOS, so EOS is suppressed the same way on both: HF
-  ``min_new_tokens = max_new_tokens`` (TRL: ``generation_kwargs``; mindrl native: the same
-  field set on the engine's GenerationConfig by a wrapper in this script; mindrl vLLM:
-  ``min_tokens = max_tokens``). Engine log-probs come from raw logits, so this changes only
-  which token is sampled, never a log-prob the loss sees;
+  ``min_new_tokens = max_new_tokens``, set by the same wrapper around each side's
+  ``model.generate`` (:func:`wrap_generate`; mindrl vLLM: ``min_tokens = max_tokens``). With
+  ``--mixed`` the wrapper instead ends row b of every generate call at
+  ``mixed_lengths(...)[b]`` tokens (long-tailed: mean ~8 of 32, ~28 of 128) with a logits
+  processor that forces EOS there, identically on both sides (native engines only). Engine
+  log-probs come from raw logits, so this changes only which token is sampled, never a
+  log-prob the loss sees;
 * reward: a cheap text hash in [0, 1) (``bench_reward``), in-process on both sides
   (mindrl ``reward.num_workers=0``): non-zero advantages, no grading cost;
 * update: one AdamW step per rollout batch (TRL ``num_iterations=1``, ``steps_per_generation``
@@ -93,6 +104,68 @@ def bench_reward(completions, **_):
     return [(zlib.crc32(str(c).encode()) % 1000) / 1000.0 for c in completions]
 
 
+def slow_bench_reward(completions, **_):
+    """:func:`bench_reward` after sleeping ``MINDRL_BENCH_REWARD_MS`` ms per item (a grader's
+    cost that does not use the CPU: what overlap can hide)."""
+    time.sleep(len(completions) * float(os.environ.get("MINDRL_BENCH_REWARD_MS", "0")) / 1e3)
+    return bench_reward(completions)
+
+
+def mixed_lengths(batch: int, tokens: int):
+    """Long-tailed response lengths (1..tokens) for the rows of a generate call: most short, a
+    few at the limit, as in RL on reasoning tasks. The same list on both sides."""
+    import random
+
+    rng = random.Random(1234)
+    return [max(1, min(tokens, int(round(tokens * rng.random() ** 2.5)))) for _ in range(batch)]
+
+
+def length_processor(targets, eos_id: int):
+    """A logits processor that ends row b at exactly ``targets[b]`` tokens: EOS forced at
+    that step and suppressed before it (rows beyond the list cycle through it)."""
+    import torch
+
+    class ForceLength:
+        def __init__(self):
+            self.start = None
+
+        def __call__(self, input_ids, scores):
+            if self.start is None:
+                self.start = input_ids.shape[1]
+            t = input_ids.shape[1] - self.start           # tokens generated so far
+            want = torch.tensor([targets[b % len(targets)] for b in range(scores.shape[0])])
+            end = (want - 1 == t).to(scores.device)
+            scores[:, eos_id] = torch.where(end, scores[:, eos_id], torch.full_like(
+                scores[:, eos_id], -float("inf")))
+            forced = torch.full_like(scores, -float("inf"))
+            forced[:, eos_id] = 0.0
+            return torch.where(end[:, None], forced, scores)
+
+    return ForceLength
+
+
+def wrap_generate(model, tokens: int, mixed: bool, eos_id: int) -> None:
+    """EOS suppressed to exactly ``tokens`` (``mixed`` off) or lengths from
+    :func:`mixed_lengths`: ``model.generate`` wrapped the same way on both sides."""
+    from transformers import LogitsProcessorList
+
+    gen = model.generate
+
+    def generate(*args, generation_config=None, **kw):
+        if not mixed:
+            if generation_config is not None:
+                generation_config.min_new_tokens = generation_config.max_new_tokens
+            else:
+                kw["min_new_tokens"] = kw.get("max_new_tokens", tokens)
+            return gen(*args, generation_config=generation_config, **kw)
+        ids = kw.get("input_ids", args[0] if args else None)
+        proc = length_processor(mixed_lengths(ids.shape[0], tokens), eos_id)()
+        lp = LogitsProcessorList(list(kw.pop("logits_processor", None) or []) + [proc])
+        return gen(*args, generation_config=generation_config, logits_processor=lp, **kw)
+
+    model.generate = generate
+
+
 def make_prompts(count: int, seed: int = 0):
     """``count`` arithmetic prompts of identical token length (digits are single tokens)."""
     import random
@@ -128,15 +201,16 @@ def _mindrl_worker(a) -> None:
         "train.weight_decay=0.0", "train.grad_clip=1.0", "train.threads=1",
         "train.recompute_old_logp=false", "algorithm.kl.coef=0.0",
         "algorithm.adv_estimator=grpo", "algorithm.loss_agg_mode=token_mean",
-        "reward.num_workers=0", "reward.functions=[{name: 'trl_compare:bench_reward'}]",
+        f"reward.num_workers={a.reward_workers}",
+        f"reward.functions=[{{name: 'trl_compare:{reward_name(a)}'}}]",
         "validation.every=0", "logging.tensorboard=false", "logging.progress_bar=false",
         "logging.plot=false", "checkpoint.save_final=false", "checkpoint.every=0",
         "checkpoint.resume=false", f"logging.output_dir={work / ('run_' + a.engine)}",
-    ]
+    ] + list(a.set)
     t0 = time.perf_counter()
     tr = RLTrainer(load_config(None, over))
     setup_s = time.perf_counter() - t0
-    _force_length_mindrl(tr, size["tokens"])
+    _force_length_mindrl(tr, size["tokens"], a.mixed)
     prof = Profile(a.profile)
     ends, cpu_ends, phases = [], [], []
     original = RLTrainer.run_step
@@ -148,8 +222,9 @@ def _mindrl_worker(a) -> None:
         ends.append(time.perf_counter())
         cpu_ends.append(time.process_time())
         p = {k: float(v) for k, v in m.items()
-             if k.startswith(("time/", "response_length/", "rollout/logprob_gap"))}
-        p["time/other"] = p["time/step"] - sum(p.get(k, 0.0) for k in MINDRL_PHASES)
+             if k.startswith(("time/", "response_length/", "rollout/logprob_gap", "profile/"))}
+        if "profile/overhead_fraction" not in p:
+            p["time/other"] = p["time/step"] - sum(p.get(k, 0.0) for k in MINDRL_PHASES)
         phases.append(p)
         return m
 
@@ -166,18 +241,14 @@ def _mindrl_worker(a) -> None:
            "step_times": step_times, "cpu_times": cpu_times, "phases": phases, "warmup": a.warmup})
 
 
-def _force_length_mindrl(tr, tokens: int) -> None:
-    """Every sample exactly ``tokens`` long, EOS suppressed as in TRL's min_new_tokens."""
+def _force_length_mindrl(tr, tokens: int, mixed: bool = False) -> None:
+    """Every sample exactly ``tokens`` long, EOS suppressed as in TRL's min_new_tokens (or
+    the :func:`mixed_lengths`, ``--mixed``)."""
     if tr.cfg.rollout.engine == "native":
-        model = tr.engine.model
-        gen = model.generate
-
-        def generate(*args, generation_config=None, **kw):
-            generation_config.min_new_tokens = generation_config.max_new_tokens
-            return gen(*args, generation_config=generation_config, **kw)
-
-        model.generate = generate
+        wrap_generate(tr.engine.model, tokens, mixed, tr.tokenizer.eos_token_id)
     else:
+        if mixed:
+            raise SystemExit("--mixed: native engines only")
         engine = tr.engine
         params = engine._vllm_params
 
@@ -223,11 +294,11 @@ def _trl_worker(a) -> None:
         warmup_steps=0, optim="adamw_torch", weight_decay=0.0, adam_beta1=0.9,
         adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, gradient_checkpointing=False,
         shuffle_dataset=False, dataloader_num_workers=0, log_completions=False,
-        model_init_kwargs={"dtype": torch.float32},
-        generation_kwargs={"min_new_tokens": size["tokens"]})
+        model_init_kwargs={"dtype": torch.float32})
     t0 = time.perf_counter()
-    trainer = GRPOTrainer(model=path, reward_funcs=bench_reward, args=args, train_dataset=ds,
-                          processing_class=tok)
+    trainer = GRPOTrainer(model=path, reward_funcs=globals()[reward_name(a)], args=args,
+                          train_dataset=ds, processing_class=tok)
+    wrap_generate(trainer.model, size["tokens"], a.mixed, tok.eos_token_id)
     setup_s = time.perf_counter() - t0
 
     # per-phase wall clock: wrappers around TRL's own methods
@@ -304,19 +375,39 @@ def trl_available() -> bool:
     return probe.returncode == 0
 
 
-def run_side(side: str, engine: str, size: str, workdir: Path, a) -> dict:
+def reward_name(a) -> str:
+    return "slow_bench_reward" if a.reward_ms > 0 else "bench_reward"
+
+
+def run_side(side: str, engine: str, size: str, workdir: Path, a, sets=()) -> dict:
+    # a variant may set its own reward cost: "bench.reward_ms=50"
+    ms = [float(x.split("=", 1)[1]) for x in sets if x.startswith("bench.reward_ms=")]
+    sets = [x for x in sets if not x.startswith("bench.reward_ms=")]
+    if ms:
+        a = argparse.Namespace(**dict(vars(a), reward_ms=ms[-1]))
     cmd = [sys.executable, __file__, "--worker", side, "--engine", engine, "--size", size,
-           "--workdir", str(workdir), "--steps", str(a.steps), "--warmup", str(a.warmup)]
+           "--workdir", str(workdir), "--steps", str(a.steps), "--warmup", str(a.warmup),
+           "--reward-ms", str(a.reward_ms), "--reward-workers", str(a.reward_workers)]
+    cmd += ["--mixed"] if a.mixed else []
+    cmd += [x for kv in sets for x in ("--set", kv)]
     if a.profile:
         cmd += ["--profile", str(Path(a.profile).resolve() / f"{side}-{engine}-{size}.prof")]
+    env = dict(QUIET_ONE_THREAD_ENV, MINDRL_BENCH_REWARD_MS=str(a.reward_ms))
     res = run_worker(cmd, what=f"{side} ({engine}, {size})", cwd=workdir, timeout=a.timeout,
-                     env=QUIET_ONE_THREAD_ENV, repo=REPO)
+                     env=env, repo=REPO)
     res.update(engine=engine)
     return res
 
 
 def fmt_phases(phases: dict, side: str) -> str:
     order = TRL_PHASES if side == "trl" else MINDRL_PHASES + ("time/other",)
+    if side != "trl" and "profile/overhead_fraction" in phases:       # logging.profile=true
+        from mindrl.trainer.profile import PHASES
+
+        order = PHASES
+        return ", ".join(f"{k.split('/', 1)[1]} {phases[k]:.3f}" for k in order
+                         if k in phases) + \
+            f"; overhead {100 * phases['profile/overhead_fraction']:.1f}%"
     return ", ".join(f"{k.split('/', 1)[1]} {phases[k]:.3f}" for k in order if k in phases)
 
 
@@ -332,6 +423,18 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="", help="directory for cProfile dumps of each side")
     ap.add_argument("--json", default="", help="also write all results to this JSON file")
     ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--mixed", action="store_true",
+                    help="long-tailed response lengths (the same on both sides) instead of "
+                         "every response at max_new_tokens")
+    ap.add_argument("--reward-ms", type=float, default=0.0,
+                    help="the reward sleeps this many ms per item (both sides)")
+    ap.add_argument("--reward-workers", type=int, default=0, help="mindrl reward.num_workers")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a mindrl config override for every mindrl run (repeatable)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:K=V[,K=V]",
+                    help="an extra mindrl run with these overrides, e.g. "
+                         "'packed:train.padding_free=true' (repeatable; interleaved); "
+                         "bench.reward_ms=50 gives that run its own reward cost")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     ap.add_argument("--engine", default="native", help=argparse.SUPPRESS)
     ap.add_argument("--size", default="tiny", help=argparse.SUPPRESS)
@@ -356,14 +459,20 @@ def main(argv=None) -> int:
             work.mkdir()
             rows = make_prompts(cfg["prompts"] * (a.warmup + a.steps + 2))
             (work / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-            plan = [("mindrl", "native")] + ([] if a.no_trl else [("trl", "native")])
+            plan = [("mindrl", "native", "", [])] + \
+                ([] if a.no_trl else [("trl", "native", "", [])])
             if size == "small" and not a.no_vllm:
-                plan.append(("mindrl", "vllm"))
+                plan.append(("mindrl", "vllm", "", []))
+            for v in a.variant:
+                name, _, sets = v.partition(":")
+                plan.append(("mindrl", "native", name, [x for x in sets.split(",") if x]))
             for rep in range(a.repeats):       # interleaved, so load drift hits both sides
-                for side, engine in plan:
-                    print(f"[bench] {size} #{rep + 1}: {side} ({engine}) ... load "
+                for side, engine, name, sets in plan:
+                    print(f"[bench] {size} #{rep + 1}: {side} ({name or engine}) ... load "
                           f"{loadavg():.2f}", file=sys.stderr, flush=True)
-                    r = run_side(side, engine, size, work, a)
+                    r = run_side(side, engine, size, work, a, list(a.set) + sets)
+                    if name:
+                        r["side"] = f"mindrl-{name}"
                     results.append(r)
                     s = summarize([r])
                     print(f"[bench]   median {s['median']:.3f} s/step (min {s['min']:.3f}, max "
@@ -398,6 +507,17 @@ def render(results, a) -> str:
             cpu += f" ({m['cpu_median'] / t['cpu_median']:.2f})"
         lines.append(f"| {size} | {c['prompts']} x {c['n']} x {c['tokens']} | {cell(m)} | "
                      f"{cell(t)} | {ratio} | {cell(v)} | {cpu} | {load} |")
+    variants = [k for k in summ if k[1].startswith("mindrl-") and
+                k[1] not in ("mindrl-native", "mindrl-vllm")]
+    if variants:
+        lines += ["", "| size | mindrl variant | s/step | ratio to TRL | ratio to mindrl native "
+                  "|", "|---|---|---|---|---|"]
+        for size, side in variants:
+            v, t, m = summ[(size, side)], summ.get((size, "trl")), summ.get((size, "mindrl-native"))
+            lines.append(f"| {size} | {side[7:]} | {v['median']:.3f} ({v['min']:.3f}-"
+                         f"{v['max']:.3f}) | "
+                         + (f"**{v['median'] / t['median']:.2f}**" if t else "-") + " | "
+                         + (f"{v['median'] / m['median']:.2f}" if m else "-") + " |")
     lines += ["", "Where the time goes (median seconds per phase over the measured steps):", ""]
     for (size, side), s in summ.items():
         ln = s["phases"].get("response_length/mean")

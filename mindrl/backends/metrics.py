@@ -8,6 +8,7 @@ mean, weighted by the micro-batch's response tokens and divided by the total at 
 from __future__ import annotations
 
 import math
+import time
 from typing import Dict, Iterable, Tuple
 
 SUM_METRICS = ("loss", "pg_loss")
@@ -44,3 +45,27 @@ def finish(sums: Dict[str, float], maxes: Dict[str, float], mins: Dict[str, floa
     out.update(maxes)
     out.update(mins)
     return out
+
+
+class Clock:
+    """Phase clock (logging.profile). ``with Clock(times, "train_fwd_bwd", sync):`` (or ``.start()`` ... ``.stop()``) adds the block's wall time to
+    ``times[key]``; ``sync`` (or None) runs before each reading (an accelerator's synchronise)."""
+
+    def __init__(self, times: Dict[str, float], key: str, sync=None):
+        self.times, self.key, self.sync = times, key, sync
+
+    def start(self) -> "Clock":
+        if self.sync is not None:
+            self.sync()
+        self.t0 = time.perf_counter()
+        return self
+
+    def stop(self) -> None:
+        if self.sync is not None:
+            self.sync()
+        self.times[self.key] = self.times.get(self.key, 0.0) + time.perf_counter() - self.t0
+
+    __enter__ = start
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -295,6 +295,15 @@ class RewardConfig:
                            "for cheap rewards such as the demo's; the timeout still holds, by a "
                            "SIGALRM timer in the main thread, and from any other thread one "
                            "worker process is used instead).")
+    overlap_groups: bool = opt(False, "Score each group as soon as all of its samples have "
+                               "stopped, while generation goes on for the others (native torch "
+                               "engine; the samples are unchanged). Scoring then runs in a "
+                               "background thread (with num_workers=0: in one worker process).")
+    overlap_chunks: int = opt(0, "Score while generating: split each rollout batch into this "
+                              "many chunks of whole groups; a background thread generates them "
+                              "one after another while this thread scores the finished ones "
+                              "(0 or 1 = generate all, then score). Samples are drawn with a "
+                              "per-chunk seed, so they differ from an unsplit batch's.")
     timeout: float = opt(5.0, "Per-item time limit in seconds, in every mode; a timeout scores "
                          "None (counted in reward/timeouts).")
     none_as: float = opt(0.0, "Value used in the summed reward for an unscorable item.")
@@ -327,6 +336,17 @@ class TrainConfig:
                                    "with one epoch and one mini-batch, the update uses the "
                                    "detached current log-probs and the gap is measured in the "
                                    "update's forward.")
+    padding_free: bool = opt(False, "backend=torch: pack the rows of a micro-batch into one "
+                             "row with per-sequence position ids and a block-diagonal causal "
+                             "mask, so no compute goes to padding (same log-probs as the padded "
+                             "layout). Off: each micro-batch is trimmed to its own longest row.")
+    max_tokens_per_micro_batch: int = opt(0, "Cut micro-batches by a token budget instead of "
+                                          "train.micro_batch_size: rows sorted by length are "
+                                          "grouped while their prompt+response tokens (padded "
+                                          "to the group's longest row unless "
+                                          "train.padding_free) fit the budget; a longer row "
+                                          "gets a micro-batch of its own. Loss normalisers stay "
+                                          "global (0 = off).")
 
 
 # Keys that may differ from a checkpoint's config on resume without checkpoint.allow_changes:
@@ -372,6 +392,13 @@ class LoggingConfig:
                              "rewards per function, advantage, rollout log-probs), for "
                              "`mindrl show-rollouts` and `mindrl analyze logprob-quantiles` "
                              "(0 = off).")
+    profile: bool = opt(False, "Per-phase step time in metrics.jsonl: time/rollout "
+                        "(generation), time/reward (scoring), time/old_logprobs, "
+                        "time/ref_logprobs, time/advantages, time/train_fwd_bwd, "
+                        "time/optimizer, time/batching, time/weight_sync, time/logging, "
+                        "time/checkpoint, time/other; and profile/overhead_fraction (the share "
+                        "of the step outside model forward/backward and generation). Drawn in "
+                        "curves.png (see mindrl/trainer/profile.py).")
     save_rollouts_max_mb: float = opt(256.0, "Stop saving rollouts (with a warning) once the "
                                       "rollouts/ directory would exceed this many MB.")
 
@@ -646,6 +673,11 @@ class RunConfig:
                           f"mini-batch ({mini} rollouts)")
         if t.lr <= 0:
             errors.append(f"train.lr={t.lr} must be > 0")
+        if t.max_tokens_per_micro_batch < 0:
+            errors.append(f"train.max_tokens_per_micro_batch={t.max_tokens_per_micro_batch} "
+                          "must be >= 0 (0 = off)")
+        if self.reward.overlap_chunks < 0:
+            errors.append(f"reward.overlap_chunks={self.reward.overlap_chunks} must be >= 0")
         if len(t.betas) != 2 or not all(0 <= b < 1 for b in t.betas):
             errors.append(f"train.betas={t.betas} must be two numbers in [0, 1)")
         if not self.reward.functions:

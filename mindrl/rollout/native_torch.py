@@ -71,7 +71,10 @@ class NativeTorchEngine:
         return cls(model, tok, device=device)
 
     # ------------------------------------------------------------------ generate
-    def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
+    def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
+                 on_group_done=None) -> Rollouts:
+        """``on_group_done(group, responses)``, when given, is called during generation for each
+        group whose samples have all stopped (:class:`mindrl.rollout.finished.GroupWatcher`)."""
         import torch
         from transformers import GenerationConfig
 
@@ -104,8 +107,17 @@ class NativeTorchEngine:
                     torch.no_grad():
                 seed = 1_000_003 * self.calls if sampling.seed is None else int(sampling.seed)
                 torch.manual_seed(seed % (2 ** 63))
+                extra = {}
+                if on_group_done is not None:
+                    from transformers import LogitsProcessorList
+
+                    from mindrl.rollout.finished import GroupWatcher
+
+                    extra["logits_processor"] = LogitsProcessorList(
+                        [GroupWatcher(P, n, eos, on_group_done)])
                 out = self.model.generate(input_ids=ids.to(self.device),
-                                          attention_mask=att.to(self.device), generation_config=gen)
+                                          attention_mask=att.to(self.device), generation_config=gen,
+                                          **extra)
                 seqs = out.sequences[:, P:]                          # (B, L)
                 logits = torch.stack(out.logits, dim=1).float()      # (B, L, V) raw
                 logp = torch.log_softmax(logits / temp, dim=-1)

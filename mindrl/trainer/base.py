@@ -375,8 +375,13 @@ class Trainer:
                     t0 = time.perf_counter()
                     metrics.update(self.validate())
                     metrics["time/validation"] = time.perf_counter() - t0
+                t_io = time.perf_counter()
                 logger.log(self.step, metrics)
                 last = metrics
+                if cfg.logging.profile:         # reported in the next step's row
+                    from mindrl.trainer.profile import note_io
+
+                    note_io(self, "time/logging", time.perf_counter() - t_io)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix({k: f"{metrics[k]:.3f}" for k in
@@ -391,7 +396,12 @@ class Trainer:
                     signum = int(np.max(self.backend.all_gather(np.array([signum], np.int64))))
                 if (every and self.step % every == 0) or (done and cfg.checkpoint.save_final) \
                         or signum:
+                    t_io = time.perf_counter()
                     self.save()
+                    if cfg.logging.profile:
+                        from mindrl.trainer.profile import note_io
+
+                        note_io(self, "time/checkpoint", time.perf_counter() - t_io)
                 if signum:
                     stop.signum = signum
                     if bar is not None:

@@ -1,4 +1,5 @@
-"""Curves of a run: reward, accuracy, response length, KL (and validation accuracy) over steps."""
+"""Curves of a run: reward, accuracy, response length, KL (and validation accuracy) over steps;
+with ``logging.profile`` also the step time stacked by phase."""
 
 from __future__ import annotations
 
@@ -35,7 +36,25 @@ def plot_run(run_dir) -> List[Path]:
     panels = [(k, title) for k, title in PANELS if any(r.get(k) is not None for r in rows)]
     if not panels:
         return []
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.0), squeeze=False)
+    from mindrl.trainer.profile import PHASES
+
+    phases = [k for k in PHASES if any(r.get(k) is not None for r in rows)]
+    profiled = any(r.get("profile/overhead_fraction") is not None for r in rows)
+    extra = 1 if profiled and phases else 0
+    fig, axes = plt.subplots(1, len(panels) + extra, figsize=(3.6 * (len(panels) + extra), 3.0),
+                             squeeze=False)
+    if extra:                           # logging.profile: the step time stacked by phase
+        ax = axes[0][-1]
+        steps = [r["step"] for r in rows]
+        ax.stackplot(steps, [[r.get(k) or 0.0 for r in rows] for k in phases],
+                     labels=[k.split("/", 1)[1] for k in phases])
+        frac = [r.get("profile/overhead_fraction") for r in rows]
+        known = [f for f in frac if f is not None]
+        ax.set_title(f"step time by phase (s); overhead {100 * known[-1]:.0f}%" if known
+                     else "step time by phase (s)")
+        ax.set_xlabel("step")
+        ax.legend(fontsize=6, loc="upper left", ncol=2)
+        ax.grid(alpha=0.3)
     for ax, (key, title) in zip(axes[0], panels):
         pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None,

@@ -22,14 +22,17 @@ computes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Dict, List, Tuple
 
 import numpy as np
 
+from mindrl.trainer import profile
 from mindrl.trainer.base import (Scored, Trainer, group_all_equal, run_trainer, score_rollouts,
                                  stats)
+from mindrl.trainer.batching import micro_batch_rows
 from mindrl.trainer.rollout_log import save_step_rollouts
 from mindrl.types import LossNormalizers, Rollouts, TrainBatch, pad_token_batch
 
@@ -62,12 +65,9 @@ class RLTrainer(Trainer):
         for attempt in range(1 + (ds.max_refill_batches if ds.enabled else 0)):
             rows = self._take_rows()
             prompt_ids = [self.encode(r["problem"]) for r in rows]
-            t0 = time.perf_counter()
-            ro = self.generate(prompt_ids, attempt)
-            t1 = time.perf_counter()
-            sc = score_rollouts(self.scorer, rows, ro)
-            m["time/rollout"] += t1 - t0
-            m["time/reward"] += time.perf_counter() - t1
+            ro, sc, t_gen, t_score = self.generate_and_score(rows, prompt_ids, attempt)
+            m["time/rollout"] += t_gen
+            m["time/reward"] += t_score
             generated += len(rows)
             if not ds.enabled:
                 return rows, ro, sc, m
@@ -89,16 +89,46 @@ class RLTrainer(Trainer):
         sc = Scored.concat([k[2] for k in kept])
         return rows, ro, sc, m
 
-    def generate(self, prompt_ids: List[List[int]], attempt: int) -> Rollouts:
+    def generate_and_score(self, rows: List[Dict], prompt_ids: List[List[int]],
+                           attempt: int) -> Tuple[Rollouts, Scored, float, float]:
+        """(rollouts, their scores, generation s, scoring s not hidden behind generation).
+        With ``reward.overlap_chunks`` > 1 the groups are generated chunk by chunk in a thread
+        while this thread scores the finished chunks (:mod:`mindrl.trainer.overlap`)."""
+        from mindrl.trainer.overlap import (chunk_bounds, pipelined, reports_groups,
+                                            score_while_generating)
+
+        chunks = self.cfg.reward.overlap_chunks
+        if self.cfg.reward.overlap_groups and chunks <= 1 and reports_groups(self.engine) \
+                and not self.cfg.rollout.batch_invariant and not self.cfg.tools.enabled:
+            return score_while_generating(self, rows, prompt_ids, self.sampling(attempt))
+        if chunks <= 1:
+            t0 = time.perf_counter()
+            ro = self.generate(prompt_ids, attempt)
+            t1 = time.perf_counter()
+            sc = score_rollouts(self.scorer, rows, ro)
+            return ro, sc, t1 - t0, time.perf_counter() - t1
+        parts, scores, t_gen, t_score = pipelined(
+            chunk_bounds(len(prompt_ids), chunks),
+            lambda c, a, b: self.generate(prompt_ids[a:b], attempt, first=a, chunk=c),
+            lambda a, b, ro: score_rollouts(self.scorer, rows[a:b], ro))
+        return Rollouts.concat(parts), Scored.concat(scores), t_gen, t_score
+
+    def generate(self, prompt_ids: List[List[int]], attempt: int, first: int = 0,
+                 chunk: int = 0) -> Rollouts:
+        """Samples of ``prompt_ids`` (this rank's prompts ``first``.. of the step; ``chunk`` > 0
+        shifts the batch seed, so the chunks of one step draw different streams)."""
         sample = self.engine.generate
         if self.cfg.tools.enabled:          # multi-turn with tools (mindrl.tools.multi_turn)
             from mindrl.tools.multi_turn import trainer_sampler
 
             sample = trainer_sampler(self)
         if not self.cfg.rollout.batch_invariant:
-            return sample(prompt_ids, self.sampling(attempt))
+            sp = self.sampling(attempt)
+            if chunk:
+                sp = dataclasses.replace(sp, seed=sp.seed + 7919 * chunk)
+            return sample(prompt_ids, sp)
         parts = []
-        for g, ids in enumerate(prompt_ids):
+        for g, ids in enumerate(prompt_ids, start=first):
             index = self.rank * self.local_prompts + g          # global prompt index
             seed = ((self.cfg.rollout.seed * 1_000_003 + self.step) * 1009 + attempt) * 65_537 \
                 + index
@@ -158,6 +188,7 @@ class RLTrainer(Trainer):
             values = ppo.old_values(self, tokens)
             metrics["time/values"] = time.perf_counter() - t0
         teacher_logp = self.teacher_logprobs(tokens, old_logp, rollout_logp, metrics)
+        t_adv = time.perf_counter()
 
         # Advantages over the global batch (identical on every rank), then this rank's rows.
         token_kl = None
@@ -205,6 +236,8 @@ class RLTrainer(Trainer):
                            ref_logp if (a.kl.coef > 0 and not a.kl.in_reward) else None,
                            rollout_logp, teacher_logp=teacher_logp
                            if a.distill.mode == "loss" else None)
+        metrics["time/advantages"] = time.perf_counter() - t_adv
+        profile.backend_reset(self.backend)
         t0 = time.perf_counter()
         if values is not None:              # PPO: the critic's step, then the policy's
             from mindrl.types import ValueBatch
@@ -227,6 +260,8 @@ class RLTrainer(Trainer):
         metrics["time/step"] = time.perf_counter() - t_step
         n_tok = float(self.allsum(ro.response_lengths.sum()))
         metrics["throughput/tokens_per_s"] = n_tok / max(metrics["time/step"], 1e-9)
+        if profile.enabled(cfg):
+            profile.finish(self, metrics)
         gap = metrics.get("rollout/logprob_gap_mean")
         if gap is not None and gap > cfg.rollout.logprob_gap_warn and self.is_main:
             log.warning("step %d: rollout-vs-trainer log-prob gap %.4f nats exceeds "
@@ -272,8 +307,10 @@ class RLTrainer(Trainer):
                     global_tokens=float(self.allsum(part.tokens.response_mask.sum())),
                     global_seqs=float(self.allsum(len(rows))),
                     max_len=float(cfg.rollout.max_new_tokens))
-                micro = [part.rows(np.arange(s, min(s + mb, len(rows))))
-                         for s in range(0, len(rows), mb)]
+                micro = [part.rows(idx) for idx in micro_batch_rows(
+                    part.tokens.attention_mask.sum(axis=1), count=mb,
+                    max_tokens=cfg.train.max_tokens_per_micro_batch,
+                    packed=cfg.train.padding_free)]
                 out = self.backend.train_step(micro, norm)
                 for k, v in out.items():
                     acc.setdefault(k, []).append(float(v))

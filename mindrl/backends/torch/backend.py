@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from mindrl.backends.base import BACKENDS
-from mindrl.backends.metrics import MetricMerger, finish
+from mindrl.backends.metrics import Clock, MetricMerger, finish
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.models.tiny import check_model_dir, resolve_model_path
 from mindrl.torch_device import DTYPES, torch_device as _device  # noqa: F401  (DTYPES re-exported)
@@ -145,6 +145,7 @@ class TorchBackend:
         from mindrl.backends.torch.critic import build_critic
 
         self.critic = build_critic(self)          # PPO value model (adv_estimator: gae) or None
+        self.phase_times = {"train_fwd_bwd": 0.0, "optimizer": 0.0}   # logging.profile
 
     def _shard(self, model) -> None:
         """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head), on a
@@ -190,7 +191,7 @@ class TorchBackend:
         """(B, T) float32 log-probs (and token entropies) of the response tokens under
         logits / temperature; 0 at padding. ``reference`` / ``teacher``: of the frozen
         reference / distillation teacher instead of the policy."""
-        from algorithms.entropy import entropy_from_logits
+        import contextlib
 
         model = (self.teacher if teacher
                  else self.reference if reference and not self.lora else self.model)
@@ -198,20 +199,24 @@ class TorchBackend:
             raise RuntimeError("teacher log-probs need algorithm.distill.teacher" if teacher else
                                "reference log-probs need TorchBackend(cfg, with_reference=True) "
                                "(algorithm.kl.coef > 0)")
+        from mindrl.backends.torch import packing
+
         logps, ents = [], []
+        T = batch.response_len
         for s in range(0, len(batch), micro_batch_size):
-            mb = batch.rows(slice(s, s + micro_batch_size))
+            mb = packing.trim_tokens(batch.rows(slice(s, s + micro_batch_size)))
+            scope = contextlib.nullcontext()
             if self.lora and model is self.model:   # adapters off for the reference, no dropout
                 from mindrl.backends.torch.lora import scoring
 
-                with scoring(model, reference):
-                    logits = self._response_logits(model, mb, temperature)
-            else:
-                logits = self._response_logits(model, mb, temperature)
+                scope = scoring(model, reference)
+            with scope:
+                logp, ent = packing.score(self, model, mb, temperature,
+                                          "no_grad" if with_entropy else None)
             mask = torch.from_numpy(mb.response_mask).to(self.device)
-            logps.append((self._token_logp(logits, mb) * mask).cpu().numpy())
+            logps.append(packing.pad_columns((logp * mask).cpu().numpy(), T))
             if with_entropy:
-                ents.append((entropy_from_logits(self.ops, logits) * mask).cpu().numpy())
+                ents.append(packing.pad_columns((ent * mask).cpu().numpy(), T))
         logp = np.concatenate(logps).astype(np.float32)
         return logp, (np.concatenate(ents).astype(np.float32) if with_entropy else None)
 
@@ -229,18 +234,16 @@ class TorchBackend:
 
     def _micro_loss(self, mb: TrainBatch, norm: LossNormalizers):
         """Scalar RL loss (this micro-batch's share of the global loss) and its metrics."""
-        from algorithms.entropy import entropy_from_logits
         from algorithms.is_correction import needs_rollout_logp
         from algorithms.rl_loss import rl_loss
 
+        from mindrl.backends.torch import packing
+
         acfg = self.cfg.algorithm
-        logits = self._response_logits(self.model, mb.tokens, self.cfg.rollout.temperature)
-        logp = self._token_logp(logits, mb.tokens)                  # (B, T)
-        if acfg.entropy_coef:
-            entropy = entropy_from_logits(self.ops, logits)
-        else:                               # metric only: no graph through the softmax
-            with torch.no_grad():
-                entropy = entropy_from_logits(self.ops, logits.detach())
+        mb = packing.trim_train(mb)         # columns that are padding in every row go
+        # (B, T) log-probs; the entropy is a metric only (no graph) unless it is in the loss
+        logp, entropy = packing.score(self, self.model, mb.tokens, self.cfg.rollout.temperature,
+                                      "grad" if acfg.entropy_coef else "no_grad")
         mask = self._const(mb.tokens.response_mask)
         rollout_logp = self._const(mb.rollout_logp)
         # old_logp None = strictly on-policy: the ratio is 1 in value, exp(logp - sg(logp))
@@ -306,12 +309,16 @@ class TorchBackend:
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]
         merger = MetricMerger()
+        sync = self._profile_sync()
+        fwd_bwd = Clock(self.phase_times, "train_fwd_bwd", sync).start()
         for i, (tb, loss_fn) in enumerate(parts):
             if self.fsdp:                  # reduce-scatter once, after the last micro-batch
                 self.model.set_requires_gradient_sync(i == len(parts) - 1)
             loss, metrics = loss_fn()
             (loss * self.world if self.fsdp else loss).backward()
             merger.add({"loss": loss.detach(), **metrics}.items(), float(tb.response_mask.sum()))
+        fwd_bwd.stop()
+        optim = Clock(self.phase_times, "optimizer", sync).start()
         sums, maxes, mins, tokens = merger.parts()
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         if self.world > 1:
@@ -332,10 +339,17 @@ class TorchBackend:
         else:
             self.skipped_steps += 1
         self.optimizer.zero_grad(set_to_none=True)
+        optim.stop()
         self._staged = None
         out.update(grad_norm=grad_norm, lr=lr, update_skipped=float(not finite),
                    response_tokens=tokens)
         return out
+
+    def _profile_sync(self):
+        """logging.profile on an accelerator: synchronise at phase edges (else None)."""
+        if not getattr(self.cfg.logging, "profile", False) or self.device.type == "cpu":
+            return None
+        return getattr(torch, self.device.type).synchronize
 
     def _all_reduce_grads(self, grads: List[torch.Tensor]) -> None:
         import torch.distributed as dist

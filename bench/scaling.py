@@ -1,0 +1,182 @@
+"""How an RL step's cost grows with the work: step time and peak memory as the response length
+and the group size grow, per backend, with the slope fitted.
+
+    .venv/bin/python bench/scaling.py                               # both backends, full grid
+    .venv/bin/python bench/scaling.py --backends torch --lengths 64,128 --groups 4,8 --steps 3
+
+Grid: response length ``--lengths`` (group size fixed at the first of ``--groups``) and group
+size ``--groups`` (length fixed at the first of ``--lengths``); ``--prompts`` prompts per step.
+Every response is exactly the length asked (EOS suppressed: torch through ``min_new_tokens``,
+MindSpore by sampling without stop ids), so the work is known: rows x length tokens. Each point
+runs in its own one-thread subprocess (the builtin tiny model, float32, the native engine,
+``train.recompute_old_logp=false``, ``train.padding_free`` on for torch, ``logging.profile``);
+the median of ``--steps`` measured steps after ``--warmup`` steps (2 by default: MindSpore
+compiles in them) is reported with the worker's peak RSS (``ru_maxrss``: the process high-water mark, model and
+framework included).
+
+Slope: a least-squares fit of log(step time) on log(response tokens per step) over each axis;
+1.0 = cost grows in proportion to the work, below 1 = fixed costs still dominate, above 1 =
+super-linear (attention, or padding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+from bench.harness import (QUIET_ONE_THREAD_ENV, emit, pool_runs, run_worker,  # noqa: E402
+                           torch_one_thread)
+
+
+def _worker(a) -> None:
+    torch_one_thread()
+    from mindrl.config.loader import load_config
+    from mindrl.trainer.rl import RLTrainer
+
+    work = Path(a.workdir)
+    rows = [{"problem": f"Compute {100 + i} + {200 + i}.", "answer": str(300 + 2 * i)}
+            for i in range(a.prompts * (a.warmup + a.steps + 2))]
+    data = work / "prompts.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    over = [
+        "model.path=builtin:tiny", "model.chat_template=none", "model.dtype=float32",
+        f"backend={a.backend}", f"data.train_file={data}", "data.shuffle=false",
+        "data.max_val_samples=0", "rollout.engine=native", f"rollout.n={a.group}",
+        f"rollout.max_new_tokens={a.length}", "rollout.temperature=1.0",
+        f"train.steps={a.warmup + a.steps}", f"train.prompts_per_step={a.prompts}",
+        f"train.micro_batch_size={min(8, a.prompts * a.group)}", "train.threads=1",
+        "train.recompute_old_logp=false", "algorithm.kl.coef=0.0", "reward.num_workers=0",
+        "reward.functions=[{name: 'trl_compare:bench_reward'}]", "logging.profile=true",
+        "logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false",
+        "checkpoint.save_final=false", "checkpoint.resume=false",
+        f"logging.output_dir={work / 'run'}",
+    ] + (["train.padding_free=true"] if a.backend == "torch" else [])
+    tr = RLTrainer(load_config(None, over))
+    if a.backend == "torch":
+        from trl_compare import wrap_generate
+
+        wrap_generate(tr.engine.model, a.length, False, tr.tokenizer.eos_token_id)
+    else:                                     # the MindSpore sampler stops only on these ids
+        tr.stop_ids = ()
+        tr.engine.eos_ids = ()
+    ends, phases = [], []
+    original = RLTrainer.run_step
+
+    def timed(self):
+        m = original(self)
+        ends.append(time.perf_counter())
+        phases.append({k: float(v) for k, v in m.items()
+                       if k.startswith(("time/", "profile/", "response_length/"))})
+        return m
+
+    RLTrainer.run_step = timed
+    start = time.perf_counter()
+    try:
+        tr.fit()
+    finally:
+        tr.close()
+    steps = [e - s for s, e in zip([start] + ends[:-1], ends)]
+    emit({"step_times": steps, "cpu_times": steps, "phases": phases, "warmup": a.warmup,
+          "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0})
+
+
+def slope(xs, ys) -> float:
+    """Least-squares slope of log(y) on log(x)."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    den = sum((x - mx) ** 2 for x in lx)
+    return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / den if den else float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--backends", default="torch,mindspore")
+    ap.add_argument("--lengths", default="64,128,256,512,1024")
+    ap.add_argument("--groups", default="4,8,16,32")
+    ap.add_argument("--prompts", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--backend", default="torch", help=argparse.SUPPRESS)
+    ap.add_argument("--length", type=int, default=64, help=argparse.SUPPRESS)
+    ap.add_argument("--group", type=int, default=4, help=argparse.SUPPRESS)
+    ap.add_argument("--workdir", default="", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker:
+        _worker(a)
+        return 0
+    lengths = [int(x) for x in a.lengths.split(",")]
+    groups = [int(x) for x in a.groups.split(",")]
+    points = [("length", L, groups[0]) for L in lengths] + \
+        [("group", lengths[0], G) for G in groups[1:]]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mindrl_scaling_") as tmp:
+        for backend in a.backends.split(","):
+            for axis, L, G in points:
+                work = Path(tmp) / f"{backend}_{L}_{G}"
+                work.mkdir()
+                cmd = [sys.executable, __file__, "--worker", "--backend", backend, "--length",
+                       str(L), "--group", str(G), "--prompts", str(a.prompts), "--steps",
+                       str(a.steps), "--warmup", str(a.warmup), "--workdir", str(work)]
+                print(f"[scaling] {backend} length {L} group {G} ...", file=sys.stderr,
+                      flush=True)
+                r = run_worker(cmd, what=f"{backend} L={L} G={G}", cwd=work, timeout=a.timeout,
+                               env=QUIET_ONE_THREAD_ENV, repo=REPO)
+                s = pool_runs([r])
+                results.append({"backend": backend, "axis": axis, "length": L, "group": G,
+                                "tokens": a.prompts * G * L, "median_s": s["median"],
+                                "min_s": s["min"], "max_s": s["max"],
+                                "peak_rss_mb": r["peak_rss_mb"], "phases": s["phases"]})
+                print(f"[scaling]   {s['median']:.3f} s/step, peak {r['peak_rss_mb']:.0f} MB",
+                      file=sys.stderr, flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    print(render(results, a))
+    return 0
+
+
+def render(results, a) -> str:
+    lines = [f"Median s/step over {a.steps} steps after {a.warmup} warm-up, {a.prompts} prompts "
+             "per step, tiny model, 1 thread; peak RSS of the worker process.", "",
+             "| backend | response length | group size | response tokens/step | s/step (min-max) "
+             "| ms per 1k tokens | generation share | overhead | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        ph = r["phases"]
+        gen = ph.get("time/rollout", 0.0) / max(ph.get("time/step", 1e-9), 1e-9)
+        lines.append(f"| {r['backend']} | {r['length']} | {r['group']} | {r['tokens']} | "
+                     f"{r['median_s']:.3f} ({r['min_s']:.3f}-{r['max_s']:.3f}) | "
+                     f"{1e3 * r['median_s'] / (r['tokens'] / 1e3):.1f} | {100 * gen:.0f}% | "
+                     f"{100 * ph.get('profile/overhead_fraction', float('nan')):.1f}% | "
+                     f"{r['peak_rss_mb']:.0f} |")
+    lines.append("")
+    for backend in dict.fromkeys(r["backend"] for r in results):
+        for axis, key in (("length", "length"), ("group", "group")):
+            pts = [r for r in results if r["backend"] == backend and
+                   (r["axis"] == axis or (r["axis"] == "length" and
+                                          r["length"] == results[0]["length"]))]
+            pts = {r[key]: r for r in pts}.values()
+            if len(pts) > 1:
+                pts = sorted(pts, key=lambda r: r["tokens"])
+                lines.append(f"- {backend}, {axis} axis: log-log slope of step time on work "
+                             f"{slope([r['tokens'] for r in pts], [r['median_s'] for r in pts]):.2f}"
+                             f" ({pts[0]['tokens']} -> {pts[-1]['tokens']} tokens: "
+                             f"{pts[-1]['median_s'] / pts[0]['median_s']:.1f}x time for "
+                             f"{pts[-1]['tokens'] / pts[0]['tokens']:.0f}x work)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

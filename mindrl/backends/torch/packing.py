@@ -1,0 +1,164 @@
+"""Padding-free scoring for the torch backend: the rows of a micro-batch packed into one row.
+
+A :class:`~mindrl.types.TokenBatch` holds B rows of ``[left pad | prompt | response | right
+pad]``; with mixed response lengths most of its (B, P+T) cells can be padding. Packed, the
+real tokens of all rows sit end to end in one row of L = sum_i (p_i + r_i) tokens::
+
+    input_ids    (1, L)   prompt_0 response_0 prompt_1 response_1 ...
+    position_ids (1, L)   0 .. p_0+r_0-1      0 .. p_1+r_1-1      ...
+
+Position ids that restart at 0 are how transformers marks packed sequences: with
+``attention_mask=None`` its mask builder (``find_packed_sequence_indices``) turns the restarts
+into a block-diagonal causal mask, so no token attends across rows (eager and SDPA on any
+device; flash-attention's varlen kernels read the same position ids). Only the N = sum_i r_i
+positions that predict a response token reach the LM head (``logits_to_keep`` as an index
+tensor), and :func:`unpack` scatters per-token values back into the (B, T) layout that the
+losses read, zeros at padding, so the padded and packed paths feed the loss the same numbers.
+
+Without packing, :func:`trim_tokens` drops the columns that are padding in every row of a
+micro-batch (a micro-batch of short responses no longer pays for the batch's longest row).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+
+from mindrl.types import TokenBatch, TrainBatch
+
+
+@dataclass
+class Packed:
+    input_ids: torch.Tensor      # (1, L) int64, the real tokens of every row, end to end
+    position_ids: torch.Tensor   # (1, L) int64, 0 at each row's first token
+    keep: torch.Tensor           # (N,) int64, packed positions whose logits predict a response token
+    targets: torch.Tensor        # (N,) int64, the response token each kept position predicts
+    rows: torch.Tensor           # (N,) int64, its row in the (B, T) layout
+    cols: torch.Tensor           # (N,) int64, its column (response index t)
+    shape: Tuple[int, int]       # (B, T)
+
+
+def pack(batch: TokenBatch, device) -> Packed:
+    """Pack ``batch`` (left-padded prompts, right-padded responses) into one row."""
+    P, T, B = batch.prompt_len, batch.response_len, len(batch)
+    att = batch.attention_mask.astype(bool)
+    ids, pos, keep, targets, rows, cols = [], [], [], [], [], []
+    start = 0
+    for i in range(B):
+        prompt = batch.input_ids[i, :P][att[i, :P]]
+        r = int(att[i, P:].sum())                 # right-padded: the first r are real
+        seq = np.concatenate([prompt, batch.input_ids[i, P:P + r]])
+        if len(seq) == 0:
+            continue
+        ids.append(seq)
+        pos.append(np.arange(len(seq)))
+        p = len(prompt)
+        t = np.arange(r)
+        keep.append(start + p - 1 + t)            # logits at p-1+t predict response token t
+        targets.append(batch.input_ids[i, P + t])
+        rows.append(np.full(r, i))
+        cols.append(t)
+        start += len(seq)
+    cat = lambda xs: torch.from_numpy(np.concatenate(xs).astype(np.int64)).to(device)  # noqa: E731
+    return Packed(cat(ids)[None], cat(pos)[None], cat(keep), cat(targets), cat(rows), cat(cols),
+                  (B, T))
+
+
+def packed_logits(model, packed: Packed, temperature: float) -> torch.Tensor:
+    """(N, V) float32 logits / temperature at the kept positions (one forward, no mask:
+    transformers derives the block-diagonal causal mask from the restarting position ids)."""
+    out = model(input_ids=packed.input_ids, position_ids=packed.position_ids,
+                attention_mask=None, use_cache=False, logits_to_keep=packed.keep)
+    logits = out.logits[0].float()
+    return logits / (temperature if temperature > 0 else 1.0)
+
+
+def packed_token_logp(logits: torch.Tensor, packed: Packed) -> torch.Tensor:
+    """(N,) log p of each response token under its logits."""
+    return torch.gather(torch.log_softmax(logits, dim=-1), -1,
+                        packed.targets.unsqueeze(-1)).squeeze(-1)
+
+
+def unpack(values: torch.Tensor, packed: Packed) -> torch.Tensor:
+    """(N,) per-token values -> (B, T), zeros at padding (differentiable)."""
+    out = values.new_zeros(packed.shape)
+    return out.index_put((packed.rows, packed.cols), values)
+
+
+def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
+                     entropy: Optional[str] = "no_grad") -> Tuple[torch.Tensor,
+                                                                  Optional[torch.Tensor]]:
+    """(B, T) log-probs and token entropies of the response tokens, computed packed.
+    ``entropy``: "grad" (differentiable), "no_grad" (a metric) or None (not computed)."""
+    from algorithms.entropy import entropy_from_logits
+
+    device = next(model.parameters()).device
+    packed = pack(batch, device)
+    if packed.keep.numel() == 0:
+        zero = torch.zeros(packed.shape, device=device)
+        return zero, (zero if entropy else None)
+    logits = packed_logits(model, packed, temperature)
+    logp = unpack(packed_token_logp(logits, packed), packed)
+    ent = None
+    if entropy == "grad":
+        ent = unpack(entropy_from_logits(ops, logits), packed)
+    elif entropy == "no_grad":
+        with torch.no_grad():
+            ent = unpack(entropy_from_logits(ops, logits.detach()), packed)
+    return logp, ent
+
+
+# --------------------------------------------------------------------------- trimming
+def trim_tokens(batch: TokenBatch) -> TokenBatch:
+    """Drop the left prompt columns and right response columns that are padding in every row
+    (at least one response column stays). Positions are unchanged: they count real tokens."""
+    P, att = batch.prompt_len, batch.attention_mask
+    prompt_real = att[:, :P].any(axis=0)
+    lo = int(np.argmax(prompt_real)) if prompt_real.any() else P
+    resp_real = att[:, P:].any(axis=0)
+    T = max(1, int(np.nonzero(resp_real)[0].max()) + 1 if resp_real.any() else 1)
+    if lo == 0 and T == batch.response_len:
+        return batch
+    return TokenBatch(batch.input_ids[:, lo:P + T], att[:, lo:P + T],
+                      batch.response_mask[:, :T], P - lo)
+
+
+def trim_train(mb: TrainBatch) -> TrainBatch:
+    """:func:`trim_tokens` on a :class:`TrainBatch`, its (B, T) arrays cut to match."""
+    tokens = trim_tokens(mb.tokens)
+    T = tokens.response_len
+    if T == mb.tokens.response_len:
+        return dataclasses.replace(mb, tokens=tokens)
+    # every other field is a (B, T) array or None: cut them all (a field added later included)
+    cut = {f.name: getattr(mb, f.name)[:, :T] for f in dataclasses.fields(mb)
+           if f.name != "tokens" and getattr(mb, f.name) is not None}
+    return dataclasses.replace(mb, tokens=tokens, **cut)
+
+
+def pad_columns(a: np.ndarray, T: int) -> np.ndarray:
+    """(B, t) -> (B, T) with zeros on the right."""
+    return a if a.shape[1] == T else np.pad(a, ((0, 0), (0, T - a.shape[1])))
+
+
+def score(backend, model, batch: TokenBatch, temperature: float,
+          entropy: Optional[str]) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """The backend's hook: (B, t) log-probs [and entropies] of ``batch`` (already trimmed),
+    packed when ``train.padding_free``, else through the backend's padded forward."""
+    if backend.cfg.train.padding_free:
+        return logp_and_entropy(model, batch, temperature, backend.ops, entropy)
+    from algorithms.entropy import entropy_from_logits
+
+    logits = backend._response_logits(model, batch, temperature)
+    logp = backend._token_logp(logits, batch)
+    ent = None
+    if entropy == "grad":
+        ent = entropy_from_logits(backend.ops, logits)
+    elif entropy == "no_grad":
+        with torch.no_grad():
+            ent = entropy_from_logits(backend.ops, logits.detach())
+    return logp, ent

@@ -1,0 +1,44 @@
+"""Micro-batches of a mini-batch: by count (``train.micro_batch_size``) or by a token budget
+(``train.max_tokens_per_micro_batch``).
+
+The loss of every micro-batch is divided by the GLOBAL normalisers of its mini-batch
+(:class:`mindrl.types.LossNormalizers`), so how the rows are cut into micro-batches never
+changes the summed gradient; only how much padding each forward carries and how many forwards
+run. By token budget, rows go longest first and a micro-batch takes rows while its cost stays
+within the budget: padded, cost = rows x the longest row (every row is padded to it); packed
+(``train.padding_free``), cost = the sum of the rows' tokens. A row longer than the budget on
+its own gets a micro-batch of its own.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+
+def micro_batch_rows(lengths: np.ndarray, *, count: int, max_tokens: int = 0,
+                     packed: bool = False) -> List[np.ndarray]:
+    """Row indices of each micro-batch. ``lengths`` (B,) = prompt + response tokens of each
+    row; ``max_tokens`` 0 = ``count`` rows at a time, in order."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    B = len(lengths)
+    if max_tokens <= 0:
+        count = max(1, count)
+        return [np.arange(s, min(s + count, B)) for s in range(0, B, count)]
+    order = np.argsort(-lengths, kind="stable")          # longest first
+    out: List[List[int]] = []
+    cur: List[int] = []
+    longest = total = 0
+    for i in order:
+        n = int(lengths[i])
+        if cur:
+            cost = total + n if packed else (len(cur) + 1) * max(longest, n)
+            if cost > max_tokens:
+                out.append(cur)
+                cur, longest, total = [], 0, 0
+        cur.append(int(i))
+        longest, total = max(longest, n), total + n
+    if cur:
+        out.append(cur)
+    return [np.array(sorted(c), dtype=np.int64) for c in out]
