@@ -223,7 +223,7 @@ class TorchBackend:
         acfg = self.cfg.algorithm
         logits = self._response_logits(self.model, mb.tokens, self.cfg.rollout.temperature)
         logp = self._token_logp(logits, mb.tokens)                  # (B, T)
-        if acfg.entropy_coef:
+        if acfg.entropy_coef or norm.entropy_coef is not None:
             entropy = entropy_from_logits(self.ops, logits)
         else:                               # metric only: no graph through the softmax
             with torch.no_grad():
@@ -236,7 +236,8 @@ class TorchBackend:
             self.ops, logp=logp, old_logp=old_logp, advantages=self._const(mb.advantages),
             response_mask=mask, ref_logp=self._const(mb.ref_logp),
             rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
-            cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len)
+            cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len,
+            entropy_coef=norm.entropy_coef)
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask
