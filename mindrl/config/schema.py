@@ -626,6 +626,10 @@ class RunConfig:
             errors.append(f"train.fsdp=true shards a torch model (backend={self.backend}); "
                           "MindSpore models shard with backend=mindformers")
         if self.backend == "mindformers":
+            if self.algorithm.entropy_control.enabled:
+                errors.append("algorithm.entropy_control.enabled=true: the mindformers backend "
+                              "does not take a per-step entropy coefficient (torch and "
+                              "mindspore do)")
             if self.device != "ascend":
                 errors.append(f"backend=mindformers runs on Ascend only (device={self.device}); "
                               "its fused kernels have no CPU/GPU versions here. On CPU use "

@@ -274,9 +274,8 @@ def kk_options(opts: Dict[str, str]) -> Dict:
 
 
 def countdown_options(opts: Dict[str, str]) -> Dict:
-    out = _task_options("countdown_compact", opts, ("numbers", 2, 5, "3"),
-                        {"max_number": 9, "max_target": 99})
-    return out
+    return _task_options("countdown_compact", opts, ("numbers", 2, 5, "3"),
+                         {"max_number": 9, "max_target": 99})
 
 
 def _make_arithmetic(rng: random.Random, digits: int = 3, ops: str = "+", **options) -> Dict:
@@ -403,14 +402,14 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         if val is None:
             val = _load(data_cfg, val_spec, data_cfg.max_val_samples)[1]
         exclude = {r["problem"] for r in val}
-        if name == "arithmetic":
-            train = ArithmeticStream(seed, exclude=exclude, **train_options)
-        else:
-            train = GeneratorStream(seed, GENERATORS[name][1], exclude=exclude, **train_options)
+        def stream(**kw):
+            if name == "arithmetic":
+                return ArithmeticStream(seed, **kw, **train_options)
+            return GeneratorStream(seed, GENERATORS[name][1], **kw, **train_options)
+
+        train = stream(exclude=exclude)
         if job == "sft":
-            _check_response_field(train.__class__(seed, **(
-                train_options if name == "arithmetic" else
-                dict(make=GENERATORS[name][1], **train_options))).take(1), data_cfg, spec)
+            _check_response_field(stream().take(1), data_cfg, spec)
         return train, val
     path = _indexed_path(spec, data_cfg)
     if path is not None:
