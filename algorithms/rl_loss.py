@@ -35,7 +35,7 @@ def loss_hyper(cfg) -> dict:
 
 def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
             rollout_logp=None, entropy=None, cfg, global_tokens=None, global_seqs=None,
-            max_len=None, teacher_logp=None):
+            max_len=None, teacher_logp=None, entropy_coef=None):
     """Scalar loss and metrics for one micro-batch.
 
     logp (B, T) differentiable, float32 or wider (compute it in fp32 from bf16 logits);
@@ -47,6 +47,9 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     loss_agg_mode, distill.coef). Metrics are scalar tensors without gradient: the policy loss's
     own plus pg_loss, kl (when a reference is given), entropy (when given), distill_kl (the
     current k1 to the teacher, when ``teacher_logp`` (B, T) is given: the distillation loss term).
+    ``entropy_coef`` (a number or a scalar tensor) replaces ``cfg.entropy_coef`` for this step
+    (adaptive entropy control, :mod:`algorithms.entropy_control`): the bonus term is then in
+    the graph even while the coefficient is 0, so a compiled step need not be rebuilt.
     """
     policy = POLICY_LOSSES.get(cfg.policy_loss)
     # Constants may arrive as NumPy arrays or in another dtype: match logp (dtype, device).
@@ -84,7 +87,7 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
         loss = loss + cfg.distill.coef * aggregate(ops, per_tok, mask, cfg.loss_agg_mode, **norms)
     if entropy is not None:
         metrics["entropy"] = ops.masked_mean(ops.stop_gradient(entropy), mask)
-        if cfg.entropy_coef:
-            loss = loss - cfg.entropy_coef * aggregate(ops, entropy, mask, cfg.loss_agg_mode,
-                                                       **norms)
+        if entropy_coef is not None or cfg.entropy_coef:
+            coef = cfg.entropy_coef if entropy_coef is None else entropy_coef
+            loss = loss - coef * aggregate(ops, entropy, mask, cfg.loss_agg_mode, **norms)
     return loss, metrics

@@ -66,7 +66,8 @@ def _demo(args: argparse.Namespace) -> int:
     from mindrl.trainer.demo import run_demo
 
     check_output_path(args.output_dir, "--output-dir")
-    result = run_demo(backend=args.backend, output_dir=args.output_dir, overrides=args.overrides)
+    result = run_demo(backend=args.backend, output_dir=args.output_dir, overrides=args.overrides,
+                      task=args.task)
     return 0 if result["rl_accuracy"] >= result["sft_accuracy"] else 1
 
 
@@ -142,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     de = sub.add_parser("demo", help="the CPU demo: tiny model, SFT warm-up, GRPO, accuracy table")
     de.add_argument("--backend", default="torch", choices=["torch", "mindspore"])
     de.add_argument("--output-dir", default="runs/demo")
+    de.add_argument("--task", default="addition", choices=["addition", "kk", "countdown"],
+                    help="2-digit addition (default), compact Knights-and-Knaves (3-4 people) "
+                         "or compact Countdown (3-4 numbers)")
     de.add_argument("overrides", nargs="*", help="dotted overrides for the GRPO stage")
     de.set_defaults(func=_demo)
 

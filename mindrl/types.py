@@ -146,6 +146,8 @@ class LossNormalizers:
     global_tokens: float                 # response tokens in the whole mini-batch, all ranks
     global_seqs: float                   # rollouts in the whole mini-batch, all ranks
     max_len: float                       # Dr. GRPO constant (rollout.max_new_tokens)
+    entropy_coef: Optional[float] = None  # this step's entropy-bonus coefficient when adaptive
+    #                                       entropy control sets it (None: algorithm.entropy_coef)
 
     def divisor(self, mode: str) -> float:
         """The number ``algorithms.aggregation`` divides the summed loss by in ``mode`` (for

@@ -194,7 +194,17 @@ def generate_countdown(num_problems: int, seed: int = 0, n_numbers: Union[int, S
     counts = [n_numbers] if isinstance(n_numbers, int) else list(n_numbers)
     rows: List[Dict[str, object]] = []
     while len(rows) < num_problems:
-        k = rng.choice(counts)
+        nums, target, expr = make_countdown(rng, rng.choice(counts), max_number, target_range)
+        rows.append({"nums": nums, "target": target, "solution": expr})
+    return rows
+
+
+def make_countdown(rng: random.Random, k: int, max_number: int = 99,
+                   target_range=(1, 100)) -> Tuple[List[int], int, str]:
+    """``(nums, target, solution)``: ``k`` numbers in 1..max_number combined by random
+    operations (exact integer division only) into a target in ``target_range``, redrawn until
+    it falls there; ``nums`` shuffled."""
+    while True:
         nums = [rng.randint(1, max_number) for _ in range(k)]
         items = [(n, str(n)) for n in nums]
         while len(items) > 1:
@@ -209,8 +219,7 @@ def generate_countdown(num_problems: int, seed: int = 0, n_numbers: Union[int, S
         if target_range[0] <= value <= target_range[1]:
             expr = expr[1:-1] if expr.startswith("(") else expr
             rng.shuffle(nums)
-            rows.append({"nums": nums, "target": int(value), "solution": expr})
-    return rows
+            return nums, int(value), expr
 
 
 def load_countdown_jsonl(path: Union[str, Path]) -> List[Dict[str, object]]:

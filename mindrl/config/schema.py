@@ -166,6 +166,21 @@ class DynamicSamplingConfig:
 
 
 @dataclass(frozen=True)
+class EntropyControlConfig:
+    """Adaptive entropy control (Skywork-OR1; algorithms/entropy_control.py)."""
+
+    enabled: bool = opt(False, "Adapt the entropy bonus coefficient every step (Skywork-OR1): "
+                        "+delta while the measured entropy is below target, -delta otherwise, "
+                        "clipped to [0, max_coef], applied only while the entropy is below "
+                        "target; algorithm.entropy_coef is the starting coefficient.")
+    target: float = opt(0.2, "Target token entropy in nats (Skywork-OR1 scripts: 0.2).")
+    delta: float = opt(1.0e-4, "Per-step change of the coefficient (Skywork-OR1 7b_8k.sh: "
+                       "1e-4).")
+    max_coef: float = opt(0.005, "Upper bound of the coefficient (Skywork-OR1 7b_8k.sh: "
+                          "0.005); the lower bound is 0.")
+
+
+@dataclass(frozen=True)
 class RolloutCorrectionConfig:
     """Rollout-vs-trainer corrections (algorithms.is_correction); keys as verl's
     algorithm.rollout_correction."""
@@ -248,7 +263,10 @@ class AlgorithmConfig:
         RolloutCorrectionConfig, "Rollout-vs-trainer corrections: sequence/token IS, IcePop, "
         "masked IS, geometric-mean mask, off-policy sequence masking.")
     kl: KLConfig = section(KLConfig, "KL to the reference policy.")
-    entropy_coef: float = opt(0.0, "Entropy bonus coefficient.")
+    entropy_coef: float = opt(0.0, "Entropy bonus coefficient (with entropy_control.enabled: "
+                              "the controller's starting coefficient).")
+    entropy_control: EntropyControlConfig = section(
+        EntropyControlConfig, "Adaptive entropy control (Skywork-OR1).")
     loss_agg_mode: str = opt("token_mean", "Loss aggregation: token_mean, seq_mean_token_sum, "
                              "seq_mean_token_mean, seq_mean_token_sum_norm (Dr. GRPO).")
     dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
@@ -476,6 +494,15 @@ def _check_losses(a: AlgorithmConfig, r: RolloutConfig) -> List[str]:
                       f"algorithm.clip_cov_ub={a.clip_cov_ub}")
     if a.ppo_kl_coef < 0:
         errors.append(f"algorithm.ppo_kl_coef={a.ppo_kl_coef} must be >= 0")
+    ec = a.entropy_control
+    if ec.enabled:
+        if ec.delta < 0 or ec.max_coef < 0:
+            errors.append(f"algorithm.entropy_control: delta={ec.delta} and "
+                          f"max_coef={ec.max_coef} must be >= 0")
+        if not 0 <= a.entropy_coef <= ec.max_coef:
+            errors.append(f"algorithm.entropy_coef={a.entropy_coef} (the starting coefficient "
+                          f"of entropy_control) must be in [0, entropy_control.max_coef="
+                          f"{ec.max_coef}]")
     rc = a.rollout_correction
     if rc.rollout_is:
         try:
@@ -698,6 +725,10 @@ class RunConfig:
             errors.append(f"train.fsdp=true shards a torch model (backend={self.backend}); "
                           "MindSpore models shard with backend=mindformers")
         if self.backend == "mindformers":
+            if self.algorithm.entropy_control.enabled:
+                errors.append("algorithm.entropy_control.enabled=true: the mindformers backend "
+                              "does not take a per-step entropy coefficient (torch and "
+                              "mindspore do)")
             if self.device != "ascend":
                 errors.append(f"backend=mindformers runs on Ascend only (device={self.device}); "
                               "its fused kernels have no CPU/GPU versions here. On CPU use "

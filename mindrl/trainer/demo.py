@@ -7,6 +7,9 @@ Both stages validate greedily on the same 256 held-out problems (generated from 
 excluded from training), so the two numbers in the final table are directly comparable.
 ``overrides`` go to the GRPO stage; those of the keys in :data:`SHARED_KEYS` (the seed) go to
 both stages, so ``mindrl demo train.seed=1`` reruns the whole demo with another seed.
+
+``task`` picks the recipes (:data:`TASKS`): ``addition`` (the default), or the compact
+Knights-and-Knaves (``kk``) and Countdown (``countdown``) demos of :mod:`rewards.demo_tasks`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from typing import Dict, List, Sequence
 log = logging.getLogger("mindrl.demo")
 
 SHARED_KEYS = ("train.seed",)
+
+# task -> (SFT recipe, GRPO recipe)
+TASKS = {"addition": ("sft_tiny_demo", "grpo_tiny_demo"),
+         "kk": ("sft_kk_demo", "grpo_kk_demo"),
+         "countdown": ("sft_countdown_demo", "grpo_countdown_demo")}
 
 
 def _final_val(run_dir: Path, step: int = -1) -> float:
@@ -33,18 +41,21 @@ def _final_val(run_dir: Path, step: int = -1) -> float:
 
 
 def run_demo(backend: str = "torch", output_dir: str = "runs/demo",
-             overrides: Sequence[str] = (), sft_overrides: Sequence[str] = ()) -> Dict[str, float]:
+             overrides: Sequence[str] = (), sft_overrides: Sequence[str] = (),
+             task: str = "addition") -> Dict[str, float]:
     from mindrl.config.loader import load_config
     from mindrl.trainer.checkpoint import latest_checkpoint
     from mindrl.trainer.rl import train
     from mindrl.trainer.sft import train_sft
 
+    sft_recipe, rl_recipe = TASKS[task]
     out = Path(output_dir)
     t0 = time.perf_counter()
     common: List[str] = [f"backend={backend}"] + [o for o in overrides
                                                    if o.split("=", 1)[0].strip() in SHARED_KEYS]
-    sft_cfg = load_config("sft_tiny_demo", common + [f"logging.output_dir={out / 'sft'}"]
+    sft_cfg = load_config(sft_recipe, common + [f"logging.output_dir={out / 'sft'}"]
                           + list(sft_overrides))
+    print(f"[demo] task {task}: {sft_recipe} then {rl_recipe}", flush=True)
     print(f"[demo] 1/2 SFT warm-up: {sft_cfg.train.steps} steps x {sft_cfg.train.prompts_per_step}"
           f" demonstrations of {sft_cfg.data.train_file} ({sft_cfg.model.path}, {backend} backend,"
           f" seed {sft_cfg.train.seed})", flush=True)
@@ -52,7 +63,7 @@ def run_demo(backend: str = "torch", output_dir: str = "runs/demo",
     sft_model = latest_checkpoint(out / "sft" / "checkpoints") / "model"
     t_sft = time.perf_counter() - t0
 
-    rl_cfg = load_config("grpo_tiny_demo", [f"backend={backend}"] + [
+    rl_cfg = load_config(rl_recipe, [f"backend={backend}"] + [
         f"model.path={sft_model}", f"logging.output_dir={out / 'grpo'}",
         "validation.before_training=true"] + list(overrides))
     print(f"[demo] 2/2 GRPO: {rl_cfg.train.steps} steps x {rl_cfg.train.prompts_per_step} prompts"

@@ -12,6 +12,11 @@ Specs (``data.train_file`` / ``data.val_file``):
   (operands of ``min_digits``..``digits`` digits; default: all exactly ``digits``) and
   ``slip`` (probability that the ``teacher`` column, the SFT demonstration, is an addition
   that forgot its carries; the gold ``answer`` is always right; default 0);
+- ``kk_compact:people=3-4,slip=0.5`` and ``countdown_compact:numbers=3-4,slip=0.5``: compact
+  Knights-and-Knaves and Countdown (the K&K and Countdown CPU demos; :mod:`rewards.demo_tasks`
+  says how they differ from the published tasks); ``people``/``numbers`` is a count or a range
+  ``lo-hi``, ``slip`` as above (the teacher's slip is the task's own), ``offset`` as for
+  arithmetic; Countdown also ``max_number`` (default 9) and ``max_target`` (default 99);
 - a ``.jsonl``/``.ndjson``/``.parquet`` path: a :class:`FileStream`, which reads and maps rows
   when they are taken (memory: an index of 8 bytes a row, not the rows);
 - anything else goes to :func:`mindrl.data.load_prompts` (built-in names, generated sets, and
@@ -221,24 +226,95 @@ class FileStream:
         self._order = self._make_order()
 
 
-class ArithmeticStream:
+def _count_range(name: str, key: str, text: str, lo: int, hi: int) -> Tuple[int, ...]:
+    """``3`` -> (3,), ``3-4`` -> (3, 4), within ``lo..hi``."""
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
+    try:
+        a, _, b = text.partition("-")
+        first, last = int(a), int(b or a)
+    except ValueError:
+        raise DataError(f"{name} generator: {key}={text!r} is not a count or a range like "
+                        f"3-4") from None
+    if not lo <= first <= last <= hi:
+        raise DataError(f"{name} generator: {key}={text} must lie within {lo}..{hi}")
+    return tuple(range(first, last + 1))
+
+
+def _task_options(name: str, opts: Dict[str, str], counts: Tuple[str, int, int, str],
+                  ints: Dict[str, int]) -> Dict:
+    """Typed options of the ``kk`` / ``countdown`` generators (see the module docstring)."""
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
+    key, lo, hi, default = counts
+    valid = (key, "slip", "offset") + tuple(ints)
+    unknown = sorted(set(opts) - set(valid))
+    if unknown:
+        raise DataError(f"{name} generator: unknown option(s) {', '.join(unknown)}; valid: "
+                        + ", ".join(valid))
+    out = {key: _count_range(name, key, opts.get(key, default), lo, hi)}
+    for k, dflt in list(ints.items()) + [("offset", 0)]:
+        try:
+            out[k] = int(opts.get(k, dflt))
+        except ValueError:
+            raise DataError(f"{name} generator: {k}={opts[k]!r} is not an integer") from None
+        if out[k] < (0 if k == "offset" else 1):
+            raise DataError(f"{name} generator: {k}={opts[k]} is out of range")
+    try:
+        out["slip"] = float(opts.get("slip", 0.0))
+    except ValueError:
+        raise DataError(f"{name} generator: slip={opts['slip']!r} is not a number") from None
+    if not 0.0 <= out["slip"] <= 1.0:
+        raise DataError(f"{name} generator: slip={opts['slip']} must be in [0, 1]")
+    return out
+
+
+def kk_options(opts: Dict[str, str]) -> Dict:
+    return _task_options("kk_compact", opts, ("people", 2, 8, "3"), {})
+
+
+def countdown_options(opts: Dict[str, str]) -> Dict:
+    return _task_options("countdown_compact", opts, ("numbers", 2, 5, "3"),
+                         {"max_number": 9, "max_target": 99})
+
+
+def _make_arithmetic(rng: random.Random, digits: int = 3, ops: str = "+", **options) -> Dict:
+    from rewards.arithmetic import make_problem
+
+    return make_problem(rng, digits, ops, **options)
+
+
+def _make_kk(rng: random.Random, **options) -> Dict:
+    from rewards.demo_tasks import make_kk
+
+    return make_kk(rng, **options)
+
+
+def _make_countdown(rng: random.Random, **options) -> Dict:
+    from rewards.demo_tasks import make_countdown_row
+
+    return make_countdown_row(rng, **options)
+
+
+# generator name -> (typed options from a spec, row maker: (random.Random, **options) -> row)
+GENERATORS = {"arithmetic": (arithmetic_options, _make_arithmetic),
+              "kk_compact": (kk_options, _make_kk),
+              "countdown_compact": (countdown_options, _make_countdown)}
+
+
+class GeneratorStream:
     """Row i is drawn from its own RNG (seed, i), so the position is the whole state."""
 
-    def __init__(self, seed: int, digits: int = 3, ops: str = "+",
-                 exclude: Optional[set] = None, reverse: bool = False,
-                 min_digits: Optional[int] = None, slip: float = 0.0, offset: int = 0):
-        self.seed, self.digits, self.ops = seed, digits, ops
-        self.options = {"reverse": reverse, "min_digits": min_digits, "slip": slip}
+    def __init__(self, seed: int, make, exclude: Optional[set] = None, offset: int = 0,
+                 **options):
+        self.seed, self.make, self.options = seed, make, options
         self.exclude = exclude or set()
         self.pos = offset   # ``offset=N`` starts at row N of the seeded stream
 
     def take(self, k: int) -> List[Dict]:
-        from rewards.arithmetic import make_problem
-
         out = []
         while len(out) < k:
-            row = make_problem(random.Random(self.seed * VAL_SEED_OFFSET + self.pos), self.digits,
-                               self.ops, **self.options)
+            row = self.make(random.Random(self.seed * VAL_SEED_OFFSET + self.pos), **self.options)
             self.pos += 1
             if row["problem"] not in self.exclude:
                 out.append(row)
@@ -251,12 +327,46 @@ class ArithmeticStream:
         self.pos = int(state["pos"])
 
 
+class ArithmeticStream(GeneratorStream):
+    """The ``arithmetic`` generator's stream (row i from its own RNG (seed, i))."""
+
+    def __init__(self, seed: int, digits: int = 3, ops: str = "+",
+                 exclude: Optional[set] = None, reverse: bool = False,
+                 min_digits: Optional[int] = None, slip: float = 0.0, offset: int = 0):
+        super().__init__(seed, _make_arithmetic, exclude, offset, digits=digits, ops=ops,
+                         reverse=reverse, min_digits=min_digits, slip=slip)
+        self.digits, self.ops = digits, ops
+
+
 def arithmetic_val_rows(opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
     from rewards.arithmetic import generate
 
     options = arithmetic_options(opts)
     offset = options.pop("offset")    # skip the first ``offset`` rows of the validation stream
     return generate(offset + n, seed + VAL_SEED_OFFSET, **options)[offset:]
+
+
+def generator_val_rows(name: str, opts: Dict[str, str], n: int, seed: int) -> List[Dict]:
+    """``n`` distinct held-out rows of a generator (after skipping ``offset`` of them), drawn
+    from one RNG seeded ``seed + VAL_SEED_OFFSET``."""
+    if name == "arithmetic":
+        return arithmetic_val_rows(opts, n, seed)
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
+    options = GENERATORS[name][0](opts)
+    offset = options.pop("offset")
+    rng = random.Random(seed + VAL_SEED_OFFSET)
+    rows, seen, budget = [], set(), 50 * (offset + n) + 1000
+    while len(rows) < offset + n and budget:
+        budget -= 1
+        row = GENERATORS[name][1](rng, **options)
+        if row["problem"] not in seen:
+            seen.add(row["problem"])
+            rows.append(row)
+    if len(rows) < offset + n:
+        raise DataError(f"{name} generator: only {len(rows)} distinct problems found "
+                        f"(asked for {offset + n})")
+    return rows[offset:]
 
 
 def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
@@ -270,18 +380,20 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
     if not spec:
         raise ValueError("data.train_file is empty: name a data set, a file, or a generator "
                          "such as 'arithmetic:digits=3,ops=+'")
-    if spec.partition(":")[0] == "arithmetic":
+    name = spec.partition(":")[0]
+    if name in GENERATORS:
         from mindrl.data.io import DataError
 
         val_spec = data_cfg.val_file or spec
         key = "data.train_file"
         try:
             _, opts = parse_generator_spec(spec)
-            train_options = arithmetic_options(opts)
+            train_options = GENERATORS[name][0](opts)
             key = "data.val_file"
-            if val_spec.partition(":")[0] == "arithmetic":
-                val = arithmetic_val_rows(parse_generator_spec(val_spec)[1],
-                                          data_cfg.max_val_samples or 256, seed)
+            val_name = val_spec.partition(":")[0]
+            if val_name in GENERATORS:
+                val = generator_val_rows(val_name, parse_generator_spec(val_spec)[1],
+                                         data_cfg.max_val_samples or 256, seed)
             else:
                 val = None
         except DataError as e:
@@ -290,10 +402,14 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         if val is None:
             val = _load(data_cfg, val_spec, data_cfg.max_val_samples)[1]
         exclude = {r["problem"] for r in val}
-        train = ArithmeticStream(seed, exclude=exclude, **train_options)
+        def stream(**kw):
+            if name == "arithmetic":
+                return ArithmeticStream(seed, **kw, **train_options)
+            return GeneratorStream(seed, GENERATORS[name][1], **kw, **train_options)
+
+        train = stream(exclude=exclude)
         if job == "sft":
-            probe = ArithmeticStream(seed, **arithmetic_options(opts)).take(1)
-            _check_response_field(probe, data_cfg, spec)
+            _check_response_field(stream().take(1), data_cfg, spec)
         return train, val
     path = _indexed_path(spec, data_cfg)
     if path is not None:

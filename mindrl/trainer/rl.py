@@ -297,6 +297,8 @@ class RLTrainer(Trainer):
         mini = (cfg.train.mini_batch_size // self.world) if cfg.train.mini_batch_size else B
         mb = max(1, min(cfg.train.micro_batch_size, mini))
         rng = np.random.default_rng(cfg.train.seed * 7919 + self.step)
+        ctrl = self.entropy_control
+        ent_coef = None if ctrl is None else ctrl.coefficient
         acc: Dict[str, List[float]] = {}
         for epoch in range(cfg.train.ppo_epochs):
             order = rng.permutation(B) if (mini < B or epoch > 0) else np.arange(B)
@@ -306,7 +308,7 @@ class RLTrainer(Trainer):
                 norm = LossNormalizers(
                     global_tokens=float(self.allsum(part.tokens.response_mask.sum())),
                     global_seqs=float(self.allsum(len(rows))),
-                    max_len=float(cfg.rollout.max_new_tokens))
+                    max_len=float(cfg.rollout.max_new_tokens), entropy_coef=ent_coef)
                 micro = [part.rows(idx) for idx in micro_batch_rows(
                     part.tokens.attention_mask.sum(axis=1), count=mb,
                     max_tokens=cfg.train.max_tokens_per_micro_batch,
@@ -314,7 +316,40 @@ class RLTrainer(Trainer):
                 out = self.backend.train_step(micro, norm)
                 for k, v in out.items():
                     acc.setdefault(k, []).append(float(v))
-        return {k: float(np.mean(v)) for k, v in acc.items()}
+        out = {k: float(np.mean(v)) for k, v in acc.items()}
+        if ctrl is not None:            # this step's coefficient, then the next step's
+            out["entropy_control/coef"] = ent_coef
+            out["entropy_control/next_coef"] = ctrl.update(out["entropy"])
+        return out
+
+    # ----------------------------------------------------------------- entropy control
+    @property
+    def entropy_control(self):
+        """The adaptive entropy controller (``algorithm.entropy_control``), or None."""
+        ec = self.cfg.algorithm.entropy_control
+        if not ec.enabled:
+            return None
+        if getattr(self, "_entropy_control", None) is None:
+            from algorithms.entropy_control import AdaptiveEntropyController
+
+            self._entropy_control = AdaptiveEntropyController(
+                ec.target, ec.delta, ec.max_coef, init_coef=self.cfg.algorithm.entropy_coef)
+        return self._entropy_control
+
+    def trainer_state(self) -> Dict:
+        state = super().trainer_state()
+        if self.entropy_control is not None:
+            state["entropy_control"] = self.entropy_control.state_dict()
+        return state
+
+    def maybe_resume(self, logger) -> None:
+        super().maybe_resume(logger)
+        if self.resume_from is not None and self.entropy_control is not None:
+            from mindrl.trainer.checkpoint import read_trainer_state
+
+            state = read_trainer_state(self.resume_from).get("entropy_control")
+            if state is not None:       # absent: a checkpoint saved with control off
+                self.entropy_control.load_state_dict(state)
 
     def global_stats(self, prefix: str, x: np.ndarray) -> Dict[str, float]:
         """Mean/std/max/min over all ranks' values (ranks may hold different counts)."""

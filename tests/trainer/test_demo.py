@@ -69,3 +69,23 @@ def test_demo_pipeline_end_to_end_short(tmp_path):
     for stage in ("sft", "grpo"):
         assert "seed: 3" in (tmp_path / stage / "config.yaml").read_text()
     assert str(model) in (tmp_path / "grpo" / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["kk", "countdown"])
+def test_demo_other_tasks_run_both_stages(tmp_path, task):
+    """``mindrl demo --task kk|countdown``: the compact tasks' recipes run end to end (plumbing,
+    a few steps on the tiny model; the measured runs are in the README)."""
+    from mindrl.trainer.demo import run_demo
+
+    quick = ["data.max_val_samples=16", "logging.tensorboard=false", "logging.progress_bar=false",
+             "logging.plot=false"]
+    result = run_demo(output_dir=str(tmp_path), task=task,
+                      overrides=quick + ["train.steps=2", "train.prompts_per_step=4",
+                                         "validation.every=2", "train.seed=1"],
+                      sft_overrides=quick + ["model.path=builtin:tiny", "train.steps=3",
+                                             "validation.every=0"])
+    assert 0.0 <= result["sft_accuracy"] <= 1.0 and 0.0 <= result["rl_accuracy"] <= 1.0
+    spec = "kk_compact:" if task == "kk" else "countdown_compact:"
+    for stage in ("sft", "grpo"):
+        assert spec in (tmp_path / stage / "config.yaml").read_text()

@@ -3,7 +3,8 @@
 ``mindspore.jit`` graph with the forward and backward (fused mode), or, when rl_loss does not
 compile, a compiled forward and backward around the loss in PyNative (split mode). Loss
 normalisers enter as a tensor (the reciprocal of the mode's divisor), so one graph serves
-every step of a bucket shape."""
+every step of a bucket shape. So does the entropy-bonus coefficient (a scalar input), which
+adaptive entropy control changes from step to step."""
 
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ class RLStepMixin:
     def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, has_teach: bool = False,
                   update: bool = False):
         """The compiled RL micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm[, hyper]) ->
-        vector``
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef
+        [, hyper]) -> vector``
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
         see :meth:`_fused_step`). Returns (fn, keys)."""
         from algorithms.entropy import entropy_from_logits
@@ -48,7 +49,8 @@ class RLStepMixin:
 
         o, acfg = self.ops, self.cfg.algorithm
         keys = self._metric_keys(has_old, has_ref, has_roll, has_teach)
-        ent_grad = bool(acfg.entropy_coef)
+        adaptive = acfg.entropy_control.enabled      # the coefficient is the input ent_coef
+        ent_grad = bool(acfg.entropy_coef) or adaptive
         model = self.model
         temp = self.cfg.rollout.temperature
         inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
@@ -59,13 +61,14 @@ class RLStepMixin:
             entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
             return logp, entropy
 
-        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm):
+        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm, ent_coef):
             loss, metrics = rl_loss(
                 o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
                 advantages=adv, response_mask=mask, ref_logp=ref if has_ref else None,
                 rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
                 global_tokens=1.0, global_seqs=1.0, max_len=1.0,
-                teacher_logp=teach if has_teach else None)
+                teacher_logp=teach if has_teach else None,
+                entropy_coef=ent_coef if adaptive else None)
             out = ()
             for k in keys:
                 v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
@@ -73,9 +76,11 @@ class RLStepMixin:
             return loss * inv_norm, out
 
         if self.train_mode == "fused":
-            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm):
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
+                        ent_coef):
                 logp, entropy = token_logp_entropy(ids, pos, att, targets)
-                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
+                                 ent_coef)
 
             key = ("rl", has_old, has_ref, has_roll, has_teach, update)
             return self._fused_step(key, loss_fn, update), keys
@@ -101,10 +106,10 @@ class RLStepMixin:
             accumulate(grads)
             return g_logp.sum()
 
-        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm):
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef):
             logp, entropy = forward(ids, pos, att, targets)
             (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
-                                                    teach, inv_norm)
+                                                    teach, inv_norm, ent_coef)
             backward(ids, pos, att, targets, g_logp, g_ent)
             return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
 
@@ -122,13 +127,15 @@ class RLStepMixin:
         shape = self._shape([m.tokens for m in micro_batches], rows)
         _, P, T = shape
         inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.algorithm.loss_agg_mode)))
+        coef = self.cfg.algorithm.entropy_coef if norm.entropy_coef is None else norm.entropy_coef
+        ent_coef = Tensor(np.float32(coef))
         inputs = []
         for mb in micro_batches:
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
             args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
                                        f(mb.rollout_logp), f(getattr(mb, "teacher_logp", None)),
-                                       inv_norm)
+                                       inv_norm, ent_coef)
             inputs.append((args, float(mb.tokens.response_mask.sum())))
         return flags, shape, inputs
 

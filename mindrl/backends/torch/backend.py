@@ -242,8 +242,10 @@ class TorchBackend:
         acfg = self.cfg.algorithm
         mb = packing.trim_train(mb)         # columns that are padding in every row go
         # (B, T) log-probs; the entropy is a metric only (no graph) unless it is in the loss
+        # (a fixed coefficient, or adaptive entropy control: norm.entropy_coef)
         logp, entropy = packing.score(self, self.model, mb.tokens, self.cfg.rollout.temperature,
-                                      "grad" if acfg.entropy_coef else "no_grad")
+                                      "grad" if acfg.entropy_coef or norm.entropy_coef is not None
+                                      else "no_grad")
         mask = self._const(mb.tokens.response_mask)
         rollout_logp = self._const(mb.rollout_logp)
         # old_logp None = strictly on-policy: the ratio is 1 in value, exp(logp - sg(logp))
@@ -253,7 +255,8 @@ class TorchBackend:
             response_mask=mask, ref_logp=self._const(mb.ref_logp),
             rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
             cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len,
-            teacher_logp=self._const(getattr(mb, "teacher_logp", None)))
+            teacher_logp=self._const(getattr(mb, "teacher_logp", None)),
+            entropy_coef=norm.entropy_coef)
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask
