@@ -139,7 +139,9 @@ class RolloutConfig:
                          "only the adapter each sync (a LoRARequest, written to "
                          "<run>/rollout_adapter/); 'merged': it gets the full merged weights "
                          "W + s*B*A each sync; 'auto': adapter when this vLLM supports LoRA "
-                         "(and rank <= 512), else merged.", ["auto", "adapter", "merged"])
+                         "(and rank <= 512), else merged. On CPU, vLLM's LoRA kernels slow the rollout more "
+                         "than the smaller sync saves (README, LoRA).",
+                         ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "
                                     "prompts). > 1 needs backend=mindformers.")

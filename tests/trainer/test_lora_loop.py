@@ -129,16 +129,17 @@ def test_export_merges_into_a_plain_hf_model(tmp_path, backend):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["merged", "adapter"])
-def test_vllm_with_lora_stays_in_sync(tmp_path, mode):
+@pytest.mark.parametrize("backend, mode", [("torch", "merged"), ("torch", "adapter"),
+                                           ("mindspore", "adapter")])
+def test_vllm_with_lora_stays_in_sync(tmp_path, backend, mode):
     """vLLM follows the LoRA policy after every update, either as merged weights W + s * B A
     (a full weight load per sync) or as the adapter alone (a LoRARequest per sync, base weights
     never sent): the rollout-vs-trainer log-prob gap stays at float32 noise (an engine left on
     the base policy, or on a stale adapter, would not)."""
     from mindrl.trainer.rl import RLTrainer
 
-    cfg = cfg_for(tmp_path, "rollout.engine=vllm", "train.steps=3", f"rollout.vllm_lora={mode}",
-                  *LORA)
+    cfg = cfg_for(tmp_path, f"backend={backend}", "rollout.engine=vllm", "train.steps=3",
+                  f"rollout.vllm_lora={mode}", *LORA)
     tr = RLTrainer(cfg)
     tr.fit()
     sent = dict(tr.engine.sent)
