@@ -134,6 +134,14 @@ class RolloutConfig:
                                 "on how prompts are split across ranks (reproducible data-parallel "
                                 "runs; slower on small models).")
     gpu_memory_utilization: float = opt(0.5, "vLLM: fraction of accelerator memory to use.")
+    vllm_lora: str = opt("auto", "vLLM with model.lora.enabled: how the engine follows the "
+                         "policy. 'adapter': vLLM runs the base model with LoRA on and gets "
+                         "only the adapter each sync (a LoRARequest, written to "
+                         "<run>/rollout_adapter/); 'merged': it gets the full merged weights "
+                         "W + s*B*A each sync; 'auto': adapter when this vLLM supports LoRA "
+                         "(and rank <= 512), else merged. On CPU, vLLM's LoRA kernels slow the rollout more "
+                         "than the smaller sync saves (README, LoRA).",
+                         ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "
                                     "prompts). > 1 needs backend=mindformers.")

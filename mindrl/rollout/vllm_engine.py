@@ -18,6 +18,13 @@ Choices that keep rollout and trainer on the same distribution:
 
 The engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) so weights pass as tensors
 through ``collective_rpc("reload_weights")``. vllm is imported lazily, in the constructor.
+
+LoRA (``model.lora.enabled``), ``rollout.vllm_lora``: in ``adapter`` mode vLLM starts with
+``enable_lora`` and loads the base weights once, from the model path; each sync it gets only the
+adapter, as a directory in peft's format (:meth:`VLLMEngine.load_adapter`) under a new
+``LoRARequest`` id (vLLM caches adapters by id; the previous one is removed, so one adapter is
+held). In ``merged`` mode it runs without LoRA and receives W + s * B A through
+:meth:`VLLMEngine.load_weights` like a full fine-tune.
 """
 
 from __future__ import annotations
@@ -32,6 +39,33 @@ from mindrl.rollout.native_torch import stop_ids
 from mindrl.types import Rollouts, SamplingParams
 
 _SEED_STRIDE = 1_000_003
+_VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)    # vllm.config.lora.MaxLoRARanks
+
+
+def lora_mode(cfg) -> Optional[str]:
+    """'adapter' or 'merged' for a LoRA run (``rollout.vllm_lora``, ``auto`` resolved against
+    this vLLM), None without LoRA."""
+    lo = cfg.model.lora
+    if not lo.enabled:
+        return None
+    want = cfg.rollout.vllm_lora
+    if want == "merged":
+        return "merged"
+    why = None
+    if lo.rank > _VLLM_LORA_RANKS[-1]:
+        why = f"model.lora.rank={lo.rank} is above vLLM's largest max_lora_rank (512)"
+    else:
+        try:
+            from vllm.lora.request import LoRARequest  # noqa: F401
+        except ImportError as e:
+            why = f"this vLLM has no LoRA support ({e})"
+    if why is None:
+        return "adapter"
+    if want == "adapter":
+        from mindrl.errors import ConfigError
+
+        raise ConfigError(f"rollout.vllm_lora=adapter: {why}; use rollout.vllm_lora=merged")
+    return "merged"
 
 
 class VLLMEngine:
@@ -98,8 +132,16 @@ class VLLMEngine:
             kwargs.update(enforce_eager=True)
             if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
                 kwargs.update(kv_cache_memory_bytes=int(kv_cache_gib * 2 ** 30))
+        self.lora_mode = lora_mode(cfg)
+        if self.lora_mode == "adapter":     # one adapter held: the policy's current one
+            rank = next(r for r in _VLLM_LORA_RANKS if r >= cfg.model.lora.rank)
+            kwargs.update(enable_lora=True, max_lora_rank=rank, max_loras=1, max_cpu_loras=1)
         self.llm = vllm.LLM(**kwargs)
         self.calls = 0
+        self.lora_request = None
+        self._lora_id = 0
+        # what the syncs sent: full weight loads and their tensors, adapter loads
+        self.sent = {"weight_loads": 0, "weight_tensors": 0, "adapter_loads": 0}
 
     # ------------------------------------------------------------------ generate
     def _vllm_params(self, sampling: SamplingParams, seed: Optional[int]):
@@ -124,7 +166,8 @@ class VLLMEngine:
             prompts.append({"prompt_token_ids": list(map(int, p))})
             # vLLM gives child j of a request seed + j, so prompts are strided by n
             params.append(self._vllm_params(sampling, (call_seed + i * sampling.n) % (2 ** 31)))
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = self.llm.generate(prompts, params, use_tqdm=False,
+                                 lora_request=self.lora_request)
         self.calls += 1
         eos = set(self.eos_ids) | set(sampling.stop_token_ids)
         rows, responses, logps, reasons = [], [], [], []
@@ -152,13 +195,38 @@ class VLLMEngine:
         import torch
 
         # a generator: the in-process engine loads one tensor at a time (no full host copy)
-        weights = ((n, w if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w)))
-                   for n, w in named_weights)
+        def stream():
+            for n, w in named_weights:
+                self.sent["weight_tensors"] += 1
+                yield n, w if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w))
+
+        self.sent["weight_loads"] += 1
+        weights = stream()
         try:
             self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         except (AttributeError, NotImplementedError):      # older vLLM: load into the model
             self.llm.llm_engine.model_executor.driver_worker.worker.model_runner.model \
                 .load_weights(weights)
+        self.llm.reset_prefix_cache()
+
+    def load_adapter(self, directory) -> None:
+        """Adapter mode: make the peft adapter in ``directory`` the one every later generate
+        uses, under a new ``LoRARequest`` id (vLLM keys its cache by id, so a reused id would
+        keep serving the old weights); the previous adapter is removed from vLLM's cache. vLLM
+        reads the files here: the caller may delete ``directory`` afterwards."""
+        from vllm.lora.request import LoRARequest
+
+        if self.lora_mode != "adapter":
+            raise RuntimeError("load_adapter needs rollout.vllm_lora=adapter (LoRA on in vLLM)")
+        self._lora_id += 1
+        req = LoRARequest(f"mindrl-{self._lora_id}", self._lora_id, str(directory))
+        engine = self.llm.llm_engine
+        if not engine.add_lora(req):
+            raise RuntimeError(f"vLLM did not load the adapter in {directory}")
+        old, self.lora_request = self.lora_request, req
+        if old is not None:
+            engine.remove_lora(old.lora_int_id)
+        self.sent["adapter_loads"] += 1
         self.llm.reset_prefix_cache()
 
     def state_dict(self) -> dict:

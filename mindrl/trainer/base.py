@@ -189,11 +189,32 @@ class Trainer:
     def sync_engine(self) -> None:
         """Push the trainer's weights into the engine: torch tensors in the model's dtype when
         both sides speak them (no float32 host copy), else (name, NumPy array) pairs."""
+        if getattr(self.engine, "lora_mode", None) == "adapter":
+            self._sync_adapter()
+            return
         tensors = getattr(self.backend, "named_tensors", None)
         if tensors is not None and getattr(self.engine, "takes_tensors", False):
             self.engine.load_weights(tensors())
         else:
             self.engine.load_weights(self.backend.named_weights())
+        self._engine_fresh = True
+
+    def _sync_adapter(self) -> None:
+        """LoRA with ``rollout.vllm_lora`` in adapter mode: write the adapter alone (peft format)
+        to ``<run>/rollout_adapter/r<rank>_<n>``, have the engine load it, then delete the
+        previous one (the engine has read it and holds one adapter)."""
+        import shutil
+
+        root = self.run_dir / "rollout_adapter"
+        self._adapter_syncs = getattr(self, "_adapter_syncs", 0) + 1
+        d = root / f"r{self.rank}_{self._adapter_syncs:06d}"
+        if d.exists():                      # left by an earlier run in this directory
+            shutil.rmtree(d)
+        self.backend.save_adapter(str(d))
+        self.engine.load_adapter(d)
+        prev, self._adapter_dir = getattr(self, "_adapter_dir", None), d
+        if prev is not None:
+            shutil.rmtree(prev, ignore_errors=True)
         self._engine_fresh = True
 
     def _build_engine(self):

@@ -37,3 +37,30 @@ def test_good_lora_config_loads():
     cfg = load_config(None, ["model.lora.enabled=true", "model.lora.rank=4",
                              "model.lora.target_modules=[q_proj,down_proj]"])
     assert cfg.model.lora.rank == 4 and cfg.model.lora.target_modules == ["q_proj", "down_proj"]
+
+
+def test_vllm_lora_mode_resolution():
+    """rollout.vllm_lora: listed with help; merged as asked; a rank vLLM cannot serve falls back
+    to merged under auto and is refused (naming both keys) under adapter; no LoRA -> None."""
+    from mindrl.rollout.vllm_engine import lora_mode
+
+    keys = {k: h for k, _, _, h in describe()}
+    assert "adapter" in keys["rollout.vllm_lora"] and "merged" in keys["rollout.vllm_lora"]
+    on = ["model.lora.enabled=true"]
+    assert lora_mode(load_config(None, ["rollout.vllm_lora=adapter"])) is None
+    assert lora_mode(load_config(None, on + ["rollout.vllm_lora=merged"])) == "merged"
+    big = on + ["model.lora.rank=1024"]
+    assert lora_mode(load_config(None, big + ["rollout.vllm_lora=auto"])) == "merged"
+    with pytest.raises(ConfigError) as e:
+        lora_mode(load_config(None, big + ["rollout.vllm_lora=adapter"]))
+    assert "rollout.vllm_lora=adapter" in str(e.value) and "model.lora.rank=1024" in str(e.value)
+    with pytest.raises(ConfigError):
+        load_config(None, ["rollout.vllm_lora=lora"])
+
+
+@pytest.mark.slow
+def test_vllm_lora_auto_is_adapter_with_this_vllm():
+    from mindrl.rollout.vllm_engine import lora_mode
+
+    cfg = load_config(None, ["model.lora.enabled=true", "model.lora.rank=8"])
+    assert cfg.rollout.vllm_lora == "auto" and lora_mode(cfg) == "adapter"

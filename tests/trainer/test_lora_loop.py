@@ -129,17 +129,32 @@ def test_export_merges_into_a_plain_hf_model(tmp_path, backend):
 
 
 @pytest.mark.slow
-def test_vllm_gets_merged_weights_and_stays_in_sync(tmp_path):
-    """vLLM receives W + s * B A after every update: the rollout-vs-trainer log-prob gap stays
-    at float32 noise (unmerged base weights would leave the engine on the base policy)."""
+@pytest.mark.parametrize("backend, mode", [("torch", "merged"), ("torch", "adapter"),
+                                           ("mindspore", "adapter")])
+def test_vllm_with_lora_stays_in_sync(tmp_path, backend, mode):
+    """vLLM follows the LoRA policy after every update, either as merged weights W + s * B A
+    (a full weight load per sync) or as the adapter alone (a LoRARequest per sync, base weights
+    never sent): the rollout-vs-trainer log-prob gap stays at float32 noise (an engine left on
+    the base policy, or on a stale adapter, would not)."""
     from mindrl.trainer.rl import RLTrainer
 
-    cfg = cfg_for(tmp_path, "rollout.engine=vllm", "train.steps=3", *LORA)
+    cfg = cfg_for(tmp_path, f"backend={backend}", "rollout.engine=vllm", "train.steps=3",
+                  f"rollout.vllm_lora={mode}", *LORA)
     tr = RLTrainer(cfg)
     tr.fit()
+    sent = dict(tr.engine.sent)
+    held = sorted(tr.engine.llm.llm_engine.list_loras()) if mode == "adapter" else []
+    left = sorted(p.name for p in (tmp_path / "rollout_adapter").glob("*"))
     tr.close()
     m = rows(tmp_path)
     assert len(m) == 3
     for r in m:
         assert r["rollout/logprob_gap_mean"] < 2e-4, r["rollout/logprob_gap_mean"]
         assert r["grad_norm"] > 0
+    if mode == "merged":
+        assert sent == {"weight_loads": 3, "weight_tensors": sent["weight_tensors"],
+                        "adapter_loads": 0} and sent["weight_tensors"] > 0
+        assert left == []
+    else:                             # one adapter per sync, no base weights, one adapter held
+        assert sent == {"weight_loads": 0, "weight_tensors": 0, "adapter_loads": 3}
+        assert held == [3] and left == ["r0_000003"]

@@ -31,6 +31,13 @@ class CheckpointIOMixin:
             if name == "model.embed_tokens.weight" and self.spec.tie_word_embeddings:
                 yield "lm_head.weight", arr
 
+    def save_adapter(self, directory: str) -> None:
+        """LoRA: the adapter alone (peft format, float32), by the calling rank: what a rollout
+        engine that runs LoRA itself (vLLM, ``rollout.vllm_lora``) loads each sync."""
+        from mindrl.backends.mindspore.lora import save_adapter
+
+        save_adapter(self.model, str(directory), self.model_path, self.lora, "float32")
+
     def save_pretrained(self, directory: str) -> None:
         """HF weights (``model.dtype``), config.json, generation config and tokenizer; rank 0."""
         if self.rank != 0:

@@ -442,6 +442,13 @@ class TorchBackend:
                 t = t.float()
             yield name, t.cpu().numpy()
 
+    def save_adapter(self, directory: str) -> None:
+        """LoRA: the adapter alone (peft format), by the calling rank: what a rollout engine
+        that runs LoRA itself (vLLM, ``rollout.vllm_lora``) loads each sync."""
+        from mindrl.backends.torch.lora import save_adapter
+
+        save_adapter(self.model, directory, self.model_path, self.lora)
+
     def stage_checkpoint(self) -> None:
         """FSDP: gather the full model and optimizer state to rank 0's CPU (collective; the
         trainer calls it on every rank before rank 0 writes the checkpoint)."""
