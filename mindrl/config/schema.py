@@ -138,9 +138,10 @@ class RolloutConfig:
                          "policy. 'adapter': vLLM runs the base model with LoRA on and gets "
                          "only the adapter each sync (a LoRARequest, written to "
                          "<run>/rollout_adapter/); 'merged': it gets the full merged weights "
-                         "W + s*B*A each sync; 'auto': adapter when this vLLM supports LoRA "
-                         "(and rank <= 512), else merged. On CPU, vLLM's LoRA kernels slow the rollout more "
-                         "than the smaller sync saves (README, LoRA).",
+                         "W + s*B*A each sync; 'auto': merged on device=cpu (vLLM's CPU LoRA "
+                         "kernels slow the rollout more than the smaller sync saves: README, "
+                         "LoRA), elsewhere adapter when this vLLM supports LoRA and rank <= 512, "
+                         "else merged.",
                          ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "

