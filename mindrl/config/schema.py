@@ -223,7 +223,7 @@ class DistillConfig:
                          "(the exact KL over the whole vocabulary at every response position, "
                          "from both models' logits in the training micro-batch, gradient "
                          "through the student's distribution: no sampling variance; needs "
-                         "mode=loss and backend=torch).", ["sampled", "full"])
+                         "mode=loss; backend torch or mindspore).", ["sampled", "full"])
 
 
 @dataclass(frozen=True)
@@ -598,7 +598,7 @@ def _check_distill(d: DistillConfig, backend: str) -> List[str]:
     if d.teacher and d.estimator == "full" and d.mode != "loss":
         errors.append(f"algorithm.distill.estimator=full is a loss term: it needs "
                       f"algorithm.distill.mode=loss (got {d.mode})")
-    if d.teacher and d.estimator == "full" and backend != "torch":
+    if d.teacher and d.estimator == "full" and backend not in ("torch", "mindspore"):
         errors.append(f"algorithm.distill.estimator=full: backend={backend} computes only the "
                       f"sampled estimator; use backend=torch or estimator=sampled")
     if d.teacher and backend == "mindformers":
