@@ -273,7 +273,8 @@ class RLTrainer(Trainer):
     def teacher_logprobs(self, tokens, old_logp, rollout_logp, metrics):
         """(B, T) the teacher's log-probs of the sampled tokens (``algorithm.distill``; None when
         off, or with ``estimator=full``: then the backend computes the exact KL from the
-        teacher's logits in its training micro-batches), in the reference model's micro-batches; adds ``distill/reverse_kl``, the token mean
+        teacher's logits in its training micro-batches), in the reference model's
+        micro-batches; adds ``distill/reverse_kl``, the token mean
         (all ranks) of log pi_student - log pi_teacher on the sampled tokens (k1)."""
         d = self.cfg.algorithm.distill
         if not d.teacher or d.estimator == "full":  # full: the backend's micro-batches
