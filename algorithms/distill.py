@@ -30,6 +30,18 @@ Two ways to train on it (``algorithm.distill.mode``):
   plain k1 would have no useful gradient of its own). The task advantage (times task_weight)
   still drives the policy loss.
 
+The estimator (``algorithm.distill.estimator``): ``sampled`` is the k1 above, one sample per
+position; ``full`` replaces it by the exact reverse KL over the whole vocabulary at every
+response position of the student's rollout,
+
+    KL_t = sum_v p_s(v | x, a_<t) (log p_s(v | x, a_<t) - log p_t(v | x, a_<t))
+
+(:func:`full_reverse_kl`, from both models' logits in the same micro-batch, the teacher's
+without gradient), added to the loss as ``coef * agg(KL_t)`` with gradient through p_s: no
+sampling variance (GKD's token-level divergence with lambda = 1 and the reverse KL). It is a
+loss term only (mode ``loss``). The positions are those of the rollout (the old policy's when
+the trainer takes several updates per batch), without an importance weight.
+
 Departures: the k1 of a token does not flow to earlier tokens (no return over the sequence),
 as in the blog (discount 0); the log ratio in r_t is clamped to +-``log_ratio_clamp`` like the
 policy losses'.
@@ -42,6 +54,7 @@ from typing import Optional
 import numpy as np
 
 DISTILL_MODES = ("advantage", "loss")
+DISTILL_ESTIMATORS = ("sampled", "full")
 
 
 def reverse_kl_k1(student_logp, teacher_logp, mask) -> np.ndarray:
@@ -56,6 +69,14 @@ def mean_reverse_kl(student_logp, teacher_logp, mask) -> float:
     """Token mean of :func:`reverse_kl_k1` over the valid tokens (0 when there are none)."""
     m = np.asarray(mask, np.float64)
     return float(reverse_kl_k1(student_logp, teacher_logp, m).sum() / max(m.sum(), 1.0))
+
+
+def full_reverse_kl(ops, student_logits, teacher_logits):
+    """(..., V) logits of the student (differentiable) and of the teacher (a constant; it is
+    stopped here too) -> (...) exact KL(p_s || p_t) = sum_v p_s (log p_s - log p_t) in nats."""
+    log_s = ops.log_softmax(student_logits)
+    log_t = ops.stop_gradient(ops.log_softmax(teacher_logits))
+    return ops.sum(ops.exp(log_s) * (log_s - log_t), axis=-1)
 
 
 def distill_advantages(task_advantages, mask, *, task_weight: float, coef: float = 0.0,

@@ -3,6 +3,7 @@
     L = agg(l^pg) + [kl.coef * agg(KL_est(logp, ref_logp))  if kl.coef > 0 and not kl.in_reward]
                   - entropy_coef * agg(H)
                   [+ distill.coef * agg(r * sg(logp - teacher_logp))  with teacher_logp given]
+                  [+ distill.coef * agg(KL_full)  with teacher_kl given (estimator full)]
 
 with one aggregation mode (``algorithm.loss_agg_mode``) and the same explicit normalisers for
 every term, so micro-batch and rank partials sum to the full-batch loss. The per-token
@@ -35,7 +36,7 @@ def loss_hyper(cfg) -> dict:
 
 def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
             rollout_logp=None, entropy=None, cfg, global_tokens=None, global_seqs=None,
-            max_len=None, teacher_logp=None, entropy_coef=None):
+            max_len=None, teacher_logp=None, entropy_coef=None, teacher_kl=None):
     """Scalar loss and metrics for one micro-batch.
 
     logp (B, T) differentiable, float32 or wider (compute it in fp32 from bf16 logits);
@@ -46,7 +47,10 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     kl.{coef, estimator, in_reward, log_ratio_clip, value_clip}, entropy_coef,
     loss_agg_mode, distill.coef). Metrics are scalar tensors without gradient: the policy loss's
     own plus pg_loss, kl (when a reference is given), entropy (when given), distill_kl (the
-    current k1 to the teacher, when ``teacher_logp`` (B, T) is given: the distillation loss term).
+    current k1 to the teacher, when ``teacher_logp`` (B, T) is given: the distillation loss term;
+    with ``teacher_kl`` (B, T), the differentiable exact per-position reverse KL of
+    :func:`algorithms.distill.full_reverse_kl`, the term is ``coef * agg(teacher_kl)`` and
+    distill_kl its token mean).
     ``entropy_coef`` (a number or a scalar tensor) replaces ``cfg.entropy_coef`` for this step
     (adaptive entropy control, :mod:`algorithms.entropy_control`): the bonus term is then in
     the graph even while the coefficient is 0, so a compiled step need not be rebuilt.
@@ -85,6 +89,10 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
         per_tok = distill_loss(ops, logp, old_logp, teacher_logp, cfg.log_ratio_clamp)
         metrics["distill_kl"] = ops.masked_mean(ops.stop_gradient(logp - teacher_logp), mask)
         loss = loss + cfg.distill.coef * aggregate(ops, per_tok, mask, cfg.loss_agg_mode, **norms)
+    if teacher_kl is not None:
+        metrics["distill_kl"] = ops.masked_mean(ops.stop_gradient(teacher_kl), mask)
+        loss = loss + cfg.distill.coef * aggregate(ops, teacher_kl, mask, cfg.loss_agg_mode,
+                                                   **norms)
     if entropy is not None:
         metrics["entropy"] = ops.masked_mean(ops.stop_gradient(entropy), mask)
         if entropy_coef is not None or cfg.entropy_coef:

@@ -227,6 +227,12 @@ class DistillConfig:
     task_weight: float = opt(1.0, "Weight of the task-reward advantage beside the distillation "
                              "signal (0 = pure distillation).")
     teacher_temperature: float = opt(1.0, "The teacher's log-probs are of logits / this (> 0).")
+    estimator: str = opt("sampled", "The reverse KL to the teacher: sampled (k1 = log pi_student "
+                         "- log pi_teacher of the sampled token, one sample per position); full "
+                         "(the exact KL over the whole vocabulary at every response position, "
+                         "from both models' logits in the training micro-batch, gradient "
+                         "through the student's distribution: no sampling variance; needs "
+                         "mode=loss; backend torch or mindspore).", ["sampled", "full"])
 
 
 @dataclass(frozen=True)
@@ -598,6 +604,12 @@ def _check_distill(d: DistillConfig, backend: str) -> List[str]:
         errors.append(f"algorithm.distill.coef={d.coef} must be >= 0")
     if d.teacher_temperature <= 0:
         errors.append(f"algorithm.distill.teacher_temperature={d.teacher_temperature} must be > 0")
+    if d.teacher and d.estimator == "full" and d.mode != "loss":
+        errors.append(f"algorithm.distill.estimator=full is a loss term: it needs "
+                      f"algorithm.distill.mode=loss (got {d.mode})")
+    if d.teacher and d.estimator == "full" and backend not in ("torch", "mindspore"):
+        errors.append(f"algorithm.distill.estimator=full: backend={backend} computes only the "
+                      f"sampled estimator; use backend=torch or estimator=sampled")
     if d.teacher and backend == "mindformers":
         errors.append("algorithm.distill.teacher: backend=mindformers has no teacher model; use "
                       "backend=mindspore or torch")

@@ -221,7 +221,7 @@ class RLTrainer(Trainer):
                                      whiten_advantages=a.whiten_advantages)
         B = len(ro)
         adv = adv[self.rank * B:(self.rank + 1) * B, :T]
-        if teacher_logp is not None:        # distillation: task_weight x A - coef x k1
+        if a.distill.teacher:               # distillation: task_weight x A [- coef x k1]
             from algorithms.distill import distill_advantages
 
             d = a.distill
@@ -272,10 +272,12 @@ class RLTrainer(Trainer):
 
     def teacher_logprobs(self, tokens, old_logp, rollout_logp, metrics):
         """(B, T) the teacher's log-probs of the sampled tokens (``algorithm.distill``; None when
-        off), in the reference model's micro-batches; adds ``distill/reverse_kl``, the token mean
+        off, or with ``estimator=full``: then the backend computes the exact KL from the
+        teacher's logits in its training micro-batches), in the reference model's
+        micro-batches; adds ``distill/reverse_kl``, the token mean
         (all ranks) of log pi_student - log pi_teacher on the sampled tokens (k1)."""
         d = self.cfg.algorithm.distill
-        if not d.teacher:
+        if not d.teacher or d.estimator == "full":  # full: the backend's micro-batches
             return None
         t0 = time.perf_counter()
         teacher_logp = self.backend.logprobs(tokens, temperature=d.teacher_temperature,

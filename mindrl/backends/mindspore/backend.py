@@ -150,6 +150,7 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             W.load_into(self.teacher, W.iter_checkpoint(tdir))
             for p in self.teacher.get_parameters():
                 p.requires_grad = False
+                p.name = "teacher." + p.name   # unique beside the student's in one graph
         self.tokenizer = self._load_tokenizer(self.model_path)
         self.pad_id = 0
         if self.tokenizer is not None:

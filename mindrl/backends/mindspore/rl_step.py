@@ -34,8 +34,14 @@ class RLStepMixin:
                              ref_logp=z if has_ref else None,
                              rollout_logp=z if has_roll else None, entropy=z,
                              cfg=self.cfg.algorithm, global_tokens=1.0, global_seqs=1.0,
-                             max_len=1.0, teacher_logp=z if has_teach else None)
+                             max_len=1.0, teacher_logp=z if has_teach else None,
+                             teacher_kl=z if self._full_kl() else None)
         return sorted(metrics)
+
+    def _full_kl(self) -> bool:
+        """``algorithm.distill.estimator=full`` with a teacher: the exact reverse KL from both
+        models' logits inside the step (a constant of the run, so no key of its own)."""
+        return self.teacher is not None and self.cfg.algorithm.distill.estimator == "full"
 
     def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, has_teach: bool = False,
                   update: bool = False):
@@ -44,6 +50,7 @@ class RLStepMixin:
         [, hyper]) -> vector``
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
         see :meth:`_fused_step`). Returns (fn, keys)."""
+        from algorithms.distill import full_reverse_kl
         from algorithms.entropy import entropy_from_logits
         from algorithms.rl_loss import rl_loss
 
@@ -54,27 +61,51 @@ class RLStepMixin:
         model = self.model
         temp = self.cfg.rollout.temperature
         inv_temp = 1.0 / (temp if temp > 0 else 1.0)   # the rollout's temperature, a constant
+        full, teacher = self._full_kl(), self.teacher
+        inv_t_temp = 1.0 / acfg.distill.teacher_temperature
 
-        def token_logp_entropy(ids, pos, att, targets):
+        def scored(ids, pos, att, targets):
             logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
             logp = token_logp(logits, targets)                                # (B, T)
             entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
+            return logits, logp, entropy
+
+        def token_logp_entropy(ids, pos, att, targets):
+            _, logp, entropy = scored(ids, pos, att, targets)
             return logp, entropy
 
-        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm, ent_coef):
+        def token_logp_entropy_kl(ids, pos, att, targets):
+            """``full``: also the exact reverse KL to the teacher (B, T), differentiable
+            through the student (the teacher's logits from the same inputs, no gradient)."""
+            logits, logp, entropy = scored(ids, pos, att, targets)
+            t_logits = ops.stop_gradient(
+                teacher.response_logits(ids, pos, att, targets.shape[1]) * inv_t_temp)
+            return logp, entropy, full_reverse_kl(o, logits, t_logits)
+
+        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm, ent_coef,
+                      kl=None):
             loss, metrics = rl_loss(
                 o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
                 advantages=adv, response_mask=mask, ref_logp=ref if has_ref else None,
                 rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
                 global_tokens=1.0, global_seqs=1.0, max_len=1.0,
                 teacher_logp=teach if has_teach else None,
-                entropy_coef=ent_coef if adaptive else None)
+                entropy_coef=ent_coef if adaptive else None, teacher_kl=kl)
             out = ()
             for k in keys:
                 v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
                 out = out + (ops.stop_gradient(v),)
             return loss * inv_norm, out
 
+        if self.train_mode == "fused" and full:
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
+                        ent_coef):
+                logp, entropy, kl = token_logp_entropy_kl(ids, pos, att, targets)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
+                                 ent_coef, kl)
+
+            key = ("rl", has_old, has_ref, has_roll, has_teach, update)
+            return self._fused_step(key, loss_fn, update), keys
         if self.train_mode == "fused":
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
                         ent_coef):
@@ -90,15 +121,21 @@ class RLStepMixin:
             return self._train_fns[key], keys
         # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
         # compiled backward of the surrogate sum(logp * dL/dlogp + entropy * dL/dH).
+        # With ``full`` the exact KL is a third output of the forward, with its own cotangent.
         accumulate = self.optimizer.accumulate_in_graph
-        forward = ms.jit(token_logp_entropy)
-        loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
+        forward = ms.jit(token_logp_entropy_kl if full else token_logp_entropy)
+        loss_grad = ms.value_and_grad(loss_from, (0, 1, 10) if full else (0, 1), None,
+                                      has_aux=True)
 
         def surrogate(ids, pos, att, targets, g_logp, g_ent):
             logp, entropy = token_logp_entropy(ids, pos, att, targets)
             return (logp * g_logp).sum() + (entropy * g_ent).sum()
 
-        sur_grad = ms.grad(surrogate, None, self.params)
+        def surrogate_kl(ids, pos, att, targets, g_logp, g_ent, g_kl):
+            logp, entropy, kl = token_logp_entropy_kl(ids, pos, att, targets)
+            return (logp * g_logp).sum() + (entropy * g_ent).sum() + (kl * g_kl).sum()
+
+        sur_grad = ms.grad(surrogate_kl if full else surrogate, None, self.params)
 
         @ms.jit
         def backward(ids, pos, att, targets, g_logp, g_ent):
@@ -106,11 +143,17 @@ class RLStepMixin:
             accumulate(grads)
             return g_logp.sum()
 
+        @ms.jit
+        def backward_kl(ids, pos, att, targets, g_logp, g_ent, g_kl):
+            grads = sur_grad(ids, pos, att, targets, g_logp, g_ent, g_kl)
+            accumulate(grads)
+            return g_logp.sum()
+
         def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef):
-            logp, entropy = forward(ids, pos, att, targets)
-            (loss, aux), (g_logp, g_ent) = loss_grad(logp, entropy, mask, adv, old, ref, roll,
-                                                    teach, inv_norm, ent_coef)
-            backward(ids, pos, att, targets, g_logp, g_ent)
+            outs = forward(ids, pos, att, targets)
+            (loss, aux), cot = loss_grad(*outs[:2], mask, adv, old, ref, roll, teach, inv_norm,
+                                         ent_coef, *outs[2:])
+            (backward_kl if full else backward)(ids, pos, att, targets, *cot)
             return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
 
         self._train_fns[key] = step

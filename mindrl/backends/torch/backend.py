@@ -243,9 +243,14 @@ class TorchBackend:
         mb = packing.trim_train(mb)         # columns that are padding in every row go
         # (B, T) log-probs; the entropy is a metric only (no graph) unless it is in the loss
         # (a fixed coefficient, or adaptive entropy control: norm.entropy_coef)
-        logp, entropy = packing.score(self, self.model, mb.tokens, self.cfg.rollout.temperature,
-                                      "grad" if acfg.entropy_coef or norm.entropy_coef is not None
-                                      else "no_grad")
+        ent_mode = "grad" if acfg.entropy_coef or norm.entropy_coef is not None else "no_grad"
+        teacher_kl = None                   # distill.estimator=full: exact KL to the teacher
+        if self.teacher is not None and acfg.distill.estimator == "full":
+            logp, entropy, teacher_kl = packing.score_full_kl(
+                self, mb.tokens, self.cfg.rollout.temperature, ent_mode)
+        else:
+            logp, entropy = packing.score(self, self.model, mb.tokens,
+                                          self.cfg.rollout.temperature, ent_mode)
         mask = self._const(mb.tokens.response_mask)
         rollout_logp = self._const(mb.rollout_logp)
         # old_logp None = strictly on-policy: the ratio is 1 in value, exp(logp - sg(logp))
@@ -256,7 +261,7 @@ class TorchBackend:
             rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
             cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len,
             teacher_logp=self._const(getattr(mb, "teacher_logp", None)),
-            entropy_coef=norm.entropy_coef)
+            entropy_coef=norm.entropy_coef, teacher_kl=teacher_kl)
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask

@@ -162,3 +162,41 @@ def score(backend, model, batch: TokenBatch, temperature: float,
         with torch.no_grad():
             ent = entropy_from_logits(backend.ops, logits.detach())
     return logp, ent
+
+
+def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optional[str]
+                  ) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor]:
+    """:func:`score` of the policy plus the exact per-position reverse KL to the distillation
+    teacher (``algorithm.distill.estimator=full``): (B, t) log-probs, [entropies] and
+    KL(pi_s || pi_t) (differentiable through the student; 0 at padding), the teacher's logits
+    (/ ``teacher_temperature``, no gradient) from the same inputs, packed or padded as the
+    policy's."""
+    from algorithms.distill import full_reverse_kl
+    from algorithms.entropy import entropy_from_logits
+
+    ops, t_temp = backend.ops, backend.cfg.algorithm.distill.teacher_temperature
+    if backend.cfg.train.padding_free:
+        packed = pack(batch, backend.device)
+        if packed.keep.numel() == 0:
+            zero = torch.zeros(packed.shape, device=backend.device)
+            return zero, (zero if entropy else None), zero
+        logits = packed_logits(backend.model, packed, temperature)
+        with torch.no_grad():
+            t_logits = packed_logits(backend.teacher, packed, t_temp)
+        logp = unpack(packed_token_logp(logits, packed), packed)
+        kl = unpack(full_reverse_kl(ops, logits, t_logits), packed)
+        to_rows = lambda x: unpack(x, packed)  # noqa: E731
+    else:
+        logits = backend._response_logits(backend.model, batch, temperature)
+        with torch.no_grad():
+            t_logits = backend._response_logits(backend.teacher, batch, t_temp)
+        logp = backend._token_logp(logits, batch)
+        kl = full_reverse_kl(ops, logits, t_logits)
+        to_rows = lambda x: x  # noqa: E731
+    ent = None
+    if entropy == "grad":
+        ent = to_rows(entropy_from_logits(ops, logits))
+    elif entropy == "no_grad":
+        with torch.no_grad():
+            ent = to_rows(entropy_from_logits(ops, logits.detach()))
+    return logp, ent, kl
