@@ -164,8 +164,8 @@ def describe(isolation: str, drop_uid: Optional[bool] = None) -> str:
 
 def _prefixes(python: str) -> List[str]:
     """``sys.base_prefix`` and ``sys.prefix`` of the interpreter ``python``."""
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
-        return [sys.base_prefix, sys.prefix]
+    if os.path.abspath(python) == os.path.abspath(sys.executable):   # not realpath: venvs
+        return [sys.base_prefix, sys.prefix]                         # share one binary
     try:
         out = subprocess.run([python, "-I", "-c", "import sys; print(sys.base_prefix); "
                               "print(sys.prefix)"], capture_output=True, text=True, timeout=30)
@@ -182,6 +182,17 @@ def _world_traversable(path: str) -> bool:
             return False
         p = os.path.dirname(p)
     return True
+
+
+def _closed_ancestor(path: str) -> Optional[str]:
+    """The topmost directory above ``path`` that other users cannot pass through (no o+x),
+    or None."""
+    closed, p = None, os.path.dirname(path)
+    while p and p != "/":
+        if not os.stat(p).st_mode & 0o001:
+            closed = p
+        p = os.path.dirname(p)
+    return closed
 
 
 def default_hidden(extra: Sequence[str] = ()) -> List[str]:
@@ -211,6 +222,15 @@ class Sandbox:
         # without mounts, the uid drop needs an interpreter the unprivileged uid can reach
         self.drop_uid = os.geteuid() == 0 and (self.isolation != "none" or all(
             _world_traversable(p) for p in self.expose + [os.path.realpath(self.python)]))
+        if self.drop_uid and self.isolation != "none":
+            # an installation under a directory closed to other users (a venv in a mode-700
+            # checkout, e.g. one made by mktemp -d): hide that directory like the home and
+            # re-expose the installation alone, so the unprivileged uid can import its packages
+            for e in self.expose:
+                closed = _closed_ancestor(e)
+                if closed and not any(closed == h or closed.startswith(h.rstrip("/") + "/")
+                                      for h in self.hide + list(SCRATCH)):
+                    self.hide.append(closed)
         if os.geteuid() == 0 and not self.drop_uid:
             # root without a pid namespace could signal or overwrite anything on the machine
             raise ConfigError(

@@ -423,3 +423,33 @@ print('found', found)
 """
     r = contained.run(code)
     assert r.verdict == "ok" and r.stdout == "found []\n"
+
+
+def test_an_interpreter_in_a_closed_directory_imports_its_packages(isolation, tmp_path):
+    # a venv inside a mode-700 directory (a checkout made with mktemp -d, as CI may do): the
+    # unprivileged sandbox uid still imports the venv's packages, and the rest of that
+    # directory stays out of reach
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:          # no uid drop: the closed directory is ours anyway
+        return
+    closed = Path(tempfile.mkdtemp(prefix=".closed-", dir=REPO))   # not scratch (/tmp, /var/tmp)
+    try:
+        assert closed.stat().st_mode & 0o777 == 0o700
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(closed / "venv")],
+                       check=True, timeout=120)
+        site = subprocess.run([str(closed / "venv" / "bin" / "python"), "-c",
+                               "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        Path(site, "probe_mod.py").write_text("X = 41 + 1\n")
+        (closed / "secret.txt").write_text("gold answers\n")
+        sb = Sandbox(LIMITS, isolation=isolation, python=str(closed / "venv" / "bin" / "python"))
+        r = sb.run("import probe_mod\nprint(probe_mod.X)\n")
+        assert (r.verdict, r.stdout) == ("ok", "42\n"), r.stderr
+        r = sb.run(f"print(open({str(closed / 'secret.txt')!r}).read())\n")
+        assert r.verdict == "error" and "gold" not in r.stdout
+    finally:
+        import shutil
+
+        shutil.rmtree(closed, ignore_errors=True)
