@@ -220,8 +220,11 @@ class Sandbox:
         self.expose = sorted({os.path.realpath(p) for p in
                               _prefixes(self.python) + [os.path.dirname(self.python)]})
         # without mounts, the uid drop needs an interpreter the unprivileged uid can reach
+        # (the runner is read by this uid before the drop)
         self.drop_uid = os.geteuid() == 0 and (self.isolation != "none" or all(
             _world_traversable(p) for p in self.expose + [os.path.realpath(self.python)]))
+        if self.isolation != "none":   # and the runner's folder: bwrap starts it after the mounts
+            self.expose = sorted(set(self.expose) | {os.path.realpath(os.path.dirname(RUNNER))})
         if self.drop_uid and self.isolation != "none":
             # an installation under a directory closed to other users (a venv in a mode-700
             # checkout, e.g. one made by mktemp -d): hide that directory like the home and
