@@ -19,7 +19,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from mindrl.types import LossNormalizers, TokenBatch, ValueBatch
+from mindrl.types import TokenBatch, ValueBatch
 
 
 def critic_of(trainer):
@@ -47,26 +47,12 @@ def returns_for(trainer, g_rewards, g_values, g_mask, g_kl) -> np.ndarray:
 def critic_update(trainer, batch: ValueBatch) -> Dict[str, float]:
     """Train the critic on this rank's rows with the policy's epoch / mini / micro layout
     (its own shuffle); metrics prefixed ``critic/``."""
-    cfg = trainer.cfg
     critic = critic_of(trainer)
-    B = len(batch)
-    mini = (cfg.train.mini_batch_size // trainer.world) if cfg.train.mini_batch_size else B
-    mb = max(1, min(cfg.train.micro_batch_size, mini))
-    rng = np.random.default_rng(cfg.train.seed * 7919 + trainer.step + 104_729)
     acc: Dict[str, List[float]] = {}
-    for epoch in range(cfg.train.ppo_epochs):
-        order = rng.permutation(B) if (mini < B or epoch > 0) else np.arange(B)
-        for start in range(0, B, mini):
-            rows = order[start:start + mini]
-            part = batch.rows(rows)
-            norm = LossNormalizers(
-                global_tokens=float(trainer.allsum(part.tokens.response_mask.sum())),
-                global_seqs=float(trainer.allsum(len(rows))),
-                max_len=float(cfg.rollout.max_new_tokens))
-            micro = [part.rows(np.arange(s, min(s + mb, len(rows))))
-                     for s in range(0, len(rows), mb)]
-            for k, v in critic.step(micro, norm).items():
-                acc.setdefault(k, []).append(float(v))
+    for micro, norm in trainer.mini_batches(batch, trainer.cfg.train.seed * 7919 + trainer.step
+                                            + 104_729):
+        for k, v in critic.step(micro, norm).items():
+            acc.setdefault(k, []).append(float(v))
     return {f"critic/{k}": float(np.mean(v)) for k, v in acc.items()}
 
 

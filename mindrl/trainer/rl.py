@@ -293,15 +293,15 @@ class RLTrainer(Trainer):
                                               max(self.allsum(mask.sum()), 1))
         return teacher_logp
 
-    def update(self, batch: TrainBatch) -> Dict[str, float]:
+    def mini_batches(self, batch, seed: int, entropy_coef=None):
+        """(micro-batches, global loss normalisers) of each mini-batch of each epoch: this
+        rank's rows shuffled per epoch (``seed``), cut into micro-batches by count or by token
+        budget. The policy and the PPO critic (trainer/ppo.py) step through the same layout."""
         cfg = self.cfg
         B = len(batch)
         mini = (cfg.train.mini_batch_size // self.world) if cfg.train.mini_batch_size else B
         mb = max(1, min(cfg.train.micro_batch_size, mini))
-        rng = np.random.default_rng(cfg.train.seed * 7919 + self.step)
-        ctrl = self.entropy_control
-        ent_coef = None if ctrl is None else ctrl.coefficient
-        acc: Dict[str, List[float]] = {}
+        rng = np.random.default_rng(seed)
         for epoch in range(cfg.train.ppo_epochs):
             order = rng.permutation(B) if (mini < B or epoch > 0) else np.arange(B)
             for start in range(0, B, mini):
@@ -310,14 +310,21 @@ class RLTrainer(Trainer):
                 norm = LossNormalizers(
                     global_tokens=float(self.allsum(part.tokens.response_mask.sum())),
                     global_seqs=float(self.allsum(len(rows))),
-                    max_len=float(cfg.rollout.max_new_tokens), entropy_coef=ent_coef)
+                    max_len=float(cfg.rollout.max_new_tokens), entropy_coef=entropy_coef)
                 micro = [part.rows(idx) for idx in micro_batch_rows(
                     part.tokens.attention_mask.sum(axis=1), count=mb,
                     max_tokens=cfg.train.max_tokens_per_micro_batch,
                     packed=cfg.train.padding_free)]
-                out = self.backend.train_step(micro, norm)
-                for k, v in out.items():
-                    acc.setdefault(k, []).append(float(v))
+                yield micro, norm
+
+    def update(self, batch: TrainBatch) -> Dict[str, float]:
+        ctrl = self.entropy_control
+        ent_coef = None if ctrl is None else ctrl.coefficient
+        acc: Dict[str, List[float]] = {}
+        for micro, norm in self.mini_batches(batch, self.cfg.train.seed * 7919 + self.step,
+                                             ent_coef):
+            for k, v in self.backend.train_step(micro, norm).items():
+                acc.setdefault(k, []).append(float(v))
         out = {k: float(np.mean(v)) for k, v in acc.items()}
         if ctrl is not None:            # this step's coefficient, then the next step's
             out["entropy_control/coef"] = ent_coef

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from mindrl.backends.base import BACKENDS
 from mindrl.backends.metrics import Clock, MetricMerger, finish
-from mindrl.backends.schedule import lr_factor, total_optimizer_steps
+from mindrl.backends.torch.optim import make_adamw
 from mindrl.models.tiny import check_model_dir, resolve_model_path
 from mindrl.torch_device import DTYPES, torch_device as _device  # noqa: F401  (DTYPES re-exported)
 from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
@@ -132,14 +132,8 @@ class TorchBackend:
 
         self.ops = get_ops("torch")
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        t = cfg.train
-        self.optimizer = torch.optim.AdamW(self.params, lr=t.lr, betas=tuple(t.betas),
-                                           eps=t.adam_eps, weight_decay=t.weight_decay)
-        total = total_optimizer_steps(cfg)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(s, warmup=t.warmup_steps, total=total,
-                                                schedule=t.lr_schedule,
-                                                min_ratio=t.min_lr_ratio))
+        self.optimizer, self.scheduler = make_adamw(self.params, cfg, cfg.train.lr,
+                                                    cfg.train.weight_decay)
         self.optimizer_steps = 0
         self.skipped_steps = 0
         from mindrl.backends.torch.critic import build_critic

@@ -19,7 +19,6 @@ import torch
 from mindrl.backends.critic_files import (CRITIC_DIR, CRITIC_WEIGHTS, HEAD_BIAS, HEAD_WEIGHT, critic_source,
                                           fresh_head, read_critic, write_critic)
 from mindrl.backends.metrics import MetricMerger, finish
-from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.types import LossNormalizers, TokenBatch, ValueBatch
 
 OPTIM_FILE = "critic_optim.pt"
@@ -57,15 +56,11 @@ class TorchCritic(torch.nn.Module):
 
             for p in self.parameters():
                 dist.broadcast(p.data, src=0)
-        c, t = cfg.critic, cfg.train
+        from mindrl.backends.torch.optim import make_adamw
+
         self.params = [p for p in self.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.params, lr=c.lr, betas=tuple(t.betas),
-                                           eps=t.adam_eps, weight_decay=c.weight_decay)
-        total = total_optimizer_steps(cfg)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(s, warmup=t.warmup_steps, total=total,
-                                                schedule=t.lr_schedule,
-                                                min_ratio=t.min_lr_ratio))
+        self.optimizer, self.scheduler = make_adamw(self.params, cfg, cfg.critic.lr,
+                                                    cfg.critic.weight_decay)
         self.optimizer_steps = 0
 
     # ------------------------------------------------------------------ weights
