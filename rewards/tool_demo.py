@@ -1,4 +1,5 @@
-"""Multiplication with a Python tool: the task of the tool-use CPU demo (``mindrl demo --task tool``).
+"""Multiplication with a Python tool: the task of the tool-use CPU demo
+(``mindrl demo --task tool``).
 
 A prompt is ``"123*456="``; the gold ``answer`` is the product, ``"56088"``. Three-digit
 products are beyond the 1.12M-parameter demo model's head, but a tool call is not: the model can

@@ -93,7 +93,8 @@ def test_generator_spec_and_its_errors():
 
 # ---------------------------------------------------------------- tool_call_format
 OK = "```python\nprint(2*3)\n```\n```output\n6\n```\n"
-SYNTAX = "```python\nprint(2*\n```\n```output\n  File \"<string>\", line 1\nSyntaxError: '(' was never closed\n```\n"
+SYNTAX = ("```python\nprint(2*\n```\n```output\n  File \"<string>\", line 1\nSyntaxError: '(' "
+          "was never closed\n```\n")
 RAISES = ("```python\nprint(1/0)\n```\n```output\nTraceback (most recent call last):\n  File "
           "\"<string>\", line 1, in <module>\nZeroDivisionError: division by zero\n```\n")
 TIMEOUT = "```python\nwhile True: pass\n```\n```output\nTimeoutError: 5 s\n```\n"
