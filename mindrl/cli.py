@@ -143,9 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     de = sub.add_parser("demo", help="the CPU demo: tiny model, SFT warm-up, GRPO, accuracy table")
     de.add_argument("--backend", default="torch", choices=["torch", "mindspore"])
     de.add_argument("--output-dir", default="runs/demo")
-    de.add_argument("--task", default="addition", choices=["addition", "kk", "countdown"],
-                    help="2-digit addition (default), compact Knights-and-Knaves (3-4 people) "
-                         "or compact Countdown (3-4 numbers)")
+    de.add_argument("--task", default="addition",
+                    choices=["addition", "kk", "countdown", "tool"],
+                    help="2-digit addition (default), compact Knights-and-Knaves (3-4 people), "
+                         "compact Countdown (3-4 numbers) or 3-digit multiplication with the "
+                         "Python tool")
     de.add_argument("overrides", nargs="*", help="dotted overrides for the GRPO stage")
     de.set_defaults(func=_demo)
 

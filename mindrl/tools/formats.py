@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from mindrl.tools.registry import ToolCall
 
@@ -67,3 +67,40 @@ def render_output(text: str, fmt: str, after_eos: bool = False) -> str:
     head = "" if after_eos else "<|im_end|>"
     return (f"{head}\n<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>\n"
             f"<|im_start|>assistant\n")
+
+
+_TIR_OUTPUT = re.compile(r"\n```output\n.*?\n```\n", re.DOTALL)
+_CHAT_OUTPUT = re.compile(r"(?:<\|im_end\|>)?\n<\|im_start\|>user\n<tool_response>\n.*?\n"
+                          r"</tool_response><\|im_end\|>\n<\|im_start\|>assistant\n", re.DOTALL)
+
+
+def split_trace(text: str, fmt: str) -> List[Tuple[str, bool]]:
+    """A written tool trace (an SFT demonstration) as ``(segment, trained)`` pieces, the way a
+    rollout builds it: the model's text up to the end of each call is trained; the output block
+    :func:`render_output` writes right after it is not (a segment the model never samples).
+    Text that holds no call is one trained segment. In the chat format, an ``<|im_end|>``
+    right after ``</tool_call>`` stays with the call, as the rollout loop keeps it.
+
+    >>> split_trace("```python\\nprint(2*3)\\n```\\n```output\\n6\\n```\\n6", "tir")
+    [('```python\\nprint(2*3)\\n```', True), ('\\n```output\\n6\\n```\\n', False), ('6', True)]
+    """
+    out_re = _TIR_OUTPUT if fmt == "tir" else _CHAT_OUTPUT
+    pieces: List[Tuple[str, bool]] = []
+    rest = text
+    while rest:
+        found = find_call(rest, fmt)
+        if found is None:
+            break
+        end = found[0]
+        if fmt == "chat" and rest.startswith("<|im_end|>", end):
+            end += len("<|im_end|>")
+        m = out_re.match(rest, end)
+        if m is None:                     # a call with no output after it: plain text
+            pieces.append((rest[:end], True))
+            rest = rest[end:]
+            continue
+        pieces += [(rest[:end], True), (rest[end:m.end()], False)]
+        rest = rest[m.end():]
+    if rest:
+        pieces.append((rest, True))
+    return pieces

@@ -89,6 +89,7 @@ class ToolRollout:
         eos = [eos] if eos is not None else []
         self.eos = set(int(e) for e in list(stop_token_ids) + eos)
         self.last_metrics: Dict[str, float] = {}
+        self.last_counts: Dict[str, float] = {}
 
     # ------------------------------------------------------------------ tool output ids
     def output_ids(self, out: ToolOutput, after_eos: bool, room: int) -> List[int]:
@@ -148,7 +149,8 @@ class ToolRollout:
             active = still
         for i in active:                  # ran out of turns right after a tool output
             rows[i].finish = rows[i].finish or "length"
-        self.last_metrics = self._metrics(rows)
+        self.last_counts = tool_counts(rows)
+        self.last_metrics = tool_metrics(self.last_counts)
         return Rollouts(
             prompt_ids=[r.prompt for r in rows], response_ids=[r.ids for r in rows],
             logprobs=[np.asarray(r.logp, np.float32) for r in rows],
@@ -159,16 +161,60 @@ class ToolRollout:
 
     @staticmethod
     def _metrics(rows: List[_Row]) -> Dict[str, float]:
-        calls = sum(r.calls for r in rows)
-        total = max(sum(len(r.ids) for r in rows), 1)
-        return {"tools/calls_per_sample": calls / max(len(rows), 1),
-                "tools/samples_with_calls": float(np.mean([r.calls > 0 for r in rows])),
-                "tools/errors": float(sum(r.errors for r in rows)),
-                "tools/error_fraction": sum(r.errors for r in rows) / max(calls, 1),
-                "tools/timeouts": float(sum(r.timeouts for r in rows)),
-                "tools/turns_mean": float(np.mean([r.turns for r in rows])),
-                "tools/turns_max": float(max(r.turns for r in rows)),
-                "tools/output_token_fraction": sum(r.tool_tokens for r in rows) / total}
+        return tool_metrics(tool_counts(rows))
+
+
+COUNT_KEYS = ("samples", "calls", "samples_with_calls", "errors", "timeouts", "turns",
+              "tool_tokens", "tokens")
+
+
+def tool_counts(rows: List[_Row]) -> Dict[str, float]:
+    """The additive counts behind the tool metrics (sums over rows; ``turns_max`` a max), so
+    that parts of a step and data-parallel ranks combine exactly (:func:`reduce_counts`)."""
+    out = {"samples": float(len(rows)), "calls": float(sum(r.calls for r in rows)),
+           "samples_with_calls": float(sum(r.calls > 0 for r in rows)),
+           "errors": float(sum(r.errors for r in rows)),
+           "timeouts": float(sum(r.timeouts for r in rows)),
+           "turns": float(sum(r.turns for r in rows)),
+           "tool_tokens": float(sum(r.tool_tokens for r in rows)),
+           "tokens": float(sum(len(r.ids) for r in rows))}
+    out["turns_max"] = float(max((r.turns for r in rows), default=0))
+    return out
+
+
+def tool_metrics(c: Dict[str, float]) -> Dict[str, float]:
+    """The logged ``tools/*`` metrics of (summed) counts: per-sample means, error fraction of
+    the calls, output tokens as a fraction of all response tokens; errors and timeouts as
+    counts."""
+    n = max(c["samples"], 1.0)
+    return {"tools/calls_per_sample": c["calls"] / n,
+            "tools/samples_with_calls": c["samples_with_calls"] / n,
+            "tools/errors": float(c["errors"]),
+            "tools/error_fraction": c["errors"] / max(c["calls"], 1.0),
+            "tools/timeouts": float(c["timeouts"]),
+            "tools/turns_mean": c["turns"] / n,
+            "tools/turns_max": float(c["turns_max"]),
+            "tools/output_token_fraction": c["tool_tokens"] / max(c["tokens"], 1.0)}
+
+
+def reduce_counts(parts: Sequence[Dict[str, float]], allsum=None, allmax=None
+                  ) -> Dict[str, float]:
+    """Sum of count dicts (``turns_max``: the max); ``allsum`` / ``allmax`` then combine the
+    result over data-parallel ranks (a trainer's :meth:`allsum` and an element-wise max)."""
+    vec = np.array([sum(p[k] for p in parts) for k in COUNT_KEYS], np.float64)
+    top = np.array([max((p["turns_max"] for p in parts), default=0.0)], np.float64)
+    if allsum is not None:
+        vec = np.asarray(allsum(vec), np.float64)
+    if allmax is not None:
+        top = np.asarray(allmax(top), np.float64)
+    out = dict(zip(COUNT_KEYS, vec.tolist()))
+    out["turns_max"] = float(np.max(top))
+    return out
+
+
+def _rank_reducers(trainer):
+    """(allsum, allmax) over the trainer's data-parallel ranks."""
+    return trainer.allsum, lambda x: np.max(trainer.gather(np.asarray(x, np.float64)))
 
 
 def apply_loss_masks(response_mask: np.ndarray, ro: Rollouts) -> np.ndarray:
@@ -230,32 +276,31 @@ def build_tool_rollout(cfg, tokenizer, stop_token_ids=()) -> ToolRollout:
 
 def trainer_sampler(trainer, record: bool = True):
     """``generate(prompt_ids, sampling)`` for the trainer: the loop is built once per run (its
-    sandbox pool lives as long as the trainer); ``record``: keep the metrics for the step
-    (validation does not)."""
+    sandbox pool lives as long as the trainer); ``record``: keep the counts for the step's
+    metrics (validation keeps its own, ``trainer._tool_val_parts``)."""
     loop = getattr(trainer, "_tool_rollout", None)
     if loop is None:
         loop = build_tool_rollout(trainer.cfg, trainer.tokenizer, trainer.stop_ids)
         trainer._tool_rollout = loop
         trainer._tool_metric_parts = []
+    if not record:
+        trainer._tool_val_parts = []
 
     def sample(prompt_ids, sampling):
         ro = loop.generate(trainer.engine, prompt_ids, sampling)
-        if record:
-            trainer._tool_metric_parts.append((len(ro), loop.last_metrics))
+        (trainer._tool_metric_parts if record else trainer._tool_val_parts).append(
+            dict(loop.last_counts))
         return ro
 
     return sample
 
 
-def pop_tool_metrics(trainer) -> Dict[str, float]:
-    """The step's tool metrics (row-weighted over the loop's calls), then forget them."""
-    parts = getattr(trainer, "_tool_metric_parts", [])
-    trainer._tool_metric_parts = []
+def pop_tool_metrics(trainer, validation: bool = False) -> Dict[str, float]:
+    """The step's tool metrics over all data-parallel ranks (every rank must call it: it
+    all-reduces), then forget them; ``validation``: those of the last validation pass."""
+    name = "_tool_val_parts" if validation else "_tool_metric_parts"
+    parts = getattr(trainer, name, [])
+    setattr(trainer, name, [])
     if not parts:
         return {}
-    total = sum(n for n, _ in parts)
-    out = {k: sum(n * m[k] for n, m in parts) / max(total, 1) for k in parts[0][1]}
-    for k in ("tools/errors", "tools/timeouts"):            # counts add up
-        out[k] = float(sum(m[k] for _, m in parts))
-    out["tools/turns_max"] = max(m["tools/turns_max"] for _, m in parts)
-    return out
+    return tool_metrics(reduce_counts(parts, *_rank_reducers(trainer)))

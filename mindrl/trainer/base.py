@@ -291,9 +291,15 @@ class Trainer:
         correct = self.allsum(np.sum(np.nan_to_num(comp, nan=-np.inf) >= v.correct_threshold))
         total = self.allsum(len(comp))
         length = self.allsum(ro.response_lengths.sum())
-        return {"val/accuracy": float(correct / max(total, 1)),
-                "val/response_length": float(length / max(total, 1)),
-                "val/samples": float(total)}
+        out = {"val/accuracy": float(correct / max(total, 1)),
+               "val/response_length": float(length / max(total, 1)),
+               "val/samples": float(total)}
+        if self.cfg.tools.enabled:           # calls, errors, turns of the validation pass
+            from mindrl.tools.multi_turn import pop_tool_metrics
+
+            out.update({"val/" + k: v for k, v in pop_tool_metrics(self, validation=True)
+                        .items()})
+        return out
 
     # ----------------------------------------------------------------- checkpoints
     def trainer_state(self) -> Dict:

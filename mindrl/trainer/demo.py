@@ -8,8 +8,10 @@ excluded from training), so the two numbers in the final table are directly comp
 ``overrides`` go to the GRPO stage; those of the keys in :data:`SHARED_KEYS` (the seed) go to
 both stages, so ``mindrl demo train.seed=1`` reruns the whole demo with another seed.
 
-``task`` picks the recipes (:data:`TASKS`): ``addition`` (the default), or the compact
-Knights-and-Knaves (``kk``) and Countdown (``countdown``) demos of :mod:`rewards.demo_tasks`.
+``task`` picks the recipes (:data:`TASKS`): ``addition`` (the default), the compact
+Knights-and-Knaves (``kk``) and Countdown (``countdown``) demos of :mod:`rewards.demo_tasks`, or
+``tool``: 3-digit multiplication with the Python tool (:mod:`rewards.tool_demo`), whose table
+adds the held-out tool calls per sample.
 """
 
 from __future__ import annotations
@@ -26,18 +28,19 @@ SHARED_KEYS = ("train.seed",)
 # task -> (SFT recipe, GRPO recipe)
 TASKS = {"addition": ("sft_tiny_demo", "grpo_tiny_demo"),
          "kk": ("sft_kk_demo", "grpo_kk_demo"),
-         "countdown": ("sft_countdown_demo", "grpo_countdown_demo")}
+         "countdown": ("sft_countdown_demo", "grpo_countdown_demo"),
+         "tool": ("sft_tool_demo", "grpo_tool_demo")}
 
 
-def _final_val(run_dir: Path, step: int = -1) -> float:
+def _final_val(run_dir: Path, step: int = -1, key: str = "val/accuracy") -> float:
     from mindrl.trainer.logger import read_metrics
 
-    rows = [r for r in read_metrics(run_dir) if r.get("val/accuracy") is not None]
+    rows = [r for r in read_metrics(run_dir) if r.get(key) is not None]
     if not rows:
-        raise RuntimeError(f"{run_dir}/metrics.jsonl has no validation rows")
+        raise RuntimeError(f"{run_dir}/metrics.jsonl has no validation rows with {key}")
     if step >= 0:
         rows = [r for r in rows if r["step"] == step]
-    return float(rows[-1]["val/accuracy"])
+    return float(rows[-1][key])
 
 
 def run_demo(backend: str = "torch", output_dir: str = "runs/demo",
@@ -73,13 +76,20 @@ def run_demo(backend: str = "torch", output_dir: str = "runs/demo",
     sft_acc = _final_val(out / "grpo", step=0)
     rl_acc = _final_val(out / "grpo")
     n_val = rl_cfg.data.max_val_samples
+    result = {"sft_accuracy": sft_acc, "rl_accuracy": rl_acc, "seconds": t_all,
+              "sft_seconds": t_sft}
+    if rl_cfg.tools.enabled:                  # held-out tool calls per sample, before / after
+        key = "val/tools/calls_per_sample"
+        result["sft_calls"] = _final_val(out / "grpo", step=0, key=key)
+        result["rl_calls"] = _final_val(out / "grpo", key=key)
     print()
     print(f"| model (seed {rl_cfg.train.seed}) | held-out accuracy ({n_val} problems, greedy) "
-          f"| wall time |")
-    print("|---|---|---|")
-    print(f"| SFT warm-up | {100 * sft_acc:.1f}% | {t_sft:.0f} s |")
-    print(f"| SFT + GRPO  | {100 * rl_acc:.1f}% | {t_all - t_sft:.0f} s |")
+          + ("| tool calls per sample " if rl_cfg.tools.enabled else "") + "| wall time |")
+    print("|---|---|" + ("---|" if rl_cfg.tools.enabled else "") + "---|")
+    for name, acc, key, secs in (("SFT warm-up", sft_acc, "sft_calls", t_sft),
+                                 ("SFT + GRPO ", rl_acc, "rl_calls", t_all - t_sft)):
+        calls = f" {result[key]:.2f} |" if key in result else ""
+        print(f"| {name} | {100 * acc:.1f}% |{calls} {secs:.0f} s |")
     print(f"\nGRPO gain: {100 * (rl_acc - sft_acc):+.1f} points; total {t_all:.0f} s; curves: "
           f"{out / 'grpo' / 'curves.png'}")
-    return {"sft_accuracy": sft_acc, "rl_accuracy": rl_acc, "seconds": t_all,
-            "sft_seconds": t_sft}
+    return result

@@ -17,6 +17,10 @@ Specs (``data.train_file`` / ``data.val_file``):
   says how they differ from the published tasks); ``people``/``numbers`` is a count or a range
   ``lo-hi``, ``slip`` as above (the teacher's slip is the task's own), ``offset`` as for
   arithmetic; Countdown also ``max_number`` (default 9) and ``max_target`` (default 99);
+- ``tool_mult:digits=3,call=0.3``: multiplication of two ``digits``-digit numbers (1-6,
+  default 3) whose ``teacher`` column calls the Python tool in a fraction ``call`` of the rows
+  and guesses otherwise (the tool-use CPU demo, :mod:`rewards.tool_demo`); ``offset`` as for
+  arithmetic;
 - a ``.jsonl``/``.ndjson``/``.parquet`` path: a :class:`FileStream`, which reads and maps rows
   when they are taken (memory: an index of 8 bytes a row, not the rows);
 - anything else goes to :func:`mindrl.data.load_prompts` (built-in names, generated sets, and
@@ -278,6 +282,35 @@ def countdown_options(opts: Dict[str, str]) -> Dict:
                          {"max_number": 9, "max_target": 99})
 
 
+def tool_mult_options(opts: Dict[str, str]) -> Dict:
+    """Typed options of the ``tool_mult`` generator (see the module docstring)."""
+    from mindrl.data.io import DataError  # noqa: PLC0415
+
+    valid = ("digits", "call", "offset")
+    unknown = sorted(set(opts) - set(valid))
+    if unknown:
+        raise DataError(f"tool_mult generator: unknown option(s) {', '.join(unknown)}; valid: "
+                        + ", ".join(valid))
+    out = {}
+    for key, cast, default, lo, hi in (("digits", int, 3, 1, 6), ("offset", int, 0, 0, None),
+                                       ("call", float, 0.3, 0.0, 1.0)):
+        try:
+            out[key] = cast(opts.get(key, default))
+        except ValueError:
+            raise DataError(f"tool_mult generator: {key}={opts[key]!r} is not "
+                            f"{'an integer' if cast is int else 'a number'}") from None
+        if out[key] < lo or (hi is not None and out[key] > hi):
+            raise DataError(f"tool_mult generator: {key}={opts[key]} must lie within "
+                            f"{lo}..{hi if hi is not None else 'any'}")
+    return out
+
+
+def _make_tool_mult(rng: random.Random, **options) -> Dict:
+    from rewards.tool_demo import make_tool_mult
+
+    return make_tool_mult(rng, **options)
+
+
 def _make_arithmetic(rng: random.Random, digits: int = 3, ops: str = "+", **options) -> Dict:
     from rewards.arithmetic import make_problem
 
@@ -299,7 +332,8 @@ def _make_countdown(rng: random.Random, **options) -> Dict:
 # generator name -> (typed options from a spec, row maker: (random.Random, **options) -> row)
 GENERATORS = {"arithmetic": (arithmetic_options, _make_arithmetic),
               "kk_compact": (kk_options, _make_kk),
-              "countdown_compact": (countdown_options, _make_countdown)}
+              "countdown_compact": (countdown_options, _make_countdown),
+              "tool_mult": (tool_mult_options, _make_tool_mult)}
 
 
 class GeneratorStream:

@@ -11,6 +11,11 @@ Two kinds of rows (see :mod:`mindrl.data.conversations` for the formats and thei
   user/system turns between them. The backends already train on ``response_mask`` only, so
   this is the whole change to the token batch.
 
+With ``tools.enabled``, a plain response that is a tool trace (calls followed by the output
+blocks the rollout loop appends, :func:`mindrl.tools.formats.split_trace`) is encoded piece by
+piece, as a rollout builds it (each piece's ids alone), and the output blocks get mask 0:
+tool output is left out of the SFT loss and its token count exactly as RL leaves it out.
+
 The loss is summed over trained tokens and divided by the trained-token count of the whole
 batch (``algorithms.sft_nll`` with token-mean aggregation), so micro-batching does not change
 it. Data errors (a misspelt ``data.response_field``, a malformed turn) are raised while the
@@ -131,9 +136,26 @@ class SFTTrainer(Trainer):
         return self.stop_ids[0] if self.end_of_turn is None else self.end_of_turn
 
     def response_ids(self, row: Dict) -> list:
+        return self.response_ids_and_mask(row)[0]
+
+    def response_ids_and_mask(self, row: Dict) -> Tuple[List[int], List[float]]:
+        """(ids, mask) of a plain row's response plus the end-of-turn token; with
+        ``tools.enabled``, tool output blocks are encoded alone and masked (0)."""
         field = "response" if "response" in row else (self.cfg.data.response_field or "answer")
-        ids = self.tokenizer.encode(str(row[field]), add_special_tokens=False)
-        return ids + [self.eos_id]
+        text = str(row[field])
+        enc = lambda s: self.tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
+        if not self.cfg.tools.enabled:
+            ids = enc(text)
+            return ids + [self.eos_id], [1.0] * (len(ids) + 1)
+        from mindrl.tools.formats import split_trace
+
+        ids: List[int] = []
+        mask: List[float] = []
+        for piece, trained in split_trace(text, self.cfg.tools.format):
+            p = enc(piece)
+            ids += p
+            mask += [1.0 if trained else 0.0] * len(p)
+        return ids + [self.eos_id], mask + [1.0]
 
     def chat_ids(self, row: Dict) -> Tuple[List[int], List[int], List[float]]:
         """(prompt ids, response ids, response mask) of a conversation row."""
@@ -167,8 +189,8 @@ class SFTTrainer(Trainer):
             if "messages" in r:
                 p, resp, m = self.chat_ids(r)
             else:
-                p, resp = self.encode(r["problem"]), self.response_ids(r)
-                m = [1.0] * len(resp)
+                p = self.encode(r["problem"])
+                resp, m = self.response_ids_and_mask(r)
             self._truncated += len(resp) > T
             prompts.append(p)
             responses.append(resp[:T])
@@ -191,6 +213,10 @@ class SFTTrainer(Trainer):
         metrics["time/step"] = time.perf_counter() - t0
         metrics["tokens"] = float(norm.global_tokens)
         metrics["truncated"] = float(self.allsum(self._truncated))   # responses cut at T
+        if self.cfg.tools.enabled:         # tool output tokens left out of the loss
+            masked = float(self.allsum(tokens.attention_mask[:, tokens.prompt_len:].sum()
+                                       - tokens.response_mask.sum()))
+            metrics["tools/masked_output_tokens"] = masked
         return metrics
 
 

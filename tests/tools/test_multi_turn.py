@@ -227,16 +227,47 @@ def test_grpo_over_masked_multi_turn_trajectories_by_hand(tok, executor):
         assert float(loss) == pytest.approx(value, rel=1e-5), mode     # float32
 
 
-def test_trainer_metrics_are_row_weighted():
-    class T:
-        _tool_metric_parts = [
-            (2, {"tools/calls_per_sample": 1.0, "tools/errors": 1.0, "tools/timeouts": 0.0,
-                 "tools/turns_max": 2.0}),
-            (6, {"tools/calls_per_sample": 0.0, "tools/errors": 2.0, "tools/timeouts": 1.0,
-                 "tools/turns_max": 1.0})]
+def _counts(samples, calls, with_calls, errors, timeouts, turns, tool_tokens, tokens, tmax):
+    return dict(samples=samples, calls=calls, samples_with_calls=with_calls, errors=errors,
+                timeouts=timeouts, turns=turns, tool_tokens=tool_tokens, tokens=tokens,
+                turns_max=tmax)
+
+
+def test_trainer_metrics_pool_the_counts_of_a_steps_parts():
+    """Two generate calls of one step (dynamic sampling): 2 rows that each called once (one
+    error), then 6 rows without calls; the metrics are those of the 8 rows together."""
+    class T:            # one process: allsum / gather are the identity, as in Trainer
+        world = 1
+        allsum = staticmethod(lambda x: np.asarray(x, np.float64))
+        gather = staticmethod(lambda x: x)
+        _tool_metric_parts = [_counts(2, 2, 2, 1, 0, 4, 10, 30, 2),
+                              _counts(6, 0, 0, 0, 0, 6, 0, 18, 1)]
 
     t = T()
     m = pop_tool_metrics(t)
-    assert m == {"tools/calls_per_sample": 0.25, "tools/errors": 3.0, "tools/timeouts": 1.0,
-                 "tools/turns_max": 2.0}
+    assert m == {"tools/calls_per_sample": 0.25, "tools/samples_with_calls": 0.25,
+                 "tools/errors": 1.0, "tools/error_fraction": 0.5, "tools/timeouts": 0.0,
+                 "tools/turns_mean": 1.25, "tools/turns_max": 2.0,
+                 "tools/output_token_fraction": 10 / 48}
     assert pop_tool_metrics(t) == {}
+
+
+def test_tool_metrics_over_ranks_are_those_of_the_pooled_rows():
+    """Rank 0: 4 rows, 4 calls, no error; rank 1: 4 rows, 1 call that timed out. Reduced over
+    the two ranks (sum, max), the metrics are those of 8 rows with 5 calls (not rank 0's own,
+    and not the mean of the two ranks' fractions: error_fraction 1/5, not (0 + 1) / 2)."""
+    from mindrl.tools.multi_turn import reduce_counts, tool_metrics
+
+    r0 = [_counts(4, 4, 4, 0, 0, 8, 20, 60, 2)]
+    r1 = [_counts(4, 1, 1, 1, 1, 5, 5, 40, 2)]
+    ranks = [reduce_counts(r0), reduce_counts(r1)]
+    allsum = lambda x: ranks[0] and np.add(*[[c[k] for k in  # noqa: E731
+                                            ("samples", "calls", "samples_with_calls", "errors",
+                                             "timeouts", "turns", "tool_tokens", "tokens")]
+                                           for c in ranks])
+    allmax = lambda x: np.array([max(c["turns_max"] for c in ranks)])  # noqa: E731
+    m = tool_metrics(reduce_counts(r0, allsum, allmax))
+    assert m == {"tools/calls_per_sample": 5 / 8, "tools/samples_with_calls": 5 / 8,
+                 "tools/errors": 1.0, "tools/error_fraction": 0.2, "tools/timeouts": 1.0,
+                 "tools/turns_mean": 13 / 8, "tools/turns_max": 2.0,
+                 "tools/output_token_fraction": 0.25}
