@@ -122,8 +122,9 @@ class AheadRollout:
         """Take the rows of ``step`` now (this thread: the stream's state stays in order) and
         sample them in the background with the weights the engine holds."""
         rows = self.tr._take_rows()
-        sp = self._sampling(step)
-        self.pending = (rows, self.pool.submit(self._generate, rows, sp), self.engine_version)
+        prompt_ids = [self.tr.encode(r["problem"]) for r in rows]     # the tokenizer: here
+        fut = self.pool.submit(self._generate, prompt_ids, self._sampling(step))
+        self.pending = (rows, fut, self.engine_version)
 
     def _sampling(self, step: int):
         saved, self.tr.step = self.tr.step, step        # the seed of the step it is for
@@ -133,14 +134,14 @@ class AheadRollout:
             self.tr.step = saved
 
     def _sample(self, rows, step) -> Tuple[Rollouts, float]:
-        return self._generate(rows, self._sampling(step))
+        return self._generate([self.tr.encode(r["problem"]) for r in rows], self._sampling(step))
 
-    def _generate(self, rows, sp) -> Tuple[Rollouts, float]:
+    def _generate(self, prompt_ids, sp) -> Tuple[Rollouts, float]:
         import torch
 
         torch.set_num_threads(max(1, self.tr.cfg.train.threads))     # per thread under OpenMP
         t0 = time.perf_counter()
-        ro = self.tr.engine.generate([self.tr.encode(r["problem"]) for r in rows], sp)
+        ro = self.tr.engine.generate(prompt_ids, sp)
         return ro, time.perf_counter() - t0
 
     # ----------------------------------------------------------------- validation, state
