@@ -7,6 +7,10 @@
     .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \\
         --variant packed:train.padding_free=true \\
         --variant sorted:train.max_tokens_per_micro_batch=1024
+    # rollout one step ahead (a background thread samples the next batch during the update):
+    .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \\
+        --variant async:rollout.async_ahead=1 \\
+        --variant async_packed:rollout.async_ahead=1,train.padding_free=true
     # a 50 ms-per-item reward, scored after generation vs while generation runs:
     .venv/bin/python bench/trl_compare.py --sizes tiny --no-trl --mixed --reward-workers 4 \\
         --variant slow:bench.reward_ms=50 \\
