@@ -160,6 +160,11 @@ class RolloutConfig:
                            "algorithm.rollout_correction.rollout_is or algorithm.tis_cap is set, "
                            "it turns on token-level truncated IS against the engine's log-probs "
                            "(rollout_is=token at rollout_is_threshold). 0 = off.", [0, 1])
+    async_sampler: str = opt("process", "With async_ahead: where the next batch is sampled. "
+                             "process: a child process with its own copy of the weights in "
+                             "shared memory (no GIL shared with training; device=cpu); thread: "
+                             "a background thread over a private copy of the model.",
+                             ["process", "thread"])
 
 
 @dataclass(frozen=True)
@@ -567,6 +572,9 @@ def _check_async(cfg) -> List[str]:
     if cfg.reward.overlap_groups or cfg.reward.overlap_chunks > 1:
         errors.append(f"{key} with reward.overlap_groups or reward.overlap_chunks > 1 is not "
                       "supported (scoring runs in the training thread)")
+    if cfg.rollout.async_sampler == "process" and cfg.device != "cpu":
+        errors.append(f"{key}: rollout.async_sampler=process shares CPU memory with its child; "
+                      f"on device={cfg.device} use rollout.async_sampler=thread")
     if cfg.train.fsdp or cfg.distributed.nproc * cfg.distributed.nnodes > 1:
         errors.append(f"{key} runs in one process: distributed.nproc and distributed.nnodes "
                       "must be 1, train.fsdp false")

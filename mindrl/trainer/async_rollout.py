@@ -15,8 +15,13 @@ what ``algorithm.rollout_correction`` weights: with nothing set there,
 pi_theta_k-1(y_t), rollout_is_threshold) (Yao et al. 2025, "Your efficient RL framework secretly
 brings you off-policy RL training"; verl's one-step-off-policy recipe does the same).
 
-Torch ops release the GIL, so generation and the update overlap on two cores; the Python
-between ops does not. Scoring stays in this thread (the reward pool's time limit needs it).
+Where the sampling runs (``rollout.async_sampler``): ``process`` (CPU), a child process with
+its own copy of the weights in shared memory, written by this process at each sync, so the
+two share no GIL; ``thread``, a background thread over a private copy of the model (torch ops
+release the GIL, the Python between them does not: on a busy CPU the two threads mostly take
+turns). Every batch, the first included, is sampled by that engine; ``trainer.engine`` stays
+the policy's own for validation. Scoring stays in the training thread (the reward pool's time
+limit needs it).
 Resume is exact: a checkpoint stores the batch sampled ahead (its rows, tokens and log-probs
 in ``trainer.json``), so the run resumed at step k trains on what the uninterrupted run did.
 One process only (a checkpoint is written by rank 0 and holds one rank's batch).
@@ -73,7 +78,10 @@ class AheadRollout:
             raise ConfigError("rollout.async_ahead=1 runs in one process only (its checkpoint "
                               f"holds one rank's prefetched batch); this run has {trainer.world} "
                               "ranks")
-        if getattr(trainer.engine, "shared", True):
+        self.process = trainer.cfg.rollout.async_sampler == "process"
+        self.child_setup = None         # process: a picklable fn(model) run in the child first
+        self.sampler: Optional[SamplerProcess] = None   # started at the first batch
+        if not self.process and getattr(trainer.engine, "shared", True):
             trainer.engine = private_engine(trainer)
         self.engine_version: Optional[int] = None       # the policy step the engine holds
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="mindrl-rollout-ahead")
@@ -85,7 +93,12 @@ class AheadRollout:
         """Engine <- the trainer's current weights (no sampling may be running); seconds."""
         t0 = time.perf_counter()
         if self.engine_version != self.tr.step:
-            self.tr.sync_engine()
+            if not self.process:
+                self.tr.sync_engine()
+            elif self.sampler is None:
+                self.sampler = SamplerProcess(self.tr, self.child_setup)
+            else:
+                self.sampler.load(self.tr.backend.named_tensors())
             self.engine_version = self.tr.step
         return time.perf_counter() - t0
 
@@ -123,7 +136,10 @@ class AheadRollout:
         sample them in the background with the weights the engine holds."""
         rows = self.tr._take_rows()
         prompt_ids = [self.tr.encode(r["problem"]) for r in rows]     # the tokenizer: here
-        fut = self.pool.submit(self._generate, prompt_ids, self._sampling(step))
+        if self.process:
+            fut = self.sampler.submit(prompt_ids, self._sampling(step))
+        else:
+            fut = self.pool.submit(self._generate, prompt_ids, self._sampling(step))
         self.pending = (rows, fut, self.engine_version)
 
     def _sampling(self, step: int):
@@ -134,7 +150,10 @@ class AheadRollout:
             self.tr.step = saved
 
     def _sample(self, rows, step) -> Tuple[Rollouts, float]:
-        return self._generate([self.tr.encode(r["problem"]) for r in rows], self._sampling(step))
+        prompt_ids = [self.tr.encode(r["problem"]) for r in rows]
+        if self.process:
+            return self.sampler.submit(prompt_ids, self._sampling(step)).result()
+        return self._generate(prompt_ids, self._sampling(step))
 
     def _generate(self, prompt_ids, sp) -> Tuple[Rollouts, float]:
         import torch
@@ -172,6 +191,9 @@ class AheadRollout:
     def close(self) -> None:
         self.settle()
         self.pool.shutdown(wait=True)
+        if self.sampler is not None:
+            self.sampler.close()
+            self.sampler = None
 
 
 def private_engine(trainer):
@@ -191,3 +213,93 @@ def private_engine(trainer):
     engine.load_weights(backend.named_tensors())
     return engine
 
+
+
+class _Reply:
+    """The child's answer to one request, read on the first ``result()``."""
+
+    def __init__(self, conn):
+        self.conn, self.value = conn, None
+
+    def result(self):
+        if self.value is None:
+            kind, *payload = self.conn.recv()
+            if kind == "error":
+                raise RuntimeError(f"rollout.async_sampler=process: the sampler failed:\n"
+                                   f"{payload[0]}")
+            self.value = tuple(payload)
+        return self.value
+
+
+class SamplerProcess:
+    """A native engine in a child process (spawned, CPU). Its weights are tensors in shared
+    memory: :meth:`load` writes the trainer's into them while the child is idle, the child
+    copies them into its model before each batch."""
+
+    def __init__(self, trainer, setup=None):
+        import torch
+        import torch.multiprocessing as mp
+
+        cfg = trainer.cfg
+        self.shared = {name: t.detach().to("cpu").clone().share_memory_()
+                       for name, t in trainer.backend.named_tensors()}
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=_sampler_main, daemon=True, name="mindrl-sampler",
+            args=(child, str(trainer.model_path), cfg.model.dtype, cfg.model.trust_remote_code,
+                  max(1, cfg.train.threads), self.shared, setup))
+        self.proc.start()
+        child.close()
+        self._torch = torch
+
+    def load(self, named_tensors) -> None:
+        with self._torch.no_grad():
+            for name, t in named_tensors:
+                self.shared[name].copy_(t.detach())
+
+    def submit(self, prompt_ids, sampling) -> _Reply:
+        self.conn.send(("generate", prompt_ids, sampling))
+        return _Reply(self.conn)
+
+    def close(self) -> None:
+        try:
+            self.conn.send(("stop",))
+        except (BrokenPipeError, OSError):
+            pass
+        self.proc.join(timeout=30)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def _sampler_main(conn, path, dtype, trust_remote_code, threads, shared, setup) -> None:
+    """The child: load the model, then answer ("generate", prompt_ids, sampling) requests with
+    ("ok", rollouts, seconds) until ("stop",)."""
+    import traceback
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mindrl.rollout.native_torch import NativeTorchEngine
+    from mindrl.torch_device import DTYPES
+
+    torch.set_num_threads(threads)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=DTYPES[dtype],
+                                                 trust_remote_code=trust_remote_code).eval()
+    model.requires_grad_(False)
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True,
+                                        trust_remote_code=trust_remote_code)
+    if setup is not None:
+        setup(model)
+    engine = NativeTorchEngine(model, tok, device=torch.device("cpu"), shared=False)
+    while True:
+        msg = conn.recv()
+        if msg[0] == "stop":
+            break
+        try:
+            engine.load_weights(shared.items())
+            t0 = time.perf_counter()
+            ro = engine.generate(msg[1], msg[2])
+            conn.send(("ok", ro, time.perf_counter() - t0))
+        except Exception:                   # noqa: BLE001 - reported in the trainer
+            conn.send(("error", traceback.format_exc()))

@@ -41,6 +41,7 @@ def rows(run_dir):
     (["algorithm.dynamic_sampling.enabled=true"], "algorithm.dynamic_sampling.enabled=true"),
     (["reward.overlap_groups=true"], "reward.overlap_groups"),
     (["distributed.nproc=2"], "runs in one process"),
+    (["device=cuda"], "rollout.async_sampler=process shares CPU memory"),
 ])
 def test_unsupported_combinations_are_config_errors(tmp_path, extra, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
@@ -83,13 +84,18 @@ def test_pending_batch_survives_json_exactly():
 
 # ------------------------------------------------------------------ the loop (slow)
 @pytest.mark.slow
-def test_batch_k_is_sampled_by_the_policy_before_update_k_minus_1(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sampler", ["process", "thread"])
+def test_batch_k_is_sampled_by_the_policy_before_update_k_minus_1(tmp_path, monkeypatch,
+                                                                  sampler):
     """Record each step's batch and the weights it trains; the engine's log-probs of step k's
     tokens must be those of the weights step k-1 started from (theta_k-1), not theta_k."""
     from mindrl.trainer.rl import RLTrainer
 
-    tr = RLTrainer(cfg_for(tmp_path, "train.steps=4", "validation.every=2"))
-    assert tr.engine.model is not tr.backend.model          # the engine holds its own copy
+    tr = RLTrainer(cfg_for(tmp_path, "train.steps=4", "validation.every=2",
+                           f"rollout.async_sampler={sampler}"))
+    # thread: the engine holds its own copy; process: the child does, the trainer's engine
+    # (validation) is the policy itself
+    assert (tr.engine.model is tr.backend.model) == (sampler == "process")
     seen = []
     original = RLTrainer.update
 
