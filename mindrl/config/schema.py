@@ -162,8 +162,10 @@ class RolloutConfig:
                            "(rollout_is=token at rollout_is_threshold). 0 = off.", [0, 1])
     async_sampler: str = opt("process", "With async_ahead: where the next batch is sampled. "
                              "process: a child process with its own copy of the weights in "
-                             "shared memory (no GIL shared with training; device=cpu); thread: "
-                             "a background thread over a private copy of the model.",
+                             "shared memory (no GIL shared with training; device=cpu; it is "
+                             "spawned, so a Python script that trains must start under `if "
+                             "__name__ == '__main__':`); thread: a background thread over a "
+                             "private copy of the model.",
                              ["process", "thread"])
 
 

@@ -362,7 +362,7 @@ class RLTrainer(Trainer):
         return state
 
     def validate(self) -> Dict[str, float]:
-        if self.ahead is not None:
+        if self.ahead is not None and not self.ahead.process:
             self.ahead.settle()             # the engine is free (and then synced) to validate
         return super().validate()
 
