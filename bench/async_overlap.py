@@ -1,7 +1,7 @@
 """Does generation in a background thread overlap forward+backward in one process (what
-``rollout.async_sampler=thread`` relies on)? Wall s of: the engine's generate alone, forward+backward
-of the policy alone (8-row micro-batches over the same batch), and both at once; mixed
-response lengths as in bench/trl_compare.py, one intra-op thread each.
+``rollout.async_sampler=thread`` relies on)? Wall s of: the engine's generate alone,
+forward+backward of the policy alone (8-row micro-batches over the same batch), and both at
+once; mixed response lengths as in bench/trl_compare.py, one intra-op thread each.
 
     .venv/bin/python bench/async_overlap.py tiny 3      # size, repeats
 """
