@@ -363,7 +363,8 @@ class RLTrainer(Trainer):
 
     def validate(self) -> Dict[str, float]:
         if self.ahead is not None and not self.ahead.process:
-            self.ahead.settle()             # the engine is free (and then synced) to validate
+            self.ahead.settle()             # the engine is free; synced before this step's
+            self._engine_fresh = False      # update, so synced again to validate
         return super().validate()
 
     def close(self) -> None:

@@ -110,6 +110,10 @@ def test_batch_k_is_sampled_by_the_policy_before_update_k_minus_1(tmp_path, monk
     assert [r["rollout/staleness"] for r in m] == [0.0, 1.0, 1.0, 1.0]
     assert all(0 < r["rollout_corr/is_weight_mean"] < 2 for r in m)   # token TIS ran
     assert "val/accuracy" in m[1] and "val/accuracy" in m[3]
+    if sampler == "thread":     # the validation after step 4 sampled with the final weights
+        engine_state = tr.engine.model.state_dict()
+        for name, v in tr.backend.model.state_dict().items():
+            torch.testing.assert_close(engine_state[name], v, rtol=0, atol=0)
     temp = tr.cfg.rollout.temperature
 
     def logp_under(state, batch):
