@@ -7,6 +7,10 @@
     .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \\
         --variant packed:train.padding_free=true \\
         --variant sorted:train.max_tokens_per_micro_batch=1024
+    # rollout one step ahead (a child process samples the next batch during the update):
+    .venv/bin/python bench/trl_compare.py --no-vllm --mixed --set logging.profile=true \\
+        --variant async:rollout.async_ahead=1 \\
+        --variant async_packed:rollout.async_ahead=1,train.padding_free=true
     # a 50 ms-per-item reward, scored after generation vs while generation runs:
     .venv/bin/python bench/trl_compare.py --sizes tiny --no-trl --mixed --reward-workers 4 \\
         --variant slow:bench.reward_ms=50 \\
@@ -244,7 +248,13 @@ def _mindrl_worker(a) -> None:
 def _force_length_mindrl(tr, tokens: int, mixed: bool = False) -> None:
     """Every sample exactly ``tokens`` long, EOS suppressed as in TRL's min_new_tokens (or
     the :func:`mixed_lengths`, ``--mixed``)."""
-    if tr.cfg.rollout.engine == "native":
+    ahead = getattr(tr, "ahead", None)
+    if ahead is not None and ahead.process:     # rollout.async_ahead: the sampler's own model
+        import functools
+
+        ahead.child_setup = functools.partial(wrap_generate, tokens=tokens, mixed=mixed,
+                                              eos_id=tr.tokenizer.eos_token_id)
+    elif tr.cfg.rollout.engine == "native":
         wrap_generate(tr.engine.model, tokens, mixed, tr.tokenizer.eos_token_id)
     else:
         if mixed:

@@ -154,6 +154,19 @@ class RolloutConfig:
                          "outputs together.")
     logprob_gap_warn: float = opt(0.05, "Warn when the mean |rollout - trainer| log-prob gap of "
                                   "sampled tokens exceeds this many nats.")
+    async_ahead: int = opt(0, "1 = sample the next step's batch in a background thread while "
+                           "this step updates (off-policy by one update, rollout/staleness = 1; "
+                           "torch backend, native engine, one process). Unless "
+                           "algorithm.rollout_correction.rollout_is or algorithm.tis_cap is set, "
+                           "it turns on token-level truncated IS against the engine's log-probs "
+                           "(rollout_is=token at rollout_is_threshold). 0 = off.", [0, 1])
+    async_sampler: str = opt("process", "With async_ahead: where the next batch is sampled. "
+                             "process: a child process with its own copy of the weights in "
+                             "shared memory (no GIL shared with training; device=cpu; it is "
+                             "spawned, so a Python script that trains must start under `if "
+                             "__name__ == '__main__':`); thread: a background thread over a "
+                             "private copy of the model.",
+                             ["process", "thread"])
 
 
 @dataclass(frozen=True)
@@ -541,6 +554,35 @@ def _check_losses(a: AlgorithmConfig, r: RolloutConfig) -> List[str]:
     return errors
 
 
+def _check_async(cfg) -> List[str]:
+    """Combinations ``rollout.async_ahead`` does not run with (mindrl.trainer.async_rollout)."""
+    if not cfg.rollout.async_ahead:
+        return []
+    key = f"rollout.async_ahead={cfg.rollout.async_ahead}"
+    errors = []
+    if cfg.backend != "torch":
+        errors.append(f"{key} needs backend=torch (got backend={cfg.backend})")
+    if cfg.rollout.engine != "native":
+        errors.append(f"{key} needs rollout.engine=native (got {cfg.rollout.engine})")
+    if cfg.tools.enabled:
+        errors.append(f"{key} does not run multi-turn tool rollouts: set tools.enabled=false")
+    if cfg.algorithm.dynamic_sampling.enabled:
+        errors.append(f"{key} samples a batch before the previous one is scored; "
+                      "algorithm.dynamic_sampling.enabled=true refills from scores: turn one off")
+    if cfg.rollout.batch_invariant:
+        errors.append(f"{key} with rollout.batch_invariant=true is not supported")
+    if cfg.reward.overlap_groups or cfg.reward.overlap_chunks > 1:
+        errors.append(f"{key} with reward.overlap_groups or reward.overlap_chunks > 1 is not "
+                      "supported (scoring runs in the training thread)")
+    if cfg.rollout.async_sampler == "process" and cfg.device != "cpu":
+        errors.append(f"{key}: rollout.async_sampler=process shares CPU memory with its child; "
+                      f"on device={cfg.device} use rollout.async_sampler=thread")
+    if cfg.train.fsdp or cfg.distributed.nproc * cfg.distributed.nnodes > 1:
+        errors.append(f"{key} runs in one process: distributed.nproc and distributed.nnodes "
+                      "must be 1, train.fsdp false")
+    return errors
+
+
 def _check_critic(cfg) -> List[str]:
     """Checks of ``critic.*`` and the GAE options."""
     a, c = cfg.algorithm, cfg.critic
@@ -696,6 +738,7 @@ class RunConfig:
                           "algorithm.adv_estimator=reinforce_pp, reinforce_pp_baseline or gae "
                           f"(got {a.adv_estimator})")
         errors.extend(_check_critic(self))
+        errors.extend(_check_async(self))
         errors.extend(_check_distill(a.distill, self.backend))
         if r.temperature < 0:
             errors.append(f"rollout.temperature={r.temperature} must be >= 0")

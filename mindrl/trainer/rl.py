@@ -50,13 +50,19 @@ class RLTrainer(Trainer):
             student = resolve_model_path(cfg.model.path)
             check_model_dir(student)
             check_teacher(cfg.algorithm.distill.teacher, student)
-        super().__init__(cfg)
+        from mindrl.trainer.async_rollout import AheadRollout, effective_config
+
+        super().__init__(effective_config(cfg))
+        # rollout.async_ahead: the next batch is sampled while this step updates
+        self.ahead = AheadRollout(self) if cfg.rollout.async_ahead else None
 
     # ----------------------------------------------------------------- one step
     def collect(self) -> Tuple[List[Dict], Rollouts, Scored, Dict[str, float]]:
         """Rollouts for this rank's prompts, scored; dynamic sampling drops uninformative
         groups and refills from the stream (padding with dropped groups when the budget runs
         out, so every rank trains on the same number of rollouts)."""
+        if self.ahead is not None:          # sampled during the previous step's update
+            return self.ahead.collect()
         ds = self.cfg.algorithm.dynamic_sampling
         n = self.cfg.rollout.n
         kept_rows, spare = [], []
@@ -252,9 +258,10 @@ class RLTrainer(Trainer):
         train_m = {} if warming else self.update(batch)
         metrics["time/update"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        if self.engine_needs_sync:
+        if self.engine_needs_sync and self.ahead is None:   # async: before the next sampling
             self.sync_engine()
-        metrics["time/weight_sync"] = time.perf_counter() - t0
+        metrics["time/weight_sync"] = metrics.get("time/weight_sync", 0.0) + \
+            time.perf_counter() - t0
         metrics.update(train_m)
         metrics.update(self.rollout_metrics(ro, sc, adv, mask))
         metrics["time/step"] = time.perf_counter() - t_step
@@ -263,7 +270,8 @@ class RLTrainer(Trainer):
         if profile.enabled(cfg):
             profile.finish(self, metrics)
         gap = metrics.get("rollout/logprob_gap_mean")
-        if gap is not None and gap > cfg.rollout.logprob_gap_warn and self.is_main:
+        if gap is not None and gap > cfg.rollout.logprob_gap_warn and self.is_main \
+                and self.ahead is None:     # async: the gap is one update's drift, by design
             log.warning("step %d: rollout-vs-trainer log-prob gap %.4f nats exceeds "
                         "rollout.logprob_gap_warn=%.3f: the engine and the trainer disagree "
                         "(stale weights or mismatched sampling)", self.step, gap,
@@ -349,10 +357,27 @@ class RLTrainer(Trainer):
         state = super().trainer_state()
         if self.entropy_control is not None:
             state["entropy_control"] = self.entropy_control.state_dict()
+        if self.ahead is not None:          # the batch sampled ahead: resume trains on it
+            state["async_rollout"] = self.ahead.state()
         return state
+
+    def validate(self) -> Dict[str, float]:
+        if self.ahead is not None and not self.ahead.process:
+            self.ahead.settle()             # the engine is free; synced before this step's
+            self._engine_fresh = False      # update, so synced again to validate
+        return super().validate()
+
+    def close(self) -> None:
+        if getattr(self, "ahead", None) is not None:
+            self.ahead.close()
+        super().close()
 
     def maybe_resume(self, logger) -> None:
         super().maybe_resume(logger)
+        if self.resume_from is not None and self.ahead is not None:
+            from mindrl.trainer.checkpoint import read_trainer_state
+
+            self.ahead.load_state(read_trainer_state(self.resume_from).get("async_rollout"))
         if self.resume_from is not None and self.entropy_control is not None:
             from mindrl.trainer.checkpoint import read_trainer_state
 
