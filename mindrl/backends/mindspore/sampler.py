@@ -24,6 +24,7 @@ and reports log-probs at temperature 1.
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Dict, Iterable, List, Sequence, Tuple
 
@@ -232,6 +233,17 @@ class MindSporeSampler:
         self.compile_counts[name] = len(seen)
 
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
+        # The decode loop allocates a few small objects per token and step; the cyclic GC they
+        # trigger was ~4% of a step's CPU (perf) and they hold no cycles: pause it meanwhile.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._generate(prompt_ids, sampling)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
         sp = sampling
         rng = np.random.default_rng(sp.seed) if sp.seed is not None else self._rng
         rows = [list(p) for p in prompt_ids for _ in range(sp.n)]
