@@ -69,24 +69,26 @@ def _worker(a) -> None:
     else:                                     # the MindSpore sampler stops only on these ids
         tr.stop_ids = ()
         tr.engine.eos_ids = ()
-    ends, phases = [], []
+    ends, cpu_ends, phases = [], [], []
     original = RLTrainer.run_step
 
     def timed(self):
         m = original(self)
         ends.append(time.perf_counter())
+        cpu_ends.append(time.process_time())
         phases.append({k: float(v) for k, v in m.items()
                        if k.startswith(("time/", "profile/", "response_length/"))})
         return m
 
     RLTrainer.run_step = timed
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     try:
         tr.fit()
     finally:
         tr.close()
     steps = [e - s for s, e in zip([start] + ends[:-1], ends)]
-    emit({"step_times": steps, "cpu_times": steps, "phases": phases, "warmup": a.warmup,
+    cpu = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
+    emit({"step_times": steps, "cpu_times": cpu, "phases": phases, "warmup": a.warmup,
           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0})
 
 
@@ -123,8 +125,10 @@ def main(argv=None) -> int:
         [("group", lengths[0], G) for G in groups[1:]]
     results = []
     with tempfile.TemporaryDirectory(prefix="mindrl_scaling_") as tmp:
-        for backend in a.backends.split(","):
-            for axis, L, G in points:
+        # point by point, each backend in turn: the backends of a row run minutes apart at
+        # most, so a shared machine's changing load hits both alike
+        for axis, L, G in points:
+            for backend in a.backends.split(","):
                 work = Path(tmp) / f"{backend}_{L}_{G}"
                 work.mkdir()
                 cmd = [sys.executable, __file__, "--worker", "--backend", backend, "--length",
@@ -137,7 +141,7 @@ def main(argv=None) -> int:
                 s = pool_runs([r])
                 results.append({"backend": backend, "axis": axis, "length": L, "group": G,
                                 "tokens": a.prompts * G * L, "median_s": s["median"],
-                                "min_s": s["min"], "max_s": s["max"],
+                                "min_s": s["min"], "max_s": s["max"], "cpu_s": s["cpu_median"],
                                 "peak_rss_mb": r["peak_rss_mb"], "phases": s["phases"]})
                 print(f"[scaling]   {s['median']:.3f} s/step, peak {r['peak_rss_mb']:.0f} MB",
                       file=sys.stderr, flush=True)
@@ -149,20 +153,32 @@ def main(argv=None) -> int:
 
 def render(results, a) -> str:
     lines = [f"Median s/step over {a.steps} steps after {a.warmup} warm-up, {a.prompts} prompts "
-             "per step, tiny model, 1 thread; peak RSS of the worker process.", "",
+             "per step, tiny model, 1 thread; process CPU s/step (all threads); peak RSS of the "
+             "worker process.", "",
              "| backend | response length | group size | response tokens/step | s/step (min-max) "
-             "| ms per 1k tokens | generation share | overhead | peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
+             "| CPU s/step | ms per 1k tokens | generation share | overhead | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    backends = list(dict.fromkeys(r["backend"] for r in results))
+    for r in sorted(results, key=lambda r: backends.index(r["backend"])):
         ph = r["phases"]
         gen = ph.get("time/rollout", 0.0) / max(ph.get("time/step", 1e-9), 1e-9)
         lines.append(f"| {r['backend']} | {r['length']} | {r['group']} | {r['tokens']} | "
                      f"{r['median_s']:.3f} ({r['min_s']:.3f}-{r['max_s']:.3f}) | "
+                     f"{r.get('cpu_s', float('nan')):.3f} | "
                      f"{1e3 * r['median_s'] / (r['tokens'] / 1e3):.1f} | {100 * gen:.0f}% | "
                      f"{100 * ph.get('profile/overhead_fraction', float('nan')):.1f}% | "
                      f"{r['peak_rss_mb']:.0f} |")
     lines.append("")
-    for backend in dict.fromkeys(r["backend"] for r in results):
+    if len(backends) == 2:
+        base, other = backends
+        by = {(r["backend"], r["length"], r["group"]): r for r in results}
+        for r in results:
+            o = by.get((other, r["length"], r["group"]))
+            if r["backend"] == base and o is not None:
+                lines.append(f"- {other}/{base}, length {r['length']} group {r['group']}: "
+                             f"{o['median_s'] / r['median_s']:.2f}x wall, "
+                             f"{o.get('cpu_s', 0) / max(r.get('cpu_s', 0), 1e-9):.2f}x CPU")
+    for backend in backends:
         for axis, key in (("length", "length"), ("group", "group")):
             pts = [r for r in results if r["backend"] == backend and
                    (r["axis"] == axis or (r["axis"] == "length" and

@@ -1,27 +1,38 @@
-"""A native MindSpore sampler (RolloutEngine protocol) with a static KV cache.
+"""A native MindSpore sampler (RolloutEngine protocol) with a static KV cache updated in place.
 
 Shapes are static so a run compiles each function once per bucket: rows are padded to a power
 of two, prompts (left-padded) to a prompt bucket, and the cache holds prompt bucket + response
-bucket slots. Prefill writes the prompt's keys/values into the first P slots; each decode step
-writes one slot through a 0/1 placement matrix (``model.forward_with_cache``), so the decode
-graph never changes shape.
+bucket slots. The cache of each (rows, slots) bucket is a set of Parameters that live with the
+sampler: prefill writes the prompt's keys/values into them (``ops.assign``), and each decode step
+scatters one slot per row in place (``ops.scatter_nd_update``), so a step neither copies nor
+returns the cache.
 
-Sampling runs on the host in NumPy from the graph's float32 log-softmax of logits / temperature:
-top_k, then min_p (keep p >= min_p * max p), then top_p (the smallest set whose mass reaches
-top_p), renormalised. The log-prob reported for a sampled token is the UNFILTERED
-log-softmax(logits / temperature) -- the quantity the trainer recomputes -- so rollout and
-trainer log-probs agree up to float error (tested to 1e-4). Temperature 0 is greedy and reports
-log-probs at temperature 1.
+A decode step is one small graph (:meth:`MindSporeSampler._decode_fn`): one token per row, 2-D
+activations, RoPE tables and the additive attention mask built on the host (a few hundred
+floats), no log-softmax in the graph. On CPU every kernel costs framework time (~7-10 us), so
+the step is written with as few kernels as the math allows; with at most 100 kernels MindSpore
+runs the graph synchronously in the calling thread (its single-thread actor mode), without the
+actor/kernel thread hand-offs that each wait a scheduler slice on a busy machine.
+
+Sampling runs on the host in NumPy from the graph's float32 logits: log-softmax(logits /
+temperature) in float64, then top_k, then min_p (keep p >= min_p * max p), then top_p (the
+smallest set whose mass reaches top_p), renormalised. The log-prob reported for a sampled token
+is the UNFILTERED log-softmax(logits / temperature) -- the quantity the trainer recomputes -- so
+rollout and trainer log-probs agree up to float error (tested to 1e-4). Temperature 0 is greedy
+and reports log-probs at temperature 1.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 import mindspore as ms
-from mindspore import Tensor, ops
+from mindspore import Parameter, Tensor, ops
+
+from mindrl.backends.mindspore.kernels import NEG_INF, PORTABLE
 
 from mindrl.types import Rollouts, SamplingParams, bucket
 
@@ -51,8 +62,46 @@ def filter_probs(probs: np.ndarray, top_k: int = -1, top_p: float = 1.0,
     return p / p.sum(-1, keepdims=True)
 
 
+def log_softmax64(logits: np.ndarray, inv_temp: float) -> np.ndarray:
+    """(B, V) float32 logits -> float64 log-softmax(logits * inv_temp)."""
+    z = logits.astype(np.float64) * inv_temp
+    z -= z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _rotate_half_matrix(d: int) -> np.ndarray:
+    """(d, d) signed permutation R with x @ R == concat(-x[d/2:], x[:d/2]) exactly (one +-1
+    per column, so the products are exact): RoPE's rotate-half as one MatMul kernel instead of
+    split + neg + concat."""
+    h = d // 2
+    r = np.zeros((d, d), np.float32)
+    r[np.arange(h) + h, np.arange(h)] = -1.0
+    r[np.arange(h), np.arange(h) + h] = 1.0
+    return r
+
+
+class _BucketCache:
+    """The KV cache of one (rows, slots) bucket as Parameters, and the graphs that use it."""
+
+    def __init__(self, rows: int, slots: int, layers: int, kv_heads: int, head_dim: int, dtype):
+        def buf(kind, i):
+            return Parameter(Tensor(np.zeros((rows, kv_heads, slots, head_dim), np.float32),
+                                    dtype), name=f"sampler_cache.{kind}{i}.{rows}x{slots}",
+                             requires_grad=False)
+
+        self.k = tuple(buf("k", i) for i in range(layers))
+        self.v = tuple(buf("v", i) for i in range(layers))
+        self.prefill: Dict[int, object] = {}      # prompt bucket -> jitted prefill
+        self.decode = None
+
+
 class MindSporeSampler:
-    """Samples from a :class:`Qwen2ForCausalLM` (shared with the trainer: no weight copy)."""
+    """Samples from a :class:`Qwen2ForCausalLM` (shared with the trainer: no weight copy).
+
+    The KV cache of each (rows, slots) bucket stays allocated between calls (its graphs are
+    compiled against it): memory = 2 x layers x rows x kv heads x slots x head_dim floats per
+    bucket used.
+    """
 
     def __init__(self, model, tokenizer=None, pad_id: int = 0, eos_ids: Sequence[int] = (),
                  prompt_buckets: Sequence[int] = (16, 32, 64, 128, 256, 512),
@@ -71,14 +120,97 @@ class MindSporeSampler:
         spec = model.spec
         self._cache_shape = (spec.num_key_value_heads, spec.head_dim)
         self._layers = spec.num_hidden_layers
+        self._inv_freq = model.inv_freq.asnumpy().reshape(-1).astype(np.float32)   # (D/2,)
+        self._buckets: Dict[Tuple[int, int], _BucketCache] = {}
 
-        def step(ids, pos, key_mask, q_slots, write, k_caches, v_caches, inv_temp):
+    # --- graphs -------------------------------------------------------------------------------
+    def _bucket(self, rows: int, slots: int) -> _BucketCache:
+        key = (rows, slots)
+        if key not in self._buckets:
+            Nk, D = self._cache_shape
+            self._buckets[key] = _BucketCache(rows, slots, self._layers, Nk, D,
+                                              self.model.compute_dtype)
+        return self._buckets[key]
+
+    def _prefill_fn(self, cache: _BucketCache):
+        """Prompt pass: writes the prompt's keys/values into the bucket's cache Parameters and
+        returns the float32 logits (B, V) of the last prompt position."""
+        model, ks, vs, n = self.model, cache.k, cache.v, self._layers
+
+        def prefill(ids, pos, key_mask, q_slots, write):
             logits, k_new, v_new = model.forward_with_cache(ids, pos, key_mask, q_slots, write,
-                                                            k_caches, v_caches)
-            return ops.log_softmax(logits * inv_temp, -1), k_new, v_new
+                                                            ks, vs)
+            for i in range(n):
+                ops.assign(ks[i], k_new[i])
+                ops.assign(vs[i], v_new[i])
+            return logits
 
-        self._prefill = ms.jit(step)
-        self._decode = ms.jit(step)
+        return ms.jit(prefill)
+
+    def _decode_fn(self, cache: _BucketCache):
+        """One token per row -> float32 logits (B, V). Inputs: ids (B,) int32; cos_q/sin_q
+        (B, Nq*D) and cos_k/sin_k (B, Nk*D), the RoPE tables of each row's position tiled over
+        the heads (the query's pre-multiplied by 1/sqrt(D), which RoPE's linearity allows);
+        bias (B, 1, 1, S) additive mask (0 = a written, real slot); idx (B, Nk, 3) int32
+        [row, kv head, slot] where the new key/value goes.
+
+        Portable kernels: activations stay 2-D (B, heads*D) up to attention, rotate-half is
+        one MatMul with a block-diagonal signed permutation (exact; costs at most one extra
+        q-sized projection), grouped-query attention is two BatchMatMuls on the cache.
+        Fused (Ascend) kernels get the same math through ``model.kernels`` in BNSD layout."""
+        model, ks, vs = self.model, cache.k, cache.v
+        spec = model.spec
+        Nq, Nk, D = spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim
+        rep = Nq // Nk
+        kernels = model.kernels
+        dt = model.compute_dtype
+        rot_q = Tensor(np.kron(np.eye(Nq, dtype=np.float32), _rotate_half_matrix(D)), dt)
+        rot_k = Tensor(np.kron(np.eye(Nk, dtype=np.float32), _rotate_half_matrix(D)), dt)
+        mm = ops.MatMul()
+        bmm_t = ops.BatchMatMul(transpose_b=True)
+        bmm = ops.BatchMatMul()
+
+        def portable(ids, cos_q, sin_q, cos_k, sin_k, bias, idx):
+            B = ids.shape[0]
+            x = model.model.embed_tokens(ids)                                  # (B, H)
+            i = 0
+            for layer in model.model.layers:
+                attn = layer.self_attn
+                h = layer.input_layernorm(x)
+                q = attn.q_proj(h)                                             # (B, Nq*D)
+                k = attn.k_proj(h)
+                q = q * cos_q + mm(q, rot_q) * sin_q                           # scaled by 1/sqrt(D)
+                k = k * cos_k + mm(k, rot_k) * sin_k
+                kc = ops.scatter_nd_update(ks[i], idx, k.reshape(B, Nk, D))
+                vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
+                scores = bmm_t(q.reshape(B, Nk, rep, D), kc) + bias           # (B, Nk, rep, S)
+                o = bmm(ops.softmax(scores, -1), vc)                           # (B, Nk, rep, D)
+                x = x + attn.o_proj(o.reshape(B, Nq * D))
+                x = x + layer.mlp(layer.post_attention_layernorm(x))
+                i = i + 1
+            return model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+
+        def fused(ids, cos_q, sin_q, cos_k, sin_k, bias, idx):
+            B = ids.shape[0]
+            cos = cos_k[:, :D].reshape(B, 1, 1, D)
+            sin = sin_k[:, :D].reshape(B, 1, 1, D)
+            x = model.model.embed_tokens(ids)
+            i = 0
+            for layer in model.model.layers:
+                attn = layer.self_attn
+                h = layer.input_layernorm(x)
+                q = attn.q_proj(h).reshape(B, Nq, 1, D)
+                k = attn.k_proj(h).reshape(B, Nk, 1, D)
+                q, k = kernels.rope(q, k, cos, sin)
+                kc = ops.scatter_nd_update(ks[i], idx, k.reshape(B, Nk, D))
+                vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
+                o = kernels.attention(q, kc, vc, bias, attn.scale)
+                x = x + attn.o_proj(o.reshape(B, Nq * D))
+                x = x + layer.mlp(layer.post_attention_layernorm(x))
+                i = i + 1
+            return model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+
+        return ms.jit(portable if kernels is PORTABLE else fused)
 
     # --- protocol ----------------------------------------------------------------------------
     def load_weights(self, named_weights: Iterable[Tuple[str, np.ndarray]]) -> None:
@@ -101,6 +233,17 @@ class MindSporeSampler:
         self.compile_counts[name] = len(seen)
 
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
+        # The decode loop allocates a few small objects per token and step; the cyclic GC they
+        # trigger was ~4% of a step's CPU (perf) and they hold no cycles: pause it meanwhile.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._generate(prompt_ids, sampling)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _generate(self, prompt_ids: List[List[int]], sampling: SamplingParams) -> Rollouts:
         sp = sampling
         rng = np.random.default_rng(sp.seed) if sp.seed is not None else self._rng
         rows = [list(p) for p in prompt_ids for _ in range(sp.n)]
@@ -119,30 +262,36 @@ class MindSporeSampler:
         key_mask[B:, P - 1] = 1.0          # padding rows attend to one slot: no empty softmax
         pos = np.clip(np.cumsum(key_mask[:, :P], 1) - 1, 0, None).astype(np.int32)
         Nk, D = self._cache_shape
-        zeros = Tensor(np.zeros((Bp, Nk, S, D), np.float32), self.model.compute_dtype)
-        # mutable: a plain tuple input is a compile-time constant (one compile per call)
-        k_caches = ms.mutable(tuple(zeros for _ in range(self._layers)))
-        v_caches = ms.mutable(tuple(zeros for _ in range(self._layers)))
+        Nq = self.model.spec.num_attention_heads
+        scale = np.float32(1.0 / np.sqrt(D))
         write = np.zeros((1, 1, S, P), np.float32)
         write[0, 0, np.arange(P), np.arange(P)] = 1.0
         greedy = sp.temperature <= 0
-        inv_temp = Tensor(np.float32(1.0 if greedy else 1.0 / sp.temperature))
+        inv_temp = 1.0 if greedy else 1.0 / sp.temperature
         stop = set(self.eos_ids) | set(int(t) for t in sp.stop_token_ids)
+        cache = self._bucket(Bp, S)
+        if P not in cache.prefill:
+            cache.prefill[P] = self._prefill_fn(cache)
+        if cache.decode is None:
+            cache.decode = self._decode_fn(cache)
 
         t0 = time.perf_counter()
         self._note("prefill", (Bp, P, S))
-        logp, k_caches, v_caches = self._prefill(
-            Tensor(ids), Tensor(pos), Tensor(key_mask), Tensor(np.arange(P, dtype=np.int32)),
-            Tensor(write), k_caches, v_caches, inv_temp)
-        k_caches, v_caches = ms.mutable(k_caches), ms.mutable(v_caches)
+        logits = cache.prefill[P](Tensor(ids), Tensor(pos), Tensor(key_mask),
+                                  Tensor(np.arange(P, dtype=np.int32)), Tensor(write))
         out_tokens = [[] for _ in range(B)]
         out_logp = [[] for _ in range(B)]
         finished = np.zeros(B, bool)
         reasons = ["length"] * B
-        onehot = np.zeros((1, 1, S, 1), np.float32)
+        bias = ((1.0 - key_mask) * NEG_INF).astype(np.float32).reshape(Bp, 1, 1, S)
+        idx = np.zeros((Bp, Nk, 3), np.int32)
+        idx[:, :, 0] = np.arange(Bp)[:, None]
+        idx[:, :, 1] = np.arange(Nk)[None, :]
+        step_ids = np.full((Bp,), self.pad_id, np.int32)
+        dtype = self.model.compute_dtype
         steps = 0
         for t in range(Tmax):
-            lp = logp.asnumpy()[:B].astype(np.float64)                          # (B, V)
+            lp = log_softmax64(logits.asnumpy()[:B], inv_temp)                   # (B, V)
             if greedy:
                 tok = lp.argmax(-1)
             else:
@@ -159,17 +308,17 @@ class MindSporeSampler:
             if finished.all() or t == Tmax - 1:
                 break
             slot = P + t
-            step_ids = np.full((Bp, 1), self.pad_id, np.int32)
-            step_ids[:B, 0] = tok
-            key_mask[:, slot] = 1.0
-            onehot[:] = 0.0
-            onehot[0, 0, slot, 0] = 1.0
-            step_pos = (plen + t).reshape(Bp, 1).astype(np.int32)
+            step_ids[:B] = tok
+            bias[:, 0, 0, slot] = 0.0
+            idx[:, :, 2] = slot
+            freqs = (plen + t).astype(np.float32)[:, None] * self._inv_freq[None, :]
+            emb = np.concatenate((freqs, freqs), -1)                             # (Bp, D)
+            cos_k, sin_k = np.tile(np.cos(emb), Nk), np.tile(np.sin(emb), Nk)
+            cos_q, sin_q = np.tile(np.cos(emb) * scale, Nq), np.tile(np.sin(emb) * scale, Nq)
             self._note("decode", (Bp, S))
-            logp, k_caches, v_caches = self._decode(
-                Tensor(step_ids), Tensor(step_pos), Tensor(key_mask),
-                Tensor(np.array([slot], np.int32)), Tensor(onehot), ms.mutable(k_caches),
-                ms.mutable(v_caches), inv_temp)
+            logits = cache.decode(Tensor(step_ids), Tensor(cos_q, dtype), Tensor(sin_q, dtype),
+                                  Tensor(cos_k, dtype), Tensor(sin_k, dtype), Tensor(bias),
+                                  Tensor(idx))
         elapsed = time.perf_counter() - t0
         n_tok = sum(len(r) for r in out_tokens)
         self.last_stats = {"tokens": float(n_tok), "seconds": elapsed, "decode_steps": steps,

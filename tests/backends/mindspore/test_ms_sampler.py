@@ -51,3 +51,37 @@ def test_sampler_logprobs_greedy_eos_and_static_shapes(hf_untied):
     first = greedy.response_ids[0].index(eos)
     assert stopped.response_ids[0] == greedy.response_ids[0][:first + 1]
     assert stopped.finish_reasons == ["stop"] and greedy.finish_reasons == ["length"]
+
+
+@pytest.mark.slow
+def test_sampler_cache_reuse_across_buckets_greedy_equals_transformers(hf_untied):
+    """The per-bucket KV cache (Parameters written in place, kept between calls): greedy
+    output equals transformers' unpadded greedy for every row, whatever the prompt bucket
+    (16 / 32), response bucket (16 / 32), padded row count (1 / 4 / 8), and whatever an
+    earlier call left in the same cache -- (4 rows, 48 slots) serves prompt bucket 16 +
+    response bucket 32 and prompt bucket 32 + response bucket 16, slots laid out differently."""
+    from ms_helpers import VOCAB
+
+    directory, hf = hf_untied            # untied: greedy sequences vary (tied ones repeat)
+    be = MindSporeBackend(ms_config("data.max_prompt_len=32", "rollout.max_new_tokens=40"),
+                          model_path=directory)
+    eng = be.native_engine()
+    rng = np.random.default_rng(3)
+    prompts = [[int(t) for t in rng.integers(1, VOCAB, n)] for n in (3, 9, 16, 17, 25)]
+    ref = {}
+    with torch.no_grad():
+        for p in prompts:
+            out = hf.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p),
+                              dtype=torch.long), max_new_tokens=20, do_sample=False)
+            ref[tuple(p)] = out[0, len(p):].tolist()
+    calls = [(prompts[3:4], 20),     # 1 row, prompt bucket 32, response bucket 32
+             (prompts, 12),          # 5 rows -> 8, prompt bucket 32, response bucket 16
+             (prompts[:3], 20),      # 3 rows -> 4, prompt bucket 16 + response 32 = 48 slots
+             (prompts[1:4], 12),     # 3 rows -> 4, prompt bucket 32 + response 16 = 48 slots
+             (prompts[:3], 12),      # 3 rows -> 4, 16 + 16 slots
+             (prompts[:3], 20)]      # the 48-slot cache again, after the other layout
+    for batch, T in calls:
+        ro = eng.generate(batch, SamplingParams(n=1, temperature=0.0, max_new_tokens=T))
+        for p, got in zip(batch, ro.response_ids):
+            assert got == ref[tuple(p)][:T], (len(p), T)
+    assert eng.compile_counts == {"prefill": 5, "decode": 4}
