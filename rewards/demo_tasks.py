@@ -1,25 +1,32 @@
 """Compact Knights-and-Knaves and Countdown: the tasks of the two CPU demos beyond addition.
 
-The published tasks (Logic-RL's K&K puzzles in English, Mini-R1's Countdown with a
+The published tasks (Logic-RL's K&K puzzles in English, Mini-R1's Countdown with a free
 ``<think>`` chain) are far too long for the 1.12M-parameter demo model. These generators keep
-the problems and the checking of the published tasks and shorten only the text:
+the problems and the checking of the published tasks, shorten the text, and give the answer a
+short, mechanical chain of thought that such a model can learn to write (a direct answer was
+not learnt: README, "Two more CPU demos"):
 
 - ``kk_compact``: a puzzle of :func:`rewards.knights_knaves.generate_puzzle` (the same
   statement types and the same uniqueness filter; 2-8 people) with people named A, B, C, ...
   and each statement written in symbols: ``B1`` "B is a knight", ``B0`` "B is a knave", ``!`` not,
-  ``&`` and, ``|`` or, ``=`` if and only if, ``>`` implies. Prompt
-  ``A:B0&C1;B:!A1;C:A1>B0?``, answer ``101`` (the roles in order, 1 = knight). The reward
-  ``kk_roles`` is 1.0 for the right roles; :func:`kk_logic_rl_text` turns an answer into
-  Logic-RL's ``(1) A is a knight ...`` text, which ``kk_answer`` scores +2 when right.
+  ``&`` and, ``|`` or, ``=`` if and only if, ``>`` implies. Prompt ``A:B0&C1;B:!A1;C:A1>B0?``,
+  answer ``000:1,001:1,...,101:101</think>\\n<answer>101</answer>``: the search of
+  :func:`kk_search` (every assignment in counting order, with the truths of the statements up to
+  the first contradiction), then the roles in order (1 = knight). The reward ``kk_roles`` is 1.0
+  for the right roles; :func:`kk_logic_rl_text` turns roles into Logic-RL's
+  ``(1) A is a knight ...`` text, which ``kk_answer`` scores +2 when right.
 - ``countdown_compact``: a problem of :func:`rewards.countdown.make_countdown` (numbers
   1..max_number, solvable by construction). Prompt ``3,5,2=16:``, answer
-  ``<answer>(3+5)*2</answer>``: no ``<think>`` block, so Mini-R1's ``countdown_equation``
-  scores it unchanged (its ``countdown_format`` reward does not apply).
+  ``3+5=8,8*2=16</think>\\n<answer>(3+5)*2</answer>``: the intermediate results of
+  :func:`countdown_steps`, then the equation -- Mini-R1's format with the ``<think>`` that its
+  prompt ends with, so ``countdown_format`` scores it 1 and ``countdown_equation`` scores the
+  equation unchanged.
 
 Both rows carry ``teacher``, the SFT demonstration: the gold answer except that, with
-probability ``slip``, the teacher makes a systematic slip (K&K: the last person's role flipped;
-Countdown: every parenthesis dropped, which changes the value whenever they mattered), so that
-SFT imitates a mistake and a correctness reward can unlearn it (as in the addition demo).
+probability ``slip``, the teacher makes a systematic slip after a correct chain of thought
+(K&K: the last person's role flipped in the answer; Countdown: every parenthesis of the
+equation dropped, which changes the value whenever they mattered), so that SFT imitates a
+mistake and a correctness reward can unlearn it (as in the addition demo).
 """
 
 from __future__ import annotations
