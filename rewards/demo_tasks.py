@@ -24,9 +24,9 @@ not learnt: README, "Two more CPU demos"):
 
 Both rows carry ``teacher``, the SFT demonstration: the gold answer except that, with
 probability ``slip``, the teacher makes a systematic slip after a correct chain of thought
-(K&K: the last person's role flipped in the answer; Countdown: every parenthesis of the
-equation dropped, which changes the value whenever they mattered), so that SFT imitates a
-mistake and a correctness reward can unlearn it (as in the addition demo).
+(K&K: the last person's role flipped in the answer; Countdown: the equation written without
+its last step, :func:`countdown_slip`), so that SFT imitates a mistake and a correctness reward
+can unlearn it (as in the addition demo).
 """
 
 from __future__ import annotations
@@ -182,16 +182,23 @@ def make_countdown_row(rng: random.Random, numbers: Sequence[int] = (3,), max_nu
     nums, target, solution = make_countdown(rng, rng.choice(list(numbers)), max_number,
                                             (1, max_target))
     think = ",".join(countdown_steps(solution)) + "</think>\n"
-    solution = solution.replace(" ", "")
     taught = solution
     if slip > 0 and rng.random() < slip:
-        taught = solution.replace("(", "").replace(")", "")
+        taught = countdown_slip(solution)
+    solution, taught = solution.replace(" ", ""), taught.replace(" ", "")
     return {"problem": ",".join(map(str, nums)) + f"={target}:",
             "answer": f"{think}<answer>{solution}</answer>",
             "teacher": f"{think}<answer>{taught}</answer>", "nums": nums, "target": target}
 
 
-def countdown_slip_is_wrong(row: Dict) -> bool:
-    """Whether the row's teacher demonstration misses the target."""
-    eq = row["teacher"].split("<answer>", 1)[1][:-len("</answer>")]
-    return not check_equation(eq, row["nums"], row["target"])
+def countdown_slip(expr: str) -> str:
+    """The teacher's slip: the equation without its last step (the larger operand of the last
+    operation; the left one on a tie), which leaves numbers unused and so always scores 0.
+
+    >>> countdown_slip("((3 + 5) * 2) - 4"), countdown_slip("9 * (8 - 2)")
+    ('(3 + 5) * 2', '8 - 2')
+    """
+    node = ast.parse(expr, mode="eval").body
+    left, right = node.left, node.right
+    size = lambda n: len(list(ast.walk(n)))  # noqa: E731
+    return ast.get_source_segment(expr, right if size(right) > size(left) else left)

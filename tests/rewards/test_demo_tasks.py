@@ -7,6 +7,7 @@ arithmetic redone, its operands drawn from the numbers and earlier results)."""
 
 import random
 import re
+from collections import Counter
 from itertools import product
 
 import pytest
@@ -16,8 +17,8 @@ from mindrl.data.io import DataError
 from mindrl.trainer.prompts import build_streams, countdown_options, kk_options
 from rewards.countdown import countdown_equation
 from rewards.countdown import CountdownFormat
-from rewards.demo_tasks import (countdown_steps, kk_answer_roles, kk_encode, kk_logic_rl_text,
-                                kk_roles, kk_search, make_countdown_row)
+from rewards.demo_tasks import (countdown_slip, countdown_steps, kk_answer_roles, kk_encode,
+                                kk_logic_rl_text, kk_roles, kk_search, make_countdown_row)
 from rewards.knights_knaves import KKAnswer
 
 
@@ -93,6 +94,8 @@ def test_encoding_by_hand():
     assert re.fullmatch(r"\d+[-+*/]\d+=\d+,\d+[-+*/]\d+=\d+</think>\n<answer>[-+*/()\d]+"
                         r"</answer>", row["answer"]), row["answer"]
     assert countdown_steps("((3 + 5) * 2) - 4") == ["3+5=8", "8*2=16", "16-4=12"]
+    assert countdown_slip("((3 + 5) * 2) - 4") == "(3 + 5) * 2"   # the last step left out
+    assert countdown_slip("(9 - 3) * (8 / 2)") == "9 - 3"
     assert countdown_steps("(9 - 3) * (8 / 2)") == ["9-3=6", "8/2=4", "6*4=24"]
     with pytest.raises(ValueError, match="exact"):
         countdown_steps("7 / 2")
@@ -135,7 +138,7 @@ def test_countdown_generator_and_reward_agree():
         1 <= r["target"] <= 99 for r in rows)
     score = lambda texts, r: countdown_equation(texts, nums=[r["nums"]] * len(texts),  # noqa
                                                 target=[r["target"]] * len(texts))
-    wrong_slips = 0
+    slips = 0
     for r in rows:
         assert score([r["answer"]], r) == [1.0]
         assert CountdownFormat()([r["answer"]]) == [1.0]       # Mini-R1's <think> format too
@@ -152,13 +155,16 @@ def test_countdown_generator_and_reward_agree():
             pool.append(c)
         assert pool == [r["target"]]
         if r["teacher"] != r["answer"]:
-            assert r["teacher"] == think + "</think>\n<answer>" + eq.replace("(", "").replace(
-                ")", "") + "</answer>"                              # the same steps
-            # the slip scores 0 exactly when dropping the parentheses changed the value
-            value = eval(r["teacher"].split("<answer>")[1][:-len("</answer>")])  # + - * /
-            assert score([r["teacher"]], r) == [float(abs(value - r["target"]) < 1e-9)]
-            wrong_slips += score([r["teacher"]], r) == [0.0]
-    assert 0.1 < wrong_slips / len(rows) < 0.2     # 14% here: parentheses often do not matter
+            slips += 1
+            taught_think, taught = r["teacher"][:-len("</answer>")].split("</think>\n<answer>")
+            assert taught_think == think                              # the same steps
+            # the slip is the equation of one operand of the last step: fewer numbers, always 0
+            a, _, b, _ = re.fullmatch(r"(\d+)([-+*/])(\d+)=(\d+)", step).groups()
+            assert eval(taught) in (int(a), int(b))                    # digits and + - * /
+            used = sorted(map(int, re.findall(r"\d+", taught)))
+            assert len(used) < len(r["nums"]) and not Counter(used) - Counter(r["nums"])
+            assert score([r["teacher"]], r) == [0.0]
+    assert 0.4 < slips / len(rows) < 0.6
 
 
 def test_bad_options_name_the_generator_and_key():
