@@ -159,10 +159,6 @@ class ToolRollout:
             texts=self.tok.batch_decode([r.ids for r in rows], skip_special_tokens=True),
             loss_masks=[np.asarray(r.mask, np.float32) for r in rows])
 
-    @staticmethod
-    def _metrics(rows: List[_Row]) -> Dict[str, float]:
-        return tool_metrics(tool_counts(rows))
-
 
 COUNT_KEYS = ("samples", "calls", "samples_with_calls", "errors", "timeouts", "turns",
               "tool_tokens", "tokens")

@@ -199,20 +199,12 @@ class AheadRollout:
 def private_engine(trainer):
     """A native engine over its own copy of the policy (the trainer's weights, synced), so that
     sampling can run while the policy trains."""
-    from transformers import AutoModelForCausalLM
-
     from mindrl.rollout.native_torch import NativeTorchEngine
-    from mindrl.torch_device import DTYPES
 
-    cfg, backend = trainer.cfg, trainer.backend
-    model = AutoModelForCausalLM.from_pretrained(
-        trainer.model_path, local_files_only=True, dtype=DTYPES[cfg.model.dtype],
-        trust_remote_code=cfg.model.trust_remote_code).to(backend.device).eval()
-    model.requires_grad_(False)
-    engine = NativeTorchEngine(model, backend.tokenizer, device=backend.device, shared=False)
-    engine.load_weights(backend.named_tensors())
+    engine = NativeTorchEngine.from_config(trainer.cfg, str(trainer.model_path))
+    engine.model.requires_grad_(False)
+    engine.load_weights(trainer.backend.named_tensors())
     return engine
-
 
 
 class _Reply:
@@ -247,8 +239,7 @@ class SamplerProcess:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
             target=_sampler_main, daemon=True, name="mindrl-sampler",
-            args=(child, str(trainer.model_path), cfg.model.dtype, cfg.model.trust_remote_code,
-                  max(1, cfg.train.threads), self.shared, setup))
+            args=(child, cfg, str(trainer.model_path), self.shared, setup))
         self.proc.start()
         child.close()
         self._torch = torch
@@ -272,26 +263,17 @@ class SamplerProcess:
             self.proc.kill()
 
 
-def _sampler_main(conn, path, dtype, trust_remote_code, threads, shared, setup) -> None:
+def _sampler_main(conn, cfg, path, shared, setup) -> None:
     """The child: load the model, then answer ("generate", prompt_ids, sampling) requests with
     ("ok", rollouts, seconds) until ("stop",)."""
     import traceback
 
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from mindrl.rollout.native_torch import NativeTorchEngine
-    from mindrl.torch_device import DTYPES
 
-    torch.set_num_threads(threads)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=DTYPES[dtype],
-                                                 trust_remote_code=trust_remote_code).eval()
-    model.requires_grad_(False)
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True,
-                                        trust_remote_code=trust_remote_code)
+    engine = NativeTorchEngine.from_config(cfg, path)      # CPU, train.threads threads
+    engine.model.requires_grad_(False)
     if setup is not None:
-        setup(model)
-    engine = NativeTorchEngine(model, tok, device=torch.device("cpu"), shared=False)
+        setup(engine.model)
     while True:
         msg = conn.recv()
         if msg[0] == "stop":

@@ -135,9 +135,6 @@ class SFTTrainer(Trainer):
     def eos_id(self) -> int:
         return self.stop_ids[0] if self.end_of_turn is None else self.end_of_turn
 
-    def response_ids(self, row: Dict) -> list:
-        return self.response_ids_and_mask(row)[0]
-
     def response_ids_and_mask(self, row: Dict) -> Tuple[List[int], List[float]]:
         """(ids, mask) of a plain row's response plus the end-of-turn token; with
         ``tools.enabled``, tool output blocks are encoded alone and masked (0)."""

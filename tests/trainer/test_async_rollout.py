@@ -3,8 +3,6 @@ k-1 updates (checked against the weights themselves), token TIS turns on by defa
 equals an uninterrupted run, and the unsupported combinations are configuration errors."""
 
 import json
-import os
-import signal
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +11,7 @@ import torch
 
 from mindrl.config.loader import load_config
 from mindrl.config.schema import ConfigError
+from trainer_helpers import fit_stopped_by_sigterm
 
 BASE = [
     "model.path=builtin:tiny", "model.chat_template=none",
@@ -146,19 +145,7 @@ def test_resume_equals_uninterrupted_async_run(tmp_path, monkeypatch):
 
     part = tmp_path / "part"
     tr = RLTrainer(cfg_for(part, *extra))
-    original = RLTrainer.run_step
-
-    def run_step_then_sigterm(self):
-        out = original(self)
-        if self.step == 1:                  # during the 2nd step: SIGTERM, checkpoint at 2
-            os.kill(os.getpid(), signal.SIGTERM)
-        return out
-
-    monkeypatch.setattr(RLTrainer, "run_step", run_step_then_sigterm)
-    with pytest.raises(SystemExit):
-        tr.fit()
-    tr.close()
-    monkeypatch.setattr(RLTrainer, "run_step", original)
+    fit_stopped_by_sigterm(tr, monkeypatch)   # SIGTERM during the 2nd step: checkpoint at 2
     state = json.loads((part / "checkpoints" / "step_000002" / "trainer.json").read_text())
     assert state["async_rollout"]["version"] == 1      # batch 3, sampled by theta_1
 

@@ -2,12 +2,10 @@
 step used, by hand, and a run stopped after step 2 and resumed equal to an uninterrupted one
 (the controller's state is in the checkpoint)."""
 
-import os
-import signal
-
 import pytest
 
 from test_rl_loop import cfg_for, rows
+from trainer_helpers import fit_stopped_by_sigterm
 
 # target 10 nats: the tiny model's entropy (< log 1024 = 6.9) is always below it, so the
 # coefficient climbs by delta every step until max_coef: 0, 0.01, 0.02, 0.025 (clipped)
@@ -31,19 +29,7 @@ def test_coefficient_sequence_and_exact_resume(tmp_path, monkeypatch):
 
     part = tmp_path / "part"
     tr = RLTrainer(cfg_for(part, *CONTROL))
-    original = RLTrainer.run_step
-
-    def run_step_then_sigterm(self):
-        out = original(self)
-        if self.step == 1:                     # during the 2nd step: SIGTERM arrives
-            os.kill(os.getpid(), signal.SIGTERM)
-        return out
-
-    monkeypatch.setattr(RLTrainer, "run_step", run_step_then_sigterm)
-    with pytest.raises(SystemExit):
-        tr.fit()
-    tr.close()
-    monkeypatch.setattr(RLTrainer, "run_step", original)
+    fit_stopped_by_sigterm(tr, monkeypatch)   # SIGTERM during the 2nd step: checkpoint at 2
     tr = RLTrainer(cfg_for(part, *CONTROL))
     tr.fit()
     tr.close()

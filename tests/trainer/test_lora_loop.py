@@ -1,13 +1,11 @@
 """LoRA in the RL loop: a 2-step smoke on both backends (KL to the adapters-off reference),
 resume (2 steps + resume + 2 steps == 4 steps) and `mindrl export` of the adapter."""
 
-import os
-import signal
-
 import numpy as np
 import pytest
 
 from test_rl_loop import cfg_for, rows
+from trainer_helpers import fit_stopped_by_sigterm
 
 LORA = ["model.lora.enabled=true", "model.lora.rank=4", "model.lora.alpha=8",
         "reward.functions=[{name: 'trainer_helpers:parity_reward'}]", "train.lr=1e-2"]
@@ -59,19 +57,7 @@ def test_lora_resume_equals_uninterrupted(tmp_path, monkeypatch, backend):
 
     part = tmp_path / "part"
     tr = RLTrainer(cfg_for(part, *extra))
-    original = RLTrainer.run_step
-
-    def run_step_then_sigterm(self):
-        out = original(self)
-        if self.step == 1:
-            os.kill(os.getpid(), signal.SIGTERM)
-        return out
-
-    monkeypatch.setattr(RLTrainer, "run_step", run_step_then_sigterm)
-    with pytest.raises(SystemExit):
-        tr.fit()
-    tr.close()
-    monkeypatch.setattr(RLTrainer, "run_step", original)
+    fit_stopped_by_sigterm(tr, monkeypatch)   # SIGTERM during the 2nd step: checkpoint at 2
     model_dir = part / "checkpoints" / "step_000002" / "model"
     files = sorted(p.name for p in model_dir.iterdir())
     assert "adapter_model.safetensors" in files

@@ -2,13 +2,11 @@
 equals 4 steps on both backends (the critic's weights and optimizer are in the checkpoint),
 critic warm-up leaves the policy alone, and PPO learns on the CPU addition demo."""
 
-import os
-import signal
-
 import numpy as np
 import pytest
 
 from test_rl_loop import cfg_for, rows, weights
+from trainer_helpers import fit_stopped_by_sigterm
 
 PPO = ["algorithm.adv_estimator=gae", "algorithm.gamma=0.9", "algorithm.lam=0.8",
        "critic.lr=1e-3", "critic.cliprange_value=0.2",
@@ -34,19 +32,7 @@ def test_ppo_resume_2_plus_2_equals_4(tmp_path, monkeypatch, backend):
 
     part = tmp_path / "part"          # the same config, stopped by SIGTERM after step 2
     tr = RLTrainer(cfg_for(part, *extra))
-    original = RLTrainer.run_step
-
-    def run_step_then_sigterm(self):
-        out = original(self)
-        if self.step == 1:
-            os.kill(os.getpid(), signal.SIGTERM)
-        return out
-
-    monkeypatch.setattr(RLTrainer, "run_step", run_step_then_sigterm)
-    with pytest.raises(SystemExit):
-        tr.fit()
-    tr.close()
-    monkeypatch.setattr(RLTrainer, "run_step", original)
+    fit_stopped_by_sigterm(tr, monkeypatch)   # SIGTERM during the 2nd step: checkpoint at 2
     assert (part / "checkpoints" / "step_000002" / "state" / "critic" / "critic.safetensors").is_file()
     tr = RLTrainer(cfg_for(part, *extra))
     tr.fit()

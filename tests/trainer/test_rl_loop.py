@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mindrl.config.loader import load_config
+from trainer_helpers import fit_stopped_by_sigterm
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,20 +106,8 @@ def test_resume_equals_uninterrupted_and_sigterm_checkpoints(tmp_path, monkeypat
 
     part = tmp_path / "part"
     tr = RLTrainer(cfg_for(part, *extra))
-    original = RLTrainer.run_step
-
-    def run_step_then_sigterm(self):
-        out = original(self)
-        if self.step == 1:                     # during the 2nd step: SIGTERM arrives
-            os.kill(os.getpid(), signal.SIGTERM)
-        return out
-
-    monkeypatch.setattr(RLTrainer, "run_step", run_step_then_sigterm)
-    with pytest.raises(SystemExit) as e:
-        tr.fit()
-    assert e.value.code == 128 + signal.SIGTERM
-    tr.close()
-    monkeypatch.setattr(RLTrainer, "run_step", original)
+    stop = fit_stopped_by_sigterm(tr, monkeypatch)   # during the 2nd step: checkpoint at 2
+    assert stop.code == 128 + signal.SIGTERM
     assert (part / "checkpoints" / "step_000002" / "COMPLETE").is_file()
 
     tr = RLTrainer(cfg_for(part, *extra))

@@ -11,3 +11,31 @@ def parity_reward(completions, problem, **_):
         else:
             out.append(float(len(text) % 2 == 0))
     return out
+
+
+def fit_stopped_by_sigterm(trainer, monkeypatch, after_step: int = 1):
+    """``trainer.fit()`` with a SIGTERM sent once step ``after_step`` has run (so it arrives
+    during the next step, which checkpoints and exits); returns the ``SystemExit``."""
+    import os
+    import signal
+
+    import pytest
+
+    from mindrl.trainer.rl import RLTrainer
+
+    original = RLTrainer.run_step
+
+    def run_step_then_sigterm(self):
+        out = original(self)
+        if self.step == after_step:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return out
+
+    monkeypatch.setattr(RLTrainer, "run_step", run_step_then_sigterm)
+    try:
+        with pytest.raises(SystemExit) as e:
+            trainer.fit()
+    finally:
+        monkeypatch.setattr(RLTrainer, "run_step", original)
+    trainer.close()
+    return e.value
