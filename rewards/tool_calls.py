@@ -26,13 +26,9 @@ import json
 import re
 from typing import List, Optional, Sequence, Tuple
 
+from mindrl.tools.formats import calls_in
 from rewards.registry import REWARDS
 
-_TIR_CALL = re.compile(r"```python\n(.*?)(```|\Z)", re.DOTALL)
-_TIR_OUT = re.compile(r"\s*```output\n(.*?)\n```", re.DOTALL)
-_CHAT_CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
-_CHAT_OUT = re.compile(r"(?:<\|im_end\|>)?\s*<\|im_start\|>user\n<tool_response>\n?(.*?)\n?"
-                       r"</tool_response>", re.DOTALL)
 _ERROR_LINE = re.compile(r"^(\w+(Error|Exception|Interrupt)\b.*|Killed \(.*)$")
 
 
@@ -74,23 +70,11 @@ def call_verdicts(text: str, fmt: str = "tir") -> List[bool]:
     >>> call_verdicts("```python\\nprint(1\\n```\\n```output\\nSyntaxError: ...\\n```\\n")
     [False]
     """
-    if fmt == "tir":
-        pattern, out, ok_body = _TIR_CALL, _TIR_OUT, _compiles
-    elif fmt == "chat":
-        pattern, out, ok_body = _CHAT_CALL, _CHAT_OUT, _json_call
-    else:
+    if fmt not in ("tir", "chat"):
         raise ValueError(f"tool_call_format: unknown format '{fmt}'; valid: tir, chat")
-    verdicts, pos = [], 0
-    text = text or ""
-    while True:
-        m = pattern.search(text, pos)
-        if m is None:
-            return verdicts
-        closed = bool(m.group(2))
-        o = out.match(text, m.end()) if closed else None
-        verdicts.append(closed and ok_body(m.group(1)) and o is not None
-                        and not output_failed(o.group(1)))
-        pos = o.end() if o is not None else m.end()
+    ok_body = _compiles if fmt == "tir" else _json_call
+    return [c.closed and ok_body(c.body) and c.output is not None and not output_failed(c.output)
+            for c in calls_in(text or "", fmt)]
 
 
 @REWARDS.register("tool_call_format")

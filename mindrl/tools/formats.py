@@ -24,24 +24,63 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from mindrl.tools.registry import ToolCall
 
 FORMATS = ("tir", "chat")
-_TIR = re.compile(r"```python\n(.*?)```", re.DOTALL)
-_CHAT = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+# A call: group 1 its body, group 2 the closing marker (empty when the text ends first).
+_CALL = {"tir": re.compile(r"```python\n(.*?)(```|\Z)", re.DOTALL),
+         "chat": re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)}
+# The output written back after a call (:func:`render_output`), group 1 the tool's text;
+# lenient about the whitespace before it, and the chat form's closing assistant header optional.
+_OUTPUT = {"tir": re.compile(r"\s*```output\n(.*?)\n```\n?", re.DOTALL),
+           "chat": re.compile(r"(?:<\|im_end\|>)?\s*<\|im_start\|>user\n<tool_response>\n?(.*?)\n?"
+                              r"</tool_response>(?:<\|im_end\|>\n<\|im_start\|>assistant\n)?",
+                              re.DOTALL)}
+
+
+def _pattern(table: dict, fmt: str) -> "re.Pattern":
+    if fmt not in table:
+        raise ValueError(f"unknown tool format '{fmt}'; valid: {', '.join(FORMATS)}")
+    return table[fmt]
+
+
+@dataclass(frozen=True)
+class CallSpan:
+    """A call as it stands in a finished trace: its body (code, or the JSON of a chat call),
+    whether its closing marker was written, and the output block after it (None: never ran)."""
+    body: str
+    closed: bool
+    output: Optional[str]
+
+
+def calls_in(text: str, fmt: str) -> List[CallSpan]:
+    """Every call in a finished trace, in order, the last one possibly unclosed.
+
+    >>> calls_in("```python\\nprint(2*3)\\n```\\n```output\\n6\\n```\\n6```python\\nx", "tir")
+    [CallSpan(body='print(2*3)\\n', closed=True, output='6'), CallSpan(body='x', closed=False, output=None)]
+    """
+    call, out = _pattern(_CALL, fmt), _pattern(_OUTPUT, fmt)
+    spans, pos = [], 0
+    while True:
+        m = call.search(text, pos)
+        if m is None:
+            return spans
+        o = out.match(text, m.end()) if m.group(2) else None
+        spans.append(CallSpan(m.group(1), bool(m.group(2)), None if o is None else o.group(1)))
+        pos = o.end() if o is not None else m.end()
 
 
 def find_call(text: str, fmt: str) -> Optional[Tuple[int, ToolCall]]:
     """(end offset, call) of the first complete call in ``text``, or None."""
+    m = _pattern(_CALL, fmt).search(text)
+    if m is None or not m.group(2):
+        return None
     if fmt == "tir":
-        m = _TIR.search(text)
-        return None if m is None else (m.end(), ToolCall("python", {"code": m.group(1)}))
+        return m.end(), ToolCall("python", {"code": m.group(1)})
     if fmt == "chat":
-        m = _CHAT.search(text)
-        if m is None:
-            return None
         try:
             obj = json.loads(m.group(1).strip())
         except ValueError as e:
@@ -56,7 +95,6 @@ def find_call(text: str, fmt: str) -> Optional[Tuple[int, ToolCall]]:
             except ValueError:
                 pass
         return m.end(), ToolCall(obj["name"], args)
-    raise ValueError(f"unknown tool format '{fmt}'; valid: {', '.join(FORMATS)}")
 
 
 def render_output(text: str, fmt: str, after_eos: bool = False) -> str:
@@ -69,11 +107,6 @@ def render_output(text: str, fmt: str, after_eos: bool = False) -> str:
             f"<|im_start|>assistant\n")
 
 
-_TIR_OUTPUT = re.compile(r"\n```output\n.*?\n```\n", re.DOTALL)
-_CHAT_OUTPUT = re.compile(r"(?:<\|im_end\|>)?\n<\|im_start\|>user\n<tool_response>\n.*?\n"
-                          r"</tool_response><\|im_end\|>\n<\|im_start\|>assistant\n", re.DOTALL)
-
-
 def split_trace(text: str, fmt: str) -> List[Tuple[str, bool]]:
     """A written tool trace (an SFT demonstration) as ``(segment, trained)`` pieces, the way a
     rollout builds it: the model's text up to the end of each call is trained; the output block
@@ -84,7 +117,7 @@ def split_trace(text: str, fmt: str) -> List[Tuple[str, bool]]:
     >>> split_trace("```python\\nprint(2*3)\\n```\\n```output\\n6\\n```\\n6", "tir")
     [('```python\\nprint(2*3)\\n```', True), ('\\n```output\\n6\\n```\\n', False), ('6', True)]
     """
-    out_re = _TIR_OUTPUT if fmt == "tir" else _CHAT_OUTPUT
+    out_re = _pattern(_OUTPUT, fmt)
     pieces: List[Tuple[str, bool]] = []
     rest = text
     while rest:
