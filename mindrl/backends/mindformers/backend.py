@@ -503,7 +503,7 @@ class MindformersBackend:
         t = self.cfg.train
         lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps, total=self.total_steps,
                               schedule=t.lr_schedule, min_ratio=t.min_lr_ratio)
-        self.lr.set_data(ms.Tensor(np.float32(lr)))
+        ms.ops.assign(self.lr, ms.Tensor(np.float32(lr)))   # in place: the compiled cell reads it
         out = self.train_cell(*(ms.Tensor(x) for x in (ids, pos, mask, adv, old, ref, inv)))
         loss, overflow, _, _, grad_norm = out[:5]
         self.optimizer_steps += 1

@@ -15,6 +15,7 @@ import mindspore as ms
 from mindspore import Tensor, ops
 
 from mindrl.backends.metrics import MetricMerger, finish
+from mindrl.backends.mindspore.weights import write_param
 from mindrl.backends.schedule import lr_factor
 from mindrl.types import LossNormalizers, TokenBatch
 
@@ -176,9 +177,10 @@ class CompiledStepMixin:
 
     def _loss_acc_clear_if_split(self) -> None:
         # The split step and the accumulate-only graphs leave the loss sum in ``_loss_acc``;
-        # only the fused update graph consumes it. Zero it (a host write, no kernel).
+        # only the fused update graph consumes it. Zero it in place (the compiled graphs keep
+        # the Parameter's storage; set_data would give it a new tensor they never see).
         if self.train_mode != "fused" or self.world > 1:
-            self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
+            write_param(self._loss_acc, np.zeros(1, np.float32))
 
     def _prepare(self, kind: str, micro_batches, norm):
         prepare = {"rl": self._rl_inputs, "sft": self._sft_inputs, "pref": self._pref_inputs}
@@ -191,7 +193,7 @@ class CompiledStepMixin:
         "sft" (TokenBatches, norm) or "pref" (pairs as :meth:`preference_step`, global_pairs).
         The accumulators are left zeroed."""
         self._accumulate(kind, *self._prepare(kind, micro_batches, norm))
-        self._loss_acc.set_data(Tensor(np.zeros(1, np.float32)))
+        write_param(self._loss_acc, np.zeros(1, np.float32))
         out = {p.name: g for p, g in zip(self.params, self.optimizer.grad_arrays())}
         self.optimizer.zero_grad()
         return out

@@ -128,11 +128,7 @@ def set_adapter_arrays(model, arrays: Dict[str, np.ndarray]) -> None:
         _write(p, arr)
 
 
-def _write(p: Parameter, arr: np.ndarray) -> None:
-    """Write into the Parameter's own storage (``ops.assign``): graphs compiled before keep
-    reading that storage, whereas ``set_data`` gives the Parameter a new tensor that they do
-    not see (measured on CPU)."""
-    ops.assign(p, Tensor(np.asarray(arr, np.float32), p.dtype))
+_write = W.write_param
 
 
 @contextlib.contextmanager

@@ -35,6 +35,8 @@ import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
+from mindrl.backends.mindspore.weights import write_param
+
 
 class AdamW:
     def __init__(self, params: List[Parameter], *, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -178,6 +180,6 @@ class AdamW:
     def load_state_arrays(self, arrays: Dict[str, np.ndarray], step: int) -> None:
         cat = lambda tag: np.concatenate(  # noqa: E731
             [np.asarray(arrays[f"{tag}.{p.name}"], np.float32).reshape(-1) for p in self.params])
-        self.m_flat.set_data(Tensor(cat("exp_avg"), ms.float32))
-        self.v_flat.set_data(Tensor(cat("exp_avg_sq"), ms.float32))
+        write_param(self.m_flat, cat("exp_avg"))          # in place: compiled steps see it
+        write_param(self.v_flat, cat("exp_avg_sq"))
         self.step = int(step)

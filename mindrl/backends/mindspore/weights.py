@@ -129,12 +129,25 @@ def write_checkpoint(directory: str, named: Iterable[Tuple[str, np.ndarray]],
     os.replace(tmp, os.path.join(directory, "model.safetensors.index.json"))
 
 
+def write_param(p, value) -> None:
+    """Write ``value`` (array or Tensor, cast to the Parameter's dtype) into the Parameter's own
+    storage (``ops.assign``). Graphs compiled before keep reading and writing that storage;
+    ``Parameter.set_data`` would give the Parameter a new tensor they never see (measured on
+    CPU, MindSpore 2.10: a compiled graph kept the old weights after ``set_data``)."""
+    import mindspore as ms
+    from mindspore import ops
+
+    if not isinstance(value, ms.Tensor):
+        value = ms.Tensor(np.asarray(value, np.float32), p.dtype)
+    elif value.dtype != p.dtype:
+        value = value.astype(p.dtype)
+    ops.assign(p, value)
+
+
 def load_into(model, named: Iterable[Tuple[str, np.ndarray]], strict: bool = True) -> None:
     """Copy HF-named arrays into the model's parameters (cast to each parameter's dtype).
 
     A tied model ignores ``lm_head.weight``; a missing or mis-shaped parameter raises."""
-    import mindspore as ms
-
     params = {p.name: p for p in model.get_parameters()}
     seen = set()
     for name, arr in named:
@@ -147,7 +160,7 @@ def load_into(model, named: Iterable[Tuple[str, np.ndarray]], strict: bool = Tru
         p = params[name]
         if tuple(p.shape) != tuple(arr.shape):
             raise ValueError(f"{name}: checkpoint shape {arr.shape} != model {p.shape}")
-        p.set_data(ms.Tensor(np.asarray(arr, np.float32), p.dtype))
+        write_param(p, arr)
         seen.add(name)
     missing = sorted(set(params) - seen)
     if strict and missing:

@@ -12,7 +12,7 @@ from algorithms.ops import get_ops
 from algorithms.policy_loss import POLICY_LOSSES
 from algorithms.rl_loss import rl_loss
 from mindrl.backends.mindspore import MindSporeBackend
-from mindrl.types import LossNormalizers
+from mindrl.types import LossNormalizers, SamplingParams
 from ms_helpers import ms_config, random_batch, split
 
 
@@ -181,3 +181,42 @@ def test_resume_3_plus_3_equals_6(hf_tied, tmp_path):
     for k in a:
         np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
     assert resumed.optimizer_steps == 6
+
+
+@pytest.mark.slow
+def test_load_after_compile_reaches_compiled_graphs(hf_tied, tmp_path):
+    """Weights and optimizer state loaded into a backend whose train, log-prob and sampler
+    graphs are already compiled (``Parameter.set_data`` on parameters those graphs read and
+    write in place) are the ones the next step uses: its log-probs, greedy samples and the
+    weights after one more step equal those of the run the state came from."""
+    directory, _ = hf_tied
+    cfg = ms_config("train.lr=1e-2", "train.warmup_steps=0", "train.steps=8")
+    rng = np.random.default_rng(7)
+    ours = [random_batch(rng, 4) for _ in range(3)]
+    other = [random_batch(rng, 4) for _ in range(2)]
+    source = MindSporeBackend(cfg, model_path=directory)
+    for b in ours[:2]:
+        source.train_step([b], _norm(b))
+    source.save_pretrained(str(tmp_path / "model"))
+    source.save_state(str(tmp_path / "state"))
+
+    busy = MindSporeBackend(cfg, model_path=directory)
+    for b in other:                                     # compiles, and moves the weights away
+        busy.train_step([b], _norm(b))
+    prompts = [[5, 6, 7], [8, 9]]
+    sp = SamplingParams(n=1, temperature=0.0, max_new_tokens=8)
+    busy.native_engine().generate(prompts, sp)          # compiles the sampler's graphs
+    before = busy.logprobs(ours[2].tokens, temperature=1.0)
+    busy.load_pretrained(str(tmp_path / "model"))
+    busy.load_state(str(tmp_path / "state"))
+
+    want = source.logprobs(ours[2].tokens, temperature=1.0)
+    assert np.abs(before - want).max() > 1e-3           # the load has something to change
+    np.testing.assert_allclose(busy.logprobs(ours[2].tokens, temperature=1.0), want, atol=1e-6)
+    assert busy.native_engine().generate(prompts, sp).response_ids == \
+        source.native_engine().generate(prompts, sp).response_ids
+    source.train_step([ours[2]], _norm(ours[2]))
+    busy.train_step([ours[2]], _norm(ours[2]))
+    a, b = dict(source.named_weights()), dict(busy.named_weights())
+    for k in a:
+        np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
