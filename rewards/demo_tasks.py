@@ -24,7 +24,7 @@ not learnt: README, "Two more CPU demos"):
 
 Both rows carry ``teacher``, the SFT demonstration: the gold answer except that, with
 probability ``slip``, the teacher makes a systematic slip after a correct chain of thought
-(K&K: the last person's role flipped in the answer; Countdown: the equation written without
+(K&K: the answer without the last person's role; Countdown: the equation written without
 its last step, :func:`countdown_slip`), so that SFT imitates a mistake and a correctness reward
 can unlearn it (as in the addition demo).
 """
@@ -104,7 +104,7 @@ def make_kk(rng: random.Random, people: Sequence[int] = (3,), slip: float = 0.0)
     think = ",".join(kk_search(puzzle["statements"], n)) + "</think>\n"
     taught = roles
     if slip > 0 and rng.random() < slip:
-        taught = roles[:-1] + ("0" if roles[-1] == "1" else "1")
+        taught = roles[:-1]                 # the last person's role left out: always wrong
     return {"problem": problem, "answer": f"{think}<answer>{roles}</answer>", "roles": roles,
             "teacher": f"{think}<answer>{taught}</answer>", "names": names,
             "solution": list(puzzle["solution"])}

@@ -120,10 +120,10 @@ def test_kk_generator_and_rewards_agree():
         taught = _check_kk_search(r["problem"], r["teacher"])        # the same search
         if taught != r["roles"]:
             slips += 1
-            assert taught[:-1] == r["roles"][:-1]                     # the last role flipped
+            assert taught == r["roles"][:-1]                      # the last role left out
             assert kk_roles([r["teacher"]], answer=[r["answer"]]) == [0.0]
-            assert KKAnswer()([kk_logic_rl_text(taught, r["names"])],
-                              solution=[r["solution"]], names=[r["names"]]) == [-1.5]
+            assert KKAnswer()([kk_logic_rl_text(taught, r["names"])],     # a person missing:
+                              solution=[r["solution"]], names=[r["names"]]) == [-2.0]  # unparsed
     assert 0.4 < slips / len(rows) < 0.6
 
 
