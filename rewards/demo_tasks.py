@@ -37,7 +37,7 @@ import re
 from itertools import product
 from typing import Dict, List, Optional, Sequence
 
-from rewards.countdown import check_equation, make_countdown
+from rewards.countdown import make_countdown
 from rewards.knights_knaves import KNIGHT, KNAVE, evaluate, generate_puzzle, solution_text
 from rewards.registry import REWARDS
 
@@ -142,9 +142,11 @@ def kk_roles(completions: Sequence[str], answer: Sequence[str], **_) -> List[Opt
     ...          answer=["101"] * 5)
     [1.0, 0.0, 0.0, 0.0, 1.0]
     """
-    return [float(kk_answer_roles(text) is not None
-                  and kk_answer_roles(text) == kk_answer_roles(str(gold).strip()))
-            for text, gold in zip(completions, answer)]
+    out: List[Optional[float]] = []
+    for text, gold in zip(completions, answer):
+        got = kk_answer_roles(text)
+        out.append(float(got is not None and got == kk_answer_roles(str(gold).strip())))
+    return out
 
 
 def countdown_steps(expr: str) -> List[str]:

@@ -125,10 +125,7 @@ def set_adapter_arrays(model, arrays: Dict[str, np.ndarray]) -> None:
         arr = np.asarray(arrays[name], np.float32)
         if tuple(arr.shape) != tuple(p.shape):
             raise RuntimeError(f"{name}: adapter shape {arr.shape} != model {tuple(p.shape)}")
-        _write(p, arr)
-
-
-_write = W.write_param
+        W.write_param(p, arr)
 
 
 @contextlib.contextmanager
@@ -136,12 +133,12 @@ def adapters_off(model):
     """The base model: every adapter's ``on`` = 0 inside, 1 again afterwards."""
     cells = [c for _, c in _lora_cells(model)]
     for c in cells:
-        _write(c.on, np.zeros((), np.float32))
+        W.write_param(c.on, np.zeros((), np.float32))
     try:
         yield
     finally:
         for c in cells:
-            _write(c.on, np.ones((), np.float32))
+            W.write_param(c.on, np.ones((), np.float32))
 
 
 def base_arrays(model) -> Iterator[Tuple[str, np.ndarray]]:

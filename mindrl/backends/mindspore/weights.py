@@ -129,19 +129,15 @@ def write_checkpoint(directory: str, named: Iterable[Tuple[str, np.ndarray]],
     os.replace(tmp, os.path.join(directory, "model.safetensors.index.json"))
 
 
-def write_param(p, value) -> None:
-    """Write ``value`` (array or Tensor, cast to the Parameter's dtype) into the Parameter's own
-    storage (``ops.assign``). Graphs compiled before keep reading and writing that storage;
+def write_param(p, arr: np.ndarray) -> None:
+    """Write ``arr`` (cast to the Parameter's dtype) into the Parameter's own storage
+    (``ops.assign``). Graphs compiled before keep reading and writing that storage;
     ``Parameter.set_data`` would give the Parameter a new tensor they never see (measured on
     CPU, MindSpore 2.10: a compiled graph kept the old weights after ``set_data``)."""
     import mindspore as ms
     from mindspore import ops
 
-    if not isinstance(value, ms.Tensor):
-        value = ms.Tensor(np.asarray(value, np.float32), p.dtype)
-    elif value.dtype != p.dtype:
-        value = value.astype(p.dtype)
-    ops.assign(p, value)
+    ops.assign(p, ms.Tensor(np.asarray(arr, np.float32), p.dtype))
 
 
 def load_into(model, named: Iterable[Tuple[str, np.ndarray]], strict: bool = True) -> None:

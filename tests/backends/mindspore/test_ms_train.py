@@ -157,6 +157,25 @@ def test_compiles_once_per_bucket_over_20_steps(hf_tied):
     assert be.optimizer_steps == 20
 
 
+def _trained(cfg, directory, batches, into=None):
+    """A backend (``into``, or a fresh one from ``directory``) after one step per batch."""
+    be = into if into is not None else MindSporeBackend(cfg, model_path=directory)
+    for b in batches:
+        be.train_step([b], _norm(b))
+    return be
+
+
+def _saved(be, where):
+    be.save_pretrained(str(where / "model"))
+    be.save_state(str(where / "state"))
+
+
+def _loaded(be, where):
+    be.load_pretrained(str(where / "model"))
+    be.load_state(str(where / "state"))
+    return be
+
+
 @pytest.mark.slow
 def test_resume_3_plus_3_equals_6(hf_tied, tmp_path):
     directory, _ = hf_tied
@@ -164,19 +183,10 @@ def test_resume_3_plus_3_equals_6(hf_tied, tmp_path):
                     "train.steps=6")
     rng = np.random.default_rng(4)
     batches = [random_batch(rng, 4) for _ in range(6)]
-    straight = MindSporeBackend(cfg, model_path=directory)
-    for b in batches:
-        straight.train_step([b], _norm(b))
-    first = MindSporeBackend(cfg, model_path=directory)
-    for b in batches[:3]:
-        first.train_step([b], _norm(b))
-    first.save_pretrained(str(tmp_path / "model"))
-    first.save_state(str(tmp_path / "state"))
-    resumed = MindSporeBackend(cfg, model_path=directory)
-    resumed.load_pretrained(str(tmp_path / "model"))
-    resumed.load_state(str(tmp_path / "state"))
-    for b in batches[3:]:
-        resumed.train_step([b], _norm(b))
+    straight = _trained(cfg, directory, batches)
+    _saved(_trained(cfg, directory, batches[:3]), tmp_path)
+    resumed = _trained(cfg, directory, batches[3:],
+                       into=_loaded(MindSporeBackend(cfg, model_path=directory), tmp_path))
     a, b = dict(straight.named_weights()), dict(resumed.named_weights())
     for k in a:
         np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
@@ -194,21 +204,15 @@ def test_load_after_compile_reaches_compiled_graphs(hf_tied, tmp_path):
     rng = np.random.default_rng(7)
     ours = [random_batch(rng, 4) for _ in range(3)]
     other = [random_batch(rng, 4) for _ in range(2)]
-    source = MindSporeBackend(cfg, model_path=directory)
-    for b in ours[:2]:
-        source.train_step([b], _norm(b))
-    source.save_pretrained(str(tmp_path / "model"))
-    source.save_state(str(tmp_path / "state"))
+    source = _trained(cfg, directory, ours[:2])
+    _saved(source, tmp_path)
 
-    busy = MindSporeBackend(cfg, model_path=directory)
-    for b in other:                                     # compiles, and moves the weights away
-        busy.train_step([b], _norm(b))
+    busy = _trained(cfg, directory, other)              # compiles, and moves the weights away
     prompts = [[5, 6, 7], [8, 9]]
     sp = SamplingParams(n=1, temperature=0.0, max_new_tokens=8)
     busy.native_engine().generate(prompts, sp)          # compiles the sampler's graphs
     before = busy.logprobs(ours[2].tokens, temperature=1.0)
-    busy.load_pretrained(str(tmp_path / "model"))
-    busy.load_state(str(tmp_path / "state"))
+    _loaded(busy, tmp_path)
 
     want = source.logprobs(ours[2].tokens, temperature=1.0)
     assert np.abs(before - want).max() > 1e-3           # the load has something to change
