@@ -6,8 +6,9 @@ recipe itself, so the table cannot drift from the files:
 - job: ``stages: a -> b`` for a multi-stage recipe, else what its name starts with (``sft_``,
   ``dpo_``, ``simpo_``; everything else is RL, run by ``mindrl train``);
 - backend and model from the resolved config (``builtin:*`` models are the offline CPU models);
-- kind: ``smoke`` (a CI-sized run of a full recipe), ``demo`` (a CPU demo that learns) or
-  ``full`` (real scale: GPU or Ascend, a real checkpoint);
+- kind: ``demo`` (a CPU demo that learns), ``smoke`` (a CPU-sized run on a built-in model: a
+  full recipe's CI form, or a first try on your data) or ``full`` (real scale: GPU or Ascend, a
+  real checkpoint);
 - purpose: the recipe's ``# summary:`` comment line, else the first sentence of its header.
 """
 
@@ -73,11 +74,11 @@ def _model(path: str) -> str:
     return f"{m.group(1)}B" if m else "a checkpoint"
 
 
-def _kind(name: str) -> str:
-    if name.endswith("_smoke"):
-        return "smoke"
+def _kind(name: str, model_path: str) -> str:
     if name.endswith("_demo") or "_demo_" in name:
         return "demo"
+    if model_path.startswith("builtin:"):
+        return "smoke"
     return "full"
 
 
@@ -87,7 +88,7 @@ def recipe_info(path: Path, width: int = 72) -> RecipeInfo:
     stages = load_stages(str(path))
     cfg = stages[0].cfg
     return RecipeInfo(name=path.stem, job=_job(path.stem, stages), backend=cfg.backend,
-                      model=_model(cfg.model.path), kind=_kind(path.stem),
+                      model=_model(cfg.model.path), kind=_kind(path.stem, cfg.model.path),
                       purpose=_purpose(_header(path), width))
 
 

@@ -432,6 +432,8 @@ class LoggingConfig:
     output_dir: str = opt("runs/grpo", "Run directory: config, metrics.jsonl, checkpoints, plots.")
     tensorboard: bool = opt(True, "Also write TensorBoard scalars.")
     progress_bar: bool = opt(True, "Show a console progress bar.")
+    verbose: bool = opt(False, "Show the frameworks' own log lines (MindSpore's [WARNING]/[INFO] "
+                        "lines; GLOG_v=1). Off: errors only (GLOG_v=3), unless GLOG_v is set.")
     plot: bool = opt(True, "Draw reward/accuracy/length/KL curves to PNG at the end.")
     save_rollouts: int = opt(0, "Save the rollouts of step 1 and of every N-th step to "
                              "rollouts/step_NNNNNN.jsonl (prompt, response and its token ids, "

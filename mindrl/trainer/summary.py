@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 # the metrics a person looks at first, in this order, when the run logged them
-KEY_METRICS = ("val/accuracy", "accuracy", "reward/mean", "loss", "kl/mean",
+KEY_METRICS = ("val/accuracy", "accuracy", "reward/mean", "loss", "kl",
                "response_length/mean", "pref/accuracy", "pref/margin", "sft/loss")
 
 
