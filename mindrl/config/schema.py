@@ -70,7 +70,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class DataConfig:
     train_file: str = opt("", "Training prompts: a JSONL/parquet path, a built-in name "
-                          "('gsm8k', 'math_l3to5', 'countdown', 'kk') or a generator "
+                          "('gsm8k', 'gsm8k_test', 'math_l3to5', 'countdown', 'kk') or a generator "
                           "('countdown:gen', 'kk:gen').")
     val_file: str = opt("", "Held-out prompts for validation (same forms as train_file).")
     data_dir: str = opt("../shared/data", "Directory holding the built-in data files.")
