@@ -142,7 +142,7 @@ def advantage_batch():
     mask = torch.zeros((n, 6))
     for i, length in enumerate(lengths):
         mask[i, :length] = 1
-    mask[5, 2:4] = 0                      # multi-turn: tokens 2-3 are an observation
+    mask[0, 2:4] = 0                      # multi-turn: tokens 2-3 are an observation
     gen = torch.Generator().manual_seed(0)
     old = -torch.rand((n, 6), generator=gen) * 2
     ref = old + torch.randn((n, 6), generator=gen) * 0.5
