@@ -53,6 +53,11 @@ def test_batch_reward_manager_on_dataproto(verl_out):
     # one value per row for every key, although the rows come from two data sources
     assert verl_out["legacy_extra"] == {"score": [1.0, 0.0, 1.0, 0.0],
                                         "mindrl/unscored": [0.0] * 4}
+    # MINDRL_REWARDS fixes the spec: the math grader and format on every row (no boxed answer
+    # in the GSM8K rows, no <think> anywhere), per-component keys aligned with the rows
+    assert verl_out["legacy_extra_fixed"] == {
+        "score": [1.0, 0.0, 0.0, 0.0], "mindrl/accuracy": [1.0, 0.0, 0.0, 0.0],
+        "mindrl/format": [0.0] * 4, "mindrl/unscored": [0.0] * 4}
 
 
 def test_reward_loop_manager_loaded_by_load_reward_manager(verl_out):
@@ -83,6 +88,9 @@ ESTIMATORS = ["grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline"
 
 def test_every_registered_estimator_is_checked(verl_out):
     assert verl_out["registered"] == sorted("mindrl_" + e for e in ESTIMATORS)
+    # verl puts the KL into the token rewards: a kl_coef here would be ignored, so it is refused
+    assert "['kl_coef']" in verl_out["kl_coef_rejected"]
+    assert "use_kl_in_reward" in verl_out["kl_coef_rejected"]
     checked = {k.split("/")[0] for k in verl_out["advantages"]}
     assert checked == set(ESTIMATORS)
     # both reward shapes, and the KL really is per token (not only on the last token)

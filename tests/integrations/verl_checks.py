@@ -14,6 +14,7 @@
 
 import asyncio
 import json
+import os
 import sys
 
 sys.path.append(sys.argv[1])       # after site-packages: the venv's packages win
@@ -98,6 +99,11 @@ def check_plugins(out, tok):
     res = legacy(data, return_dict=True)
     out["legacy_rewards"] = res["reward_tensor"].tolist()
     out["legacy_extra"] = res["reward_extra_info"]
+    os.environ["MINDRL_REWARDS"] = "accuracy:1,format:0.5"     # a fixed spec for every source
+    try:
+        out["legacy_extra_fixed"] = legacy(data, return_dict=True)["reward_extra_info"]
+    finally:
+        del os.environ["MINDRL_REWARDS"]
 
     mcfg = OmegaConf.create({"reward": {
         "custom_reward_function": {"path": None, "name": "compute_score"},
@@ -178,6 +184,11 @@ def check_advantages(out):
                               config=AlgoConfig(gamma=gamma), **kw)
         return d.batch["advantages"].tolist(), d.batch["returns"].tolist()
 
+    from mindrl.integrations.verl import register_advantage_estimators
+    try:
+        register_advantage_estimators(prefix="x_", kl_coef=0.1)
+    except TypeError as e:
+        out["kl_coef_rejected"] = str(e)
     out["registered"] = sorted(n for n in core_algos.ADV_ESTIMATOR_REGISTRY
                                if n.startswith("mindrl_"))
     out["adv_mask"] = mask.tolist()
