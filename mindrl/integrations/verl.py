@@ -174,34 +174,18 @@ def _score_grouped(texts, truths, sources) -> List[Dict[str, float]]:
 
 
 # ---------------------------------------------------------------- advantage estimators
-def _token_returns(token_rewards: np.ndarray, mask: np.ndarray, gamma: float) -> np.ndarray:
-    """G_t = x_t + gamma G_{t+1} on response tokens (B, T); a masked token gets 0 and passes
-    the running return through unchanged (verl's rule for observation tokens)."""
-    returns = np.zeros_like(token_rewards)
-    running = np.zeros(token_rewards.shape[0])
-    for t in range(token_rewards.shape[1] - 1, -1, -1):
-        valid = mask[:, t] > 0
-        running = np.where(valid, token_rewards[:, t] + gamma * running, running)
-        returns[:, t] = running * valid
-    return returns
+def _reinforce_pp_on_token_rewards(x: np.ndarray, mask: np.ndarray, gamma: float,
+                                   std_eps: float, std_ddof: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(advantages, returns) of REINFORCE++ on verl's token rewards x (B, T): mindrl's
+    ``reinforce_pp`` with c_t = x_t (its returns skip masked tokens, as verl's)."""
+    from algorithms.advantages import _discounted_returns, _whiten
+
+    returns = _discounted_returns(x, mask, gamma)
+    return _whiten(returns, mask, std_eps, std_ddof), returns
 
 
-def _reinforce_pp(est: str, x: np.ndarray, mask: np.ndarray, group: np.ndarray, gamma: float,
-                  std_eps: float, std_ddof: int) -> Tuple[np.ndarray, np.ndarray]:
-    """(advantages, returns) of ``reinforce_pp`` (on the token rewards x) or
-    ``reinforce_pp_baseline`` (on r_i - mean_g(r), r_i = sum_t x_t, at the last token)."""
-    from algorithms.advantages import _group_mean, _groups, _last_token_index, _whiten
-
-    if est == "reinforce_pp_baseline":
-        r = x.sum(axis=1)
-        inv, counts = _groups(group)
-        centred = r - _group_mean(r, inv, counts)      # a group of one: 0
-        x = np.zeros_like(mask)
-        rows = np.nonzero(mask.sum(axis=1) > 0)[0]
-        x[rows, _last_token_index(mask)[rows]] = centred[rows]
-    returns = _token_returns(x, mask, gamma)
-    adv = _whiten(returns, mask, std_eps, std_ddof)
-    return adv, (adv if est == "reinforce_pp_baseline" else returns)
+#: The estimator parameters a registration may fix (the KL is already in verl's token rewards).
+_PARAMS = ("std_eps", "std_ddof", "gamma", "passk_k")
 
 
 def register_advantage_estimators(prefix: str = "mindrl_", **params) -> List[str]:
@@ -215,17 +199,16 @@ def register_advantage_estimators(prefix: str = "mindrl_", **params) -> List[str
     import torch
     from verl.trainer.ppo import core_algos
 
-    from algorithms.advantages import ADV_ESTIMATORS, ADV_PARAMS, compute_advantages
+    from algorithms.advantages import ADV_ESTIMATORS, compute_advantages
 
-    valid = [p for p in ADV_PARAMS if p in ("std_eps", "std_ddof", "gamma", "passk_k")]
-    bad = sorted(set(params) - set(valid))
+    bad = sorted(set(params) - set(_PARAMS))
     if bad:
         raise TypeError(f"register_advantage_estimators: unsupported parameter(s) {bad}; valid: "
-                        f"{valid} (verl puts the KL into token_level_rewards: "
+                        f"{list(_PARAMS)} (verl puts the KL into token_level_rewards: "
                         f"algorithm.use_kl_in_reward)")
     rpp_defaults = {k: v.default for k, v in
                     inspect.signature(ADV_ESTIMATORS.get("reinforce_pp")).parameters.items()
-                    if k in ("std_eps", "std_ddof")}
+                    if k in ("gamma", "std_eps", "std_ddof")}
     names = []
     for est in ESTIMATORS:
         name = prefix + est
@@ -243,10 +226,11 @@ def register_advantage_estimators(prefix: str = "mindrl_", **params) -> List[str
             gamma = getattr(config, "gamma", None) if config is not None else None
             if gamma is not None and "gamma" not in kwargs:
                 kwargs["gamma"] = float(gamma)
-            if _est in ("reinforce_pp", "reinforce_pp_baseline"):
-                adv, ret = _reinforce_pp(_est, x, mask, group, float(kwargs.get("gamma", 1.0)),
-                                         float(kwargs.get("std_eps", rpp_defaults["std_eps"])),
-                                         int(kwargs.get("std_ddof", rpp_defaults["std_ddof"])))
+            if _est == "reinforce_pp":
+                adv, ret = _reinforce_pp_on_token_rewards(
+                    x, mask, float(kwargs.get("gamma", rpp_defaults["gamma"])),
+                    float(kwargs.get("std_eps", rpp_defaults["std_eps"])),
+                    int(kwargs.get("std_ddof", rpp_defaults["std_ddof"])))
             else:
                 adv = ret = compute_advantages(_est, rewards=x.sum(axis=1), group_index=group,
                                                response_mask=mask, **kwargs)
