@@ -170,3 +170,18 @@ def test_reinforce_pp_baseline_with_discount_by_hand(verl_out):
         want = (returns - valid.mean()) / (valid.std(ddof=1) + 1e-6) * mask
         np.testing.assert_allclose(verl_out["advantages"][f"reinforce_pp_baseline/{kind}/0.9"],
                                    want, atol=1e-5)
+
+
+def test_reward_info_is_finite_with_the_same_keys():
+    """No verl needed: a None and a NaN component count 0 and are counted in mindrl/unscored."""
+    from mindrl.integrations.verl import reward_info
+    from rewards.pool import RewardResult
+
+    res = RewardResult(components={"accuracy": [1.0, None, float("nan")], "format": [1.0] * 3},
+                       total=np.array([1.5, 0.5, np.nan]),
+                       weights={"accuracy": 1.0, "format": 0.5})
+    assert [reward_info(res, i, True) for i in range(3)] == [
+        {"score": 1.5, "mindrl/accuracy": 1.0, "mindrl/format": 1.0, "mindrl/unscored": 0.0},
+        {"score": 0.5, "mindrl/accuracy": 0.0, "mindrl/format": 1.0, "mindrl/unscored": 1.0},
+        {"score": 0.5, "mindrl/accuracy": 0.0, "mindrl/format": 1.0, "mindrl/unscored": 1.0}]
+    assert reward_info(res, 2, False) == {"score": 0.5, "mindrl/unscored": 1.0}
