@@ -8,7 +8,12 @@ snippet sees the same packages as the trainer, read-only) inside one of three is
     loopback; the snippet sees only its own processes), a new mount namespace with ``/``
     bound read-only, a fresh size-capped tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``,
     empty tmpfs over every hidden path (the run directory, checkpoints, ``$HOME``, ``/root``,
-    ``/home``, anything in ``hide_paths``), ``--die-with-parent`` and ``--new-session``.
+    ``/home``, anything in ``hide_paths``), ``--die-with-parent`` and ``--new-session``. Then
+    what the interpreter needs is bound again, read-only, where those mounts cover it: its
+    prefixes (the venv, ``sys.base_prefix``), its import path and this project's packages, the
+    symlinks on the way rebuilt (:func:`mount_plan`), so the interpreter, the venv and the
+    checkout may live under /tmp, under $HOME or in a conda prefix, and nothing else there is
+    seen.
 ``unshare``
     the fallback (util-linux ``unshare``): the same namespaces, ``--kill-child``; the runner
     (root inside) mounts the same tmpfs itself and remounts ``/`` read-only before dropping
@@ -203,9 +208,14 @@ def interpreter_paths(python: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     try:
         out = subprocess.run([python, "-I", "-c", _PROBE, __name__.split(".")[0]],
                              capture_output=True, text=True, timeout=60)
-        found = json.loads(out.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as e:
+    except (OSError, subprocess.SubprocessError) as e:
         raise ConfigError(f"sandbox interpreter {python} does not run: {e}") from None
+    try:
+        found = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ConfigError(f"sandbox interpreter {python} is not a working Python (exit status "
+                          f"{out.returncode}: {last})") from None
     here = os.path.dirname(os.path.abspath(python))
     install = [here] + [p for p in found["prefix"] if os.path.exists(p)]
     imports = [p for p in found["path"] + found["project"] + found["libs"]
