@@ -53,7 +53,7 @@ from starlette.requests import ClientDisconnect
 
 from mindrl.serve.labels import completion_from_query, label_columns
 from mindrl.serve.schema import (RESERVED_COLUMNS, BadRequest, OpenRLHFRequest, ScoreRequest,
-                                 check_columns, check_same_length, parse)
+                                 check_columns, check_same_length, field_error, parse)
 from mindrl.serve.service import ERROR, TIMEOUT, UNSCORED, ScoringService
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -148,10 +148,8 @@ def _openrlhf_columns(labels: List[Any]) -> Dict[str, List[Any]]:
         row = label_columns(label)
         for key in row:
             if key in RESERVED_COLUMNS:
-                field = f"labels[{i}].{key}"
-                raise BadRequest(422, "bad_request", f"{field}: '{key}' is reserved and cannot be "
-                                 f"a label key (reserved: {', '.join(RESERVED_COLUMNS)})",
-                                 field=field)
+                raise field_error(f"labels[{i}].{key}", f"'{key}' is reserved and cannot be a "
+                                  f"label key (reserved: {', '.join(RESERVED_COLUMNS)})")
         rows.append(row)
     keys: List[str] = []
     for r in rows:
@@ -195,7 +193,7 @@ def create_app(service: ScoringService, token: Optional[str] = None,
             try:
                 fut = service.submit_columns(completions, columns, rewards=rewards)
             except ValueError as e:     # a reward name this server does not score
-                raise BadRequest(422, "bad_request", f"rewards: {e}", field="rewards") from None
+                raise field_error("rewards", str(e)) from None
             result = await asyncio.wrap_future(fut)
         except BadRequest as e:
             return refuse(e)

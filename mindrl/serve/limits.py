@@ -80,8 +80,22 @@ def limited_protocol(limits: ServerLimits, on_reject: Optional[Callable[[str], N
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+                self._refuse_head()
+                return
             super().data_received(data)
             self._follow()
+
+        def _head_too_large(self, data: bytes) -> bool:
+            # h11 bounds only a head still incomplete; one that arrives whole is measured here
+            buf = self.conn.trailing_data[0] + data
+            end = buf.find(b"\r\n\r\n", 0, limits.max_header_bytes + 4)
+            return end + 4 > limits.max_header_bytes if end >= 0 \
+                else len(buf) > limits.max_header_bytes
+
+        def _refuse_head(self) -> None:
+            self._refuse(431, "header_too_large", "request line and headers are over the "
+                         f"limit of {limits.max_header_bytes} bytes (--max-header-bytes)")
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -93,8 +107,7 @@ def limited_protocol(limits: ServerLimits, on_reject: Optional[Callable[[str], N
             # h11 refused the request head; a head over max_header_bytes is the one case
             # where its receive buffer is over the limit
             if len(self.conn.trailing_data[0]) > limits.max_header_bytes:
-                self._refuse(431, "header_too_large", "request line and headers are over the "
-                             f"limit of {limits.max_header_bytes} bytes (--max-header-bytes)")
+                self._refuse_head()
             else:
                 self._refuse(400, "bad_http", "invalid HTTP request")
 

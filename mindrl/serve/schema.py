@@ -134,16 +134,22 @@ def parse(model, raw: bytes):
                      field=first["field"], details=details) from None
 
 
+def field_error(field: str, what: str, status: int = 422) -> BadRequest:
+    """A :class:`BadRequest` for one field: ``"<field>: <what>"``."""
+    return BadRequest(status, "bad_request", f"{field}: {what}", field=field,
+                      details=[{"field": field, "message": what}])
+
+
 def check_columns(columns: Dict[str, List[Any]], n: int, where: str = "columns") -> None:
     """Every column one entry per completion, no reserved name (BadRequest 422 otherwise)."""
     for name, values in columns.items():
         field = f"{where}.{name}"
         if name in RESERVED_COLUMNS:
-            raise BadRequest(422, "bad_request", f"{field}: '{name}' is reserved and cannot be a "
-                             f"column name (reserved: {', '.join(RESERVED_COLUMNS)})", field=field)
+            raise field_error(field, f"'{name}' is reserved and cannot be a column name "
+                                     f"(reserved: {', '.join(RESERVED_COLUMNS)})")
         if len(values) != n:
-            raise BadRequest(422, "bad_request", f"{field}: has {len(values)} entries for {n} "
-                             "completions (one per completion)", field=field)
+            raise field_error(field, f"has {len(values)} entries for {n} completions (one per "
+                                     "completion)")
 
 
 def check_same_length(fields: Sequence[Tuple[str, Optional[list]]]) -> int:
@@ -152,6 +158,6 @@ def check_same_length(fields: Sequence[Tuple[str, Optional[list]]]) -> int:
     n = len(first or [])
     for name, values in fields[1:]:
         if values is not None and len(values) != n:
-            raise BadRequest(422, "bad_request", f"{name}: has {len(values)} entries for {n} in "
-                             f"'{name0}' (one per {name0})", field=name)
+            raise field_error(name, f"has {len(values)} entries for {n} in '{name0}' (one per "
+                                    f"{name0})")
     return n

@@ -1,7 +1,7 @@
 """Rewards that misbehave on purpose, for the scoring service and server tests.
 
 A completion ``"sleep:S"`` sleeps S seconds, ``"spin:S"`` burns CPU for S seconds, ``"crash"`` kills its worker process, ``"raise"``
-raises; anything else scores its length. Imported by worker processes as
+raises, ``"nan"`` scores NaN; anything else scores its length. Imported by worker processes as
 ``pathological_rewards:slow_len`` (tests/integrations is on their sys.path).
 """
 
@@ -22,5 +22,8 @@ def slow_len(completions, **columns):
             os._exit(3)
         elif text == "raise":
             raise RuntimeError("asked to raise")
+        elif text == "nan":
+            out.append(float("nan"))
+            continue
         out.append(float(len(text)))
     return out
