@@ -51,9 +51,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.requests import ClientDisconnect
 
-from mindrl.serve.labels import completion_from_query, label_columns
-from mindrl.serve.schema import (RESERVED_COLUMNS, BadRequest, OpenRLHFRequest, ScoreRequest,
-                                 check_columns, check_same_length, field_error, parse)
+from mindrl.serve.labels import columns_from_labels, completion_from_query
+from mindrl.serve.schema import BadRequest, OpenRLHFRequest, ScoreRequest, field_error, parse
 from mindrl.serve.service import ERROR, TIMEOUT, UNSCORED, ScoringService
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -140,23 +139,6 @@ def _null_report(r) -> Dict[str, Any]:
             "messages": r.messages}
 
 
-def _openrlhf_columns(labels: List[Any]) -> Dict[str, List[Any]]:
-    """Columns from OpenRLHF labels (see :func:`mindrl.serve.labels.columns_from_labels`); a
-    label key that cannot be a column is refused, naming the label."""
-    rows = []
-    for i, label in enumerate(labels):
-        row = label_columns(label)
-        for key in row:
-            if key in RESERVED_COLUMNS:
-                raise field_error(f"labels[{i}].{key}", f"'{key}' is reserved and cannot be a "
-                                  f"label key (reserved: {', '.join(RESERVED_COLUMNS)})")
-        rows.append(row)
-    keys: List[str] = []
-    for r in rows:
-        keys.extend(k for k in r if k not in keys)
-    return {k: [r.get(k) for r in rows] for k in keys}
-
-
 def create_app(service: ScoringService, token: Optional[str] = None,
                max_body_bytes: int = 16 << 20, max_items: int = 4096) -> FastAPI:
     """The FastAPI application over ``service`` (the caller owns and closes the service)."""
@@ -205,9 +187,7 @@ def create_app(service: ScoringService, token: Optional[str] = None,
 
     def parse_score(raw: bytes):
         req = parse(ScoreRequest, raw)
-        n = len(req.completions)
         columns = req.columns or {}
-        check_columns(columns, n)
 
         def shape(r):
             out = {"rewards": r.total.tolist(), "components": r.components, **_null_report(r)}
@@ -219,12 +199,11 @@ def create_app(service: ScoringService, token: Optional[str] = None,
 
     def parse_openrlhf(raw: bytes):
         req = parse(OpenRLHFRequest, raw)
-        n = check_same_length([("query", req.query), ("prompts", req.prompts),
-                               ("labels", req.labels)])
+        n = len(req.query)
         prompts = req.prompts or [None] * n
         labels = req.labels if req.labels is not None else [None] * n
         completions = [completion_from_query(q, p) for q, p in zip(req.query, prompts)]
-        columns = _openrlhf_columns(labels)
+        columns = columns_from_labels(labels)
 
         def shape(r):
             total = r.total.tolist()

@@ -15,7 +15,9 @@ number is not a string, a string is not a list. What a field holds:
              labels       list, one per query: a gold answer, or an object / a JSON-object
                           string whose keys become columns; optional
 
-A wrong body is a :class:`BadRequest` naming the field (``completions[1]``,
+The models check their own cross-field rules too (column lengths, reserved names; a
+validator raises :class:`BadRequest`, which pydantic lets through as it is). A wrong body is
+a :class:`BadRequest` naming the field (``completions[1]``,
 ``columns.answer``, ``rewards.accuracy``, ``labels[0].rewards``).
 """
 
@@ -24,8 +26,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, StrictStr, Tag,
-                      ValidationError)
+                      ValidationError, model_validator)
 from typing_extensions import Annotated
+
+from mindrl.serve.labels import label_columns
 
 #: Column names a request may not use: a reward is called ``fn(completions, **columns)`` and the
 #: service takes the selection as ``rewards=``.
@@ -62,6 +66,11 @@ class ScoreRequest(BaseModel):
     columns: Optional[Dict[str, List[Any]]] = None
     rewards: Optional[RewardSelection] = None
 
+    @model_validator(mode="after")
+    def _columns_fit(self) -> "ScoreRequest":
+        check_columns(self.columns or {}, len(self.completions))
+        return self
+
 
 class OpenRLHFRequest(BaseModel):
     # OpenRLHF's client sends exactly these three keys; anything else is ignored
@@ -70,6 +79,17 @@ class OpenRLHFRequest(BaseModel):
     query: List[StrictStr]
     prompts: Optional[List[Optional[StrictStr]]] = None
     labels: Optional[List[Any]] = None
+
+    @model_validator(mode="after")
+    def _aligned(self) -> "OpenRLHFRequest":
+        check_same_length([("query", self.query), ("prompts", self.prompts),
+                           ("labels", self.labels)])
+        for i, label in enumerate(self.labels or []):
+            for key in label_columns(label):
+                if key in RESERVED_COLUMNS:
+                    raise field_error(f"labels[{i}].{key}", f"'{key}' is reserved and cannot be "
+                                      f"a label key (reserved: {', '.join(RESERVED_COLUMNS)})")
+        return self
 
 
 def field_path(loc: Sequence[Union[str, int]]) -> str:
