@@ -49,11 +49,12 @@ from typing import Any, Dict, List, Optional
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from mindrl.serve.labels import columns_from_labels, completion_from_query
+from mindrl.serve.labels import columns_from_labels, completion_from_query, label_columns
 from mindrl.serve.schema import BadRequest, OpenRLHFRequest, ScoreRequest, field_error, parse
-from mindrl.serve.service import ERROR, TIMEOUT, UNSCORED, ScoringService
+from mindrl.serve.service import ERROR, TIMEOUT, UNSCORED, ColumnError, ScoringService
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -168,15 +169,22 @@ def create_app(service: ScoringService, token: Optional[str] = None,
         try:
             check_auth(request)
             raw = await _read_body(request, max_body_bytes)
-            completions, columns, rewards, shape = parse_body(raw)
+            completions, columns, rewards, shape, column_field = parse_body(raw)
             if len(completions) > max_items:
                 raise BadRequest(413, "too_many_items", f"{len(completions)} completions is "
                                                         f"over the limit of {max_items}")
             try:
                 fut = service.submit_columns(completions, columns, rewards=rewards)
+            except ColumnError as e:    # a name the configured rewards reserve
+                raise field_error(column_field(e.column), str(e)) from None
             except ValueError as e:     # a reward name this server does not score
                 raise field_error("rewards", str(e)) from None
-            result = await asyncio.wrap_future(fut)
+            except RuntimeError as e:   # closed: the server is shutting down
+                raise BadRequest(503, "unavailable", f"reward service unavailable: {e}") from None
+            try:
+                result = await asyncio.wrap_future(fut)
+            except RuntimeError as e:   # the dispatcher failed or the service closed
+                raise BadRequest(503, "unavailable", f"reward service unavailable: {e}") from None
         except BadRequest as e:
             return refuse(e)
         except ClientDisconnect:        # gone (or cut at --body-timeout): nobody to answer
@@ -195,7 +203,7 @@ def create_app(service: ScoringService, token: Optional[str] = None,
                 out["warnings"] = ["the request has no 'columns': rewards that compare with a "
                                    "gold answer read it from a column, e.g. columns.answer"]
             return out
-        return req.completions, columns, req.rewards, shape
+        return req.completions, columns, req.rewards, shape, lambda name: f"columns.{name}"
 
     def parse_openrlhf(raw: bytes):
         req = parse(OpenRLHFRequest, raw)
@@ -215,7 +223,25 @@ def create_app(service: ScoringService, token: Optional[str] = None,
                 logs[name] = [float(sum(st[i] == kind for st in r.status.values()))
                               for i in range(n)]
             return {"rewards": total, "scores": total, "extra_logs": logs, **_null_report(r)}
-        return completions, columns, None, shape
+
+        def column_field(name: str) -> str:
+            i = next(i for i, lab in enumerate(labels) if name in label_columns(lab))
+            return f"labels[{i}].{name}"
+        return completions, columns, None, shape, column_field
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        # unknown path (404), wrong method (405): the same error format as every refusal
+        metrics.reject("not_found" if exc.status_code == 404 else "bad_method"
+                       if exc.status_code == 405 else "bad_request")
+        return JSONResponse({"error": f"{request.method} {request.url.path}: {exc.detail}"},
+                            status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        metrics.reject("internal_error")
+        return JSONResponse({"error": f"internal error ({type(exc).__name__}); the server log "
+                                      "has the traceback"}, status_code=500)
 
     @app.post("/score")
     async def score_endpoint(request: Request):

@@ -34,6 +34,7 @@ itself returned None, e.g. a gold answer it cannot parse); ``messages`` says why
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import math
 import multiprocessing as mp
@@ -51,7 +52,7 @@ from rewards.pool import _PRELOAD, RewardResult, _Worker, build_components
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ScoringService", "ServiceResult", "ServiceStats"]
+__all__ = ["ColumnError", "ScoringService", "ServiceResult", "ServiceStats"]
 
 _WARMUP = -1            # task id of a new worker's warm-up call
 STARTUP_TIMEOUT = 120.0  # seconds a new worker may take to answer its warm-up call
@@ -60,6 +61,21 @@ MAX_MESSAGES = 5         # distinct failure messages kept per component of one r
 
 #: Why an item of a component scored None (``ServiceResult.status``).
 TIMEOUT, ERROR, UNSCORED = "timeout", "error", "unscored"
+
+
+class ColumnError(ValueError):
+    """A column the service refuses; ``column`` is its name."""
+
+    def __init__(self, column: str, message: str):
+        super().__init__(message)
+        self.column = column
+
+
+def _bound_settings(fn) -> List[str]:
+    """Keyword arguments the configuration binds to a function reward (``params`` become a
+    ``functools.partial``): a column of the same name would override them in the call."""
+    fn = getattr(fn, "fn", fn)                      # AnyOfGold wraps the reward
+    return list(fn.keywords) if isinstance(fn, functools.partial) else []
 
 
 @dataclass
@@ -169,6 +185,12 @@ class ScoringService:
         if start_method == "forkserver":
             self._ctx.set_forkserver_preload(_PRELOAD)
         self._fns = [c.fn for c in self.components]
+        #: column names a request may not use -> why (the rewards' first argument, settings)
+        self.reserved_columns = {"completions": "rewards take the completions as their first "
+                                                "argument"}
+        for comp in self.components:
+            for name in _bound_settings(comp.fn):
+                self.reserved_columns[name] = f"it is a setting of reward '{comp.key}'"
         self._workers: List[_Worker] = [self._spawn() for _ in range(self.num_workers)]
         self._failed_starts = 0
         self._queue: Deque[_Task] = deque()
@@ -197,8 +219,10 @@ class ScoringService:
 
     def submit_columns(self, completions: Sequence[str], columns: Mapping[str, Sequence[Any]],
                        rewards: Optional[Any] = None) -> cf.Future:
-        """:meth:`submit` with the columns as one mapping (any column name but ``completions``,
-        which the rewards take as their first argument)."""
+        """:meth:`submit` with the columns as one mapping. A column may have any name but those
+        in ``reserved_columns`` (``completions``, which the rewards take as their first
+        argument, and the settings the configuration binds to a function reward, which a column
+        would override): ColumnError for those."""
         if self._closed:
             raise RuntimeError("ScoringService is closed")
         n = len(completions)
@@ -207,11 +231,11 @@ class ScoringService:
                 raise TypeError(f"completions[{i}] must be a string, got {type(c).__name__}")
         completions = list(completions)
         for k, v in columns.items():
-            if k == "completions":
-                raise ValueError("'completions' cannot be a column name: rewards take the "
-                                 "completions as their first argument")
+            if k in self.reserved_columns:
+                raise ColumnError(k, f"'{k}' cannot be a column name: "
+                                     f"{self.reserved_columns[k]}")
             if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) != n:
-                raise ValueError(f"column '{k}' must be a list of {n} values")
+                raise ColumnError(k, f"column '{k}' must be a list of {n} values")
         columns = {k: list(v) for k, v in columns.items()}
         comps, weights = self._select(rewards)
         fut: cf.Future = cf.Future()

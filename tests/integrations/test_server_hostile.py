@@ -139,6 +139,18 @@ def test_non_object_body_is_422(server):
     assert_serves(server)
 
 
+def test_unknown_path_wrong_method_and_garbage_use_the_error_format(server):
+    status, body = http("GET", server + "/nope")
+    assert status == 404 and body == {"error": "GET /nope: Not Found"}
+    status, body = http("GET", server + "/score")
+    assert status == 405 and body == {"error": "GET /score: Method Not Allowed"}
+    with _connect(server) as s:
+        s.sendall(b"\x00\x01 garbage\r\n\r\n")
+        raw, closed = _read_until_closed(s, 5)
+    assert _status_and_json(raw) == (400, {"error": "invalid HTTP request"}) and closed
+    assert_serves(server)
+
+
 # -- what a client sees about null scores ----------------------------------------------------
 def test_unparseable_gold_is_counted_unscored_with_a_reason(server):
     status, body = http("POST", server + "/score", {
