@@ -6,7 +6,8 @@ Endpoints (JSON in, JSON out; request bodies are validated by the models in sche
                     "rewards": {"accuracy": 1.0} | ["accuracy"] (optional)}
                 -> {"rewards": [total], "components": {key: [score | null]},
                     "timeouts": {key: n}, "errors": {key: n}, "unscored": {key: n},
-                    "messages": {key: [why some scores are null]}}
+                    "messages": {key: [why some scores are null]},
+                    "warnings": [...] (only when there is something to say)}
   POST /openrlhf   OpenRLHF's ``--remote_rm_url`` protocol:
                    {"query": [str], "prompts": [str], "labels": [str | object]}
                 -> {"rewards": [float], "scores": [float], "extra_logs": {key: [float],
@@ -34,7 +35,8 @@ at fault, up to 20) for a body of the wrong shape: 400 malformed JSON (including
 deeper than the parser's limit and numbers out of range), 401 missing or wrong bearer token,
 408 request head or body not received in time, 413 body over ``max_body_bytes`` (refused
 before it is parsed) or more than ``max_items`` completions, 422 wrong shape, 431 request
-head too large. With a ``token`` every endpoint but /health needs ``Authorization: Bearer
+head too large; 404 / 405 unknown path or method, 503 while the service shuts down, and 500
+(``{"error": "internal error (...)"}``, traceback in the log) for a bug. With a ``token`` every endpoint but /health needs ``Authorization: Bearer
 <token>`` (401 otherwise). OpenRLHF's client sends no headers: give it the token in the URL
 (``/openrlhf?token=...``), on a trusted network only. Connection limits (header size, header
 and body timeouts, the shutdown grace) are set in limits.py.
@@ -225,8 +227,8 @@ def create_app(service: ScoringService, token: Optional[str] = None,
             return {"rewards": total, "scores": total, "extra_logs": logs, **_null_report(r)}
 
         def column_field(name: str) -> str:
-            i = next(i for i, lab in enumerate(labels) if name in label_columns(lab))
-            return f"labels[{i}].{name}"
+            i = next((i for i, lab in enumerate(labels) if name in label_columns(lab)), None)
+            return "labels" if i is None else f"labels[{i}].{name}"
         return completions, columns, None, shape, column_field
 
     @app.exception_handler(HTTPException)

@@ -333,3 +333,22 @@ def test_sigterm_finishes_work_in_flight_and_exits_within_the_grace():
     assert result["r"][0] == 200 and result["r"][1]["rewards"] == [7.0, 3.0]
     assert out.strip().splitlines()[-1] == "mindrl reward server stopped; reward workers closed"
     assert not any(_alive(p) for p in pids)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--header-timeout", "0", "--header-timeout must be positive"),
+    ("--body-timeout", "-1", "--body-timeout must be positive"),
+    ("--max-header-bytes", "0", "--max-header-bytes must be positive"),
+    ("--shutdown-grace", "-1", "--shutdown-grace must be >= 0"),
+])
+def test_bad_limit_is_a_one_line_error(option, value, says):
+    import subprocess
+    import sys
+
+    from server_util import REPO, free_port
+
+    proc = subprocess.run([sys.executable, "-m", "mindrl", "serve-rewards", "--port",
+                           str(free_port()), option, value], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == f"mindrl: error: {says}"
