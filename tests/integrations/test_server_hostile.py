@@ -161,6 +161,7 @@ def test_unparseable_gold_is_counted_unscored_with_a_reason(server):
     assert body["unscored"] == {"accuracy": 1}
     assert body["errors"] == {"accuracy": 0} and body["timeouts"] == {"accuracy": 0}
     assert "could not score" in body["messages"]["accuracy"][0]
+    assert_serves(server)
 
 
 def test_request_without_columns_says_why_scores_are_null(server):
@@ -171,6 +172,7 @@ def test_request_without_columns_says_why_scores_are_null(server):
     assert body["errors"] == {"accuracy": 1, "format": 0}
     assert "'answer'" in body["messages"]["accuracy"][0]
     assert "no 'columns'" in body["warnings"][0]
+    assert_serves(server)
 
 
 def test_nan_score_is_a_null_error_not_a_500(server):
@@ -180,6 +182,7 @@ def test_nan_score_is_a_null_error_not_a_500(server):
     assert body["components"]["slow_len"] == [None, 2.0]
     assert body["errors"] == {"slow_len": 1}
     assert "non-finite" in body["messages"]["slow_len"][0]
+    assert_serves(server)
 
 
 def test_openrlhf_counts_timeouts_errors_and_unscored_items(server):
@@ -285,6 +288,7 @@ def test_metrics_count_connection_refusals(server):
             values[name] = float(v)
     assert values['mindrl_reward_rejected_requests_total{reason="header_timeout"}'] >= 1
     assert "mindrl_reward_unscored_total" in values
+    assert_serves(server)
 
 
 # -- shutdown --------------------------------------------------------------------------------
