@@ -191,3 +191,46 @@ def test_allocation_by_largest_remainder():
     assert allocate({"a": 50, "b": 30, "c": 20}, 10) == {"a": 5, "b": 3, "c": 2}
     assert allocate({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}
     assert sum(allocate({"x": 7, "y": 13, "z": 29}, 17).values()) == 17
+
+
+def test_a_stage_trains_on_problems_rated_by_the_previous_stage(evals):
+    """data.from_stage=eval+filter: stage 2 rates its training file with stage 1's final model
+    (8 samples each) and trains on the problems with 0 < pass rate < 1; a rerun skips both."""
+    root, _ = evals
+    warm = root / "runs/sft/checkpoints/step_000150/model"
+    problems = [{"problem": f"{a}+{b}=", "answer": str(a + b)} for a in range(4) for b in range(6)]
+    # and four the model can never be paid for (no two 1-digit numbers add up to 100)
+    problems += [{"problem": f"{a}+9=", "answer": "100"} for a in range(6, 10)]
+    (root / "add.jsonl").write_text("".join(json.dumps(r) + "\n" for r in problems))
+    (root / "fs.yaml").write_text(f"""
+extends: grpo_tiny_demo.yaml
+model: {{path: {warm}}}
+data: {{train_file: add.jsonl, prompt_field: problem, answer_field: answer, val_file: "",
+        max_val_samples: 0}}
+train: {{steps: 1, prompts_per_step: 4, micro_batch_size: 32}}
+validation: {{every: 0}}
+logging: {{output_dir: runs/fs, tensorboard: false, plot: false, progress_bar: false}}
+stages:
+  - {{name: keep, run: sft, data: {{train_file: add.jsonl, response_field: answer}},
+      train: {{steps: 1, lr: 1.0e-9}}}}
+  - {{name: rl, data: {{from_stage: eval+filter, resample: {{n: 8, temperature: 1.0}}}}}}
+""")
+    res = mindrl("train", "fs.yaml", cwd=root)
+    assert res.returncode == 0, res.stderr[-2000:]
+    stage = root / "runs/fs/stage_2_rl"
+    samples = [json.loads(x) for x in (stage / "resample/eval/samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 8 * len(problems)
+    rates = _rates(samples)
+    kept = _read(stage / "resample/train.jsonl")
+    assert sorted(r["problem_id"] for r in kept) == sorted(p for p, v in rates.items() if 0 < v < 1)
+    assert 0 < len(kept) <= len(problems) - 4
+    assert not {r["problem"] for r in kept} & {f"{a}+9=" for a in range(6, 10)}
+    done = json.loads((stage / "resample/done.json").read_text())
+    assert done["kept"] == len(kept) and done["too_easy"] == sum(v == 1 for v in rates.values())
+    cfg = (stage / "config.yaml").read_text()
+    assert f"train_file: {stage.relative_to(root)}/resample/train.jsonl" in cfg
+    assert "kept %d of %d problems" % (len(kept), len(problems)) in res.stdout
+    again = mindrl("train", "fs.yaml", cwd=root)
+    assert again.returncode == 0 and again.stdout.count("finished earlier") == 2
+    bad = mindrl("train", "grpo_tiny_demo", "data.from_stage=eval+filter", cwd=root)
+    assert bad.returncode == 2 and "needs a previous stage" in bad.stderr
