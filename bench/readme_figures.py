@@ -1,7 +1,8 @@
-"""The figures README.md quotes, each with the command that reproduces it: a figure is refreshed,
-not remembered.
+"""The figures the documentation quotes (README.md and the pages under docs/, most of them on
+docs/benchmarks.md), each with the command that reproduces it: a figure is refreshed, not
+remembered.
 
-``python bench/readme_figures.py`` lists every figure: its value in the README today and the
+``python bench/readme_figures.py`` lists every figure: its value in the docs today and the
 command behind it. ``--cheap`` reruns the figures that take under about a minute (parameter
 and vocabulary counts, test and test-case counts, grader conformance, the math-verify verdict
 differences, row counts of the shared data, checksum rates, the inline timeout; about 30 s on 2
@@ -9,12 +10,11 @@ cores) and prints old vs new; the others (benchmarks of several minutes, the dem
 command, to run by hand. A benchmark's table is registered whole (``table``): every cell comes
 from the one command named.
 ``--only NAME[,NAME]`` restricts either to some figures. Exit code 1 when a rerun figure differs
-from the README (or a pattern no longer finds its figure), so it can gate a README edit; a
-timing (``exact=False``) is shown old vs new but does not count. A figure with no command at all
-(measured by hand, no script kept) says so here and in the README, with the date.
+from the docs (or a pattern no longer finds its figure), so it can gate a docs edit; a timing
+(``exact=False``) is shown old vs new but does not count.
 
-tests/test_readme.py checks that every pattern here finds its figure in the README, and that the
-instant ones still hold.
+tests/test_readme.py checks that every pattern here finds its figure exactly once in the docs
+(README.md and docs/**/*.md read as one text), and that the instant ones still hold.
 """
 
 from __future__ import annotations
@@ -39,10 +39,19 @@ if __name__ == "__main__":
 README = REPO / "README.md"
 
 
+def doc_pages() -> List[Path]:
+    """README.md, then every page under docs/ (sorted): where the figures are looked for."""
+    return [README] + sorted((REPO / "docs").rglob("*.md"))
+
+
+def docs_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in doc_pages())
+
+
 @dataclass
 class Figure:
     name: str
-    pattern: str                  # regex over README.md; group 1 is the figure
+    pattern: str                  # regex over the docs (docs_text()); group 1 is the figure
     command: str                  # what reproduces it
     compute: Optional[Callable[[], str]] = None   # the cheap rerun, returning the README's form
     instant: bool = False         # cheap enough for the fast test suite
@@ -199,7 +208,7 @@ def verdicts_differ() -> str:
 
 
 def table(name: str, header: str, command: str) -> Figure:
-    """A whole README table as one figure (its rows under the header line that starts with
+    """A whole docs table as one figure (its rows under the header line that starts with
     ``header``): every cell of a benchmark's table comes from one command."""
     return Figure(name, r"(?m)^" + re.escape(header) + r"[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
                   command)
@@ -459,14 +468,14 @@ def main(argv=None) -> int:
     ap.add_argument("--cheap", action="store_true", help="rerun the figures under ~1 minute")
     ap.add_argument("--only", default="", help="comma-separated figure names")
     a = ap.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
+    text = docs_text()
     wanted = {n for n in a.only.split(",") if n}
     unknown = wanted - {f.name for f in FIGURES}
     if unknown:
         ap.error(f"unknown figure(s) {', '.join(sorted(unknown))}; known: "
                  + ", ".join(f.name for f in FIGURES))
     status = 0
-    print(f"{'figure':24s} {'README':18s} {'now':26s} command")
+    print(f"{'figure':24s} {'docs':18s} {'now':26s} command")
     for f in FIGURES:
         if wanted and f.name not in wanted:
             continue
