@@ -302,7 +302,7 @@ def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
                          env=dict(os.environ, PYTHONPATH=str(REPO))).stdout
-    m = re.search(r"(\d+) tests? collected", out)
+    m = re.search(r"(\d+)(?:/\d+)? tests? collected", out)   # "124/131 tests collected" with -m
     return m.group(1) if m else f"? ({out.strip().splitlines()[-1:]})"
 
 
