@@ -70,7 +70,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class DataConfig:
     train_file: str = opt("", "Training prompts: a JSONL/parquet path, a built-in name "
-                          "('gsm8k', 'math_l3to5', 'countdown', 'kk') or a generator "
+                          "('gsm8k', 'gsm8k_test', 'math_l3to5', 'countdown', 'kk') or a generator "
                           "('countdown:gen', 'kk:gen').")
     val_file: str = opt("", "Held-out prompts for validation (same forms as train_file).")
     data_dir: str = opt("../shared/data", "Directory holding the built-in data files.")
@@ -432,6 +432,8 @@ class LoggingConfig:
     output_dir: str = opt("runs/grpo", "Run directory: config, metrics.jsonl, checkpoints, plots.")
     tensorboard: bool = opt(True, "Also write TensorBoard scalars.")
     progress_bar: bool = opt(True, "Show a console progress bar.")
+    verbose: bool = opt(False, "Show the frameworks' own log lines (MindSpore's [WARNING]/[INFO] "
+                        "lines; GLOG_v=1). Off: errors only (GLOG_v=3), unless GLOG_v is set.")
     plot: bool = opt(True, "Draw reward/accuracy/length/KL curves to PNG at the end.")
     save_rollouts: int = opt(0, "Save the rollouts of step 1 and of every N-th step to "
                              "rollouts/step_NNNNNN.jsonl (prompt, response and its token ids, "

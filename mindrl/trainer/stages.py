@@ -57,11 +57,47 @@ def _write_plan(stages: List[Stage], run_dir: Path) -> None:
     os.replace(tmp, run_dir / "stages.json")
 
 
+def check_finished_stage(stage: Stage) -> None:
+    """A finished stage is skipped only when it ran with this configuration: its final
+    checkpoint's stored config is compared as a resume compares it (the keys a resume may
+    change, and checkpoint.allow_changes, are allowed); else ConfigError naming the stage and
+    listing ``key: old -> new``."""
+    import yaml
+
+    from mindrl.config.loader import dump_config
+    from mindrl.config.schema import ConfigError
+    from mindrl.config.stages import final_checkpoint
+    from mindrl.trainer.checkpoint import check_resume_config, read_checkpoint_config
+
+    final = final_checkpoint(stage.cfg)
+    old = read_checkpoint_config(final)
+    if old is None:
+        return
+    defaults = yaml.safe_load(dump_config(type(stage.cfg)()))
+    try:
+        check_resume_config(old, yaml.safe_load(dump_config(stage.cfg)),
+                            stage.cfg.checkpoint.allow_changes, final, defaults)
+    except ConfigError as e:
+        detail = str(e).split(":\n", 1)[-1].split("\nTo resume")[0]
+        keys = ",".join(line.strip()[2:].split(":")[0] for line in detail.splitlines()
+                        if line.strip().startswith("- "))
+        raise ConfigError(
+            f"{stage.label} finished earlier in {stage.cfg.logging.output_dir} with another "
+            f"configuration, so it would be skipped and its old model used:\n{detail}\n"
+            "To train with the new configuration, use another logging.output_dir; to keep the "
+            f"finished stage anyway, add checkpoint.allow_changes=[{keys}]") from None
+
+
 def run_stages(stages: List[Stage]) -> Dict[str, float]:
-    """Run every unfinished stage in order; returns the last stage's last metrics."""
+    """Run every unfinished stage in order; returns the last stage's last metrics. A stage
+    that finished earlier with another configuration stops the run before anything trains
+    (:func:`check_finished_stage`)."""
     trainers = _trainers()
     if len(stages) == 1 and not stages[0].name:
         return trainers[stages[0].run](stages[0].cfg)
+    for s in stages:
+        if stage_status(s) == "done":
+            check_finished_stage(s)
     run_dir = Path(stages[0].cfg.logging.output_dir).parent
     last: Dict[str, float] = {}
     for s in stages:
