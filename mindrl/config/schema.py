@@ -156,9 +156,9 @@ class RolloutConfig:
                          "only the adapter each sync (a LoRARequest, written to "
                          "<run>/rollout_adapter/); 'merged': it gets the full merged weights "
                          "W + s*B*A each sync; 'auto': merged on device=cpu (vLLM's CPU LoRA "
-                         "kernels slow the rollout more than the smaller sync saves: README, "
-                         "LoRA), elsewhere adapter when this vLLM supports LoRA and rank <= 512, "
-                         "else merged.",
+                         "kernels slow the rollout more than the smaller sync saves: see the "
+                         "Benchmarks page, LoRA), elsewhere adapter when this vLLM supports "
+                         "LoRA and rank <= 512, else merged.",
                          ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "
