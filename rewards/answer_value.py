@@ -1,0 +1,351 @@
+r"""The exact value of a numeric final answer, read as a whole expression.
+
+A policy under a rule reward learns quickly to write whatever the reward misreads, so a reward
+that compares numbers must read the number the answer *means*, never a prefix of it: ``2/3`` is
+two thirds (not 2), ``2^2`` is 4, ``\frac{3}{8}`` is three eighths (not 3), ``2 or 3`` is no single
+value at all. This module reads an answer string as one arithmetic expression, exactly
+(``fractions.Fraction``):
+
+- numbers: integers, thousands separators (``1,234``, ``1{,}234``, ``10,\!080``), decimals,
+  scientific ``2e3``; a leading ``-`` (or ``−``); ``$``/``\$`` currency signs are dropped;
+- ``a/b``, ``\frac{a}{b}`` (``\dfrac``, ``\tfrac``, ``\frac12``), ``a^b`` / ``a^{b}``
+  (integer exponents, bounded), ``+ - * × · \times \cdot ÷ \div``, parentheses and braces;
+- ``50%`` / ``50\%`` reads 50 (the percent sign is dropped, as GSM8K writes its references).
+
+Words separate the numeric *spans* of an answer ("18 dollars" has one span, "2 or 3" two). An
+answer is readable when every span parses and all of them have the same value; a chain
+``10 - 8 = 2`` reads its last side. Anything else is unreadable (None), and so is a span glued to
+something this reader does not evaluate (``5!``, ``\sqrt{4}``, ``2:3``, ``2,5``, ``2 3``):
+an unreadable answer is never paid, where a prefix reading would pay a wrong one.
+
+>>> answer_value("2/3"), answer_value(r"\boxed{\frac{3}{8}}"), answer_value("2^2")
+(Fraction(2, 3), Fraction(3, 8), Fraction(4, 1))
+>>> answer_value("The answer is $1,234.50."), answer_value("2 or 3") is None
+(Fraction(2469, 2), True)
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import List, Optional, Tuple
+
+__all__ = ["answer_value", "last_value", "numeric_spans", "span_value", "format_value",
+           "clean_answer"]
+
+MAX_EXPONENT = 1000       # |b| in a^b
+MAX_BITS = 4096           # size of any intermediate numerator/denominator
+MAX_SPAN_CHARS = 200      # a longer "number" is not an answer
+
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|textrm|textnormal|mathrm|mathbf|mbox|boxed|fbox)\s*\{")
+_DROP = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|quad|qquad)\b"
+                   r"|(?<!\\)\\[,;:! ]|\\\$|\$")
+
+
+def _match_brace(s: str, i: int) -> Optional[int]:
+    depth = 0
+    for j in range(i, len(s)):
+        if s[j] == "{":
+            depth += 1
+        elif s[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def _unwrap_commands(s: str) -> str:
+    r"""``\text{dollars}`` -> `` dollars `` and ``\boxed{x}`` -> x (the content, spaced)."""
+    for _ in range(20):
+        m = _TEXT_CMD.search(s)
+        if m is None:
+            return s
+        close = _match_brace(s, m.end() - 1)
+        if close is None:
+            return s[:m.start()] + " " + s[m.end():]
+        s = s[:m.start()] + " " + s[m.end():close] + " " + s[close + 1:]
+    return s
+
+
+def _frac_arg(s: str, k: int) -> Tuple[Optional[str], int]:
+    """One argument of ``\\frac`` at ``s[k:]``: a brace group or a single character."""
+    while k < len(s) and s[k] == " ":
+        k += 1
+    if k >= len(s):
+        return None, k
+    if s[k] == "{":
+        close = _match_brace(s, k)
+        if close is None:
+            return None, k
+        return s[k + 1:close], close + 1
+    if s[k].isdigit():
+        return s[k], k + 1
+    return None, k
+
+
+def _rewrite_fracs(s: str) -> str:
+    r"""``\frac{a}{b}`` -> ``((a)/(b))`` (innermost arguments rewritten too); a ``\frac`` whose
+    arguments cannot be read is left as it is, which makes its span unreadable."""
+    out, i = [], 0
+    while True:
+        m = re.compile(r"\\[dtc]?frac(?![a-zA-Z])").search(s, i)
+        if m is None:
+            out.append(s[i:])
+            return "".join(out)
+        num, k = _frac_arg(s, m.end())
+        den, k2 = _frac_arg(s, k) if num is not None else (None, k)
+        if num is None or den is None:
+            out.append(s[i:m.end()])
+            i = m.end()
+            continue
+        out.append(s[i:m.start()] + f"(({_rewrite_fracs(num)})/({_rewrite_fracs(den)}))")
+        i = k2
+
+
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d|\.\d*,)")
+
+
+def clean_answer(s: str) -> str:
+    r"""The answer with its LaTeX, currency and thousands separators rewritten into plain
+    arithmetic: ``\$1{,}234`` -> ``1234``, ``\frac{1}{2}`` -> ``((1)/(2))``, ``3 \times 4`` ->
+    ``3 * 4``; commands this reader does not evaluate are kept (they make a span unreadable)."""
+    s = _unwrap_commands(str(s))
+    s = re.sub(r"(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)", ",", s)       # 1{,}234
+    s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)                   # 10,\!080
+    s = _DROP.sub(" ", s)
+    s = s.replace("\\%", "%").replace("−", "-").replace("–", "-")
+    s = re.sub(r"\\times\b|×|\\cdot\b|·|⋅", "*", s)
+    s = re.sub(r"\\div\b|÷", "/", s)
+    s = s.replace("²", "^2").replace("³", "^3")
+    s = s.replace("**", " ")       # markdown bold (and Python's power: unreadable on purpose)
+    s = _rewrite_fracs(s)
+    s = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
+    return s
+
+
+# what a numeric span is made of: digits, operators, brackets, %, and (to make the span
+# unreadable) what glues another meaning onto a number: a factorial !, \commands, a comma or
+# colon between digits (2,5 and 2:3)
+_SPAN = re.compile(r"(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z]+|(?<=\d)[,:](?=\d)|(?<=[\d)}\]])!"
+                   r"|(?<=\d)[eE](?=[+-]?\d)|[ \t](?=[ \t]*(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z])))+")
+
+
+def numeric_spans(text: str) -> List[str]:
+    """The numeric spans of already-cleaned text, in order (those holding a digit).
+
+    >>> numeric_spans("She pays 3 * 4 = 12 dollars, and 2/3 of it.")
+    ['3 * 4', '12', '2/3']
+    """
+    out = []
+    for part in re.split(r"=|\n|<|>|\\approx|≈", text):
+        out += [m.group(0).strip() for m in _SPAN.finditer(part) if re.search(r"\d", m.group(0))]
+    return out
+
+
+def _trim(span: str) -> str:
+    """A span as it stands in prose: a full stop after it, and brackets of the sentence around
+    it (``(which is 5)`` -> 5) removed."""
+    s = span.strip()
+    for _ in range(4):
+        before = s
+        s = s.rstrip(".").strip()
+        for o, c in ("()", "[]", "{}"):
+            while s.startswith(o) and s.count(o) > s.count(c):
+                s = s[1:].strip()
+            while s.endswith(c) and s.count(c) > s.count(o):
+                s = s[:-1].strip()
+        if s == before:
+            break
+    return s
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([-+*/^()\[\]{}%]))")
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _check(x: Fraction) -> Fraction:
+    if x.numerator.bit_length() > MAX_BITS or x.denominator.bit_length() > MAX_BITS:
+        raise _Unreadable("too large")
+    return x
+
+
+class _Parser:
+    """expr := term (+|- term)*; term := unary (*|/ unary)*; unary := (-|+) unary | power;
+    power := postfix (^ unary)?; postfix := atom %*; atom := number | (expr) | [expr] | {expr}."""
+
+    def __init__(self, s: str):
+        pos, toks = 0, []
+        s = s.rstrip()
+        while pos < len(s):
+            m = _TOKEN.match(s, pos)
+            if m is None or m.end() == pos:
+                raise _Unreadable(s[pos:pos + 10])
+            toks.append(("num", m.group(1)) if m.group(1) is not None else ("op", m.group(2)))
+            pos = m.end()
+        self.toks, self.i = toks, 0
+
+    def peek(self) -> Optional[str]:
+        return self.toks[self.i][1] if self.i < len(self.toks) and self.toks[self.i][0] == "op" \
+            else None
+
+    def take(self):
+        if self.i >= len(self.toks):
+            raise _Unreadable("unexpected end")
+        self.i += 1
+        return self.toks[self.i - 1]
+
+    def parse(self) -> Fraction:
+        v = self.expr()
+        if self.i != len(self.toks):
+            raise _Unreadable("trailing tokens")
+        return v
+
+    def expr(self) -> Fraction:
+        v = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.take()[1]
+            w = self.term()
+            v = _check(v + w if op == "+" else v - w)
+        return v
+
+    def term(self) -> Fraction:
+        v = self.unary()
+        while self.peek() in ("*", "/"):
+            op = self.take()[1]
+            w = self.unary()
+            if op == "/" and w == 0:
+                raise _Unreadable("division by zero")
+            v = _check(v * w if op == "*" else v / w)
+        return v
+
+    def unary(self) -> Fraction:
+        if self.peek() in ("-", "+"):
+            op = self.take()[1]
+            v = self.unary()
+            return -v if op == "-" else v
+        return self.power()
+
+    def power(self) -> Fraction:
+        v = self.postfix()
+        if self.peek() == "^":
+            self.take()
+            e = self.unary()
+            if e.denominator != 1 or abs(e.numerator) > MAX_EXPONENT:
+                raise _Unreadable("exponent")
+            if v == 0 and e < 0:
+                raise _Unreadable("division by zero")
+            if v != 0 and max(v.numerator.bit_length(), v.denominator.bit_length()) \
+                    * abs(e.numerator) > MAX_BITS:
+                raise _Unreadable("too large")
+            v = v ** int(e)
+        return v
+
+    def postfix(self) -> Fraction:
+        v = self.atom()
+        while self.peek() == "%":
+            self.take()
+        return v
+
+    def atom(self) -> Fraction:
+        kind, tok = self.take()
+        if kind == "num":
+            mant, _, exp = tok.lower().partition("e")
+            if exp and abs(int(exp)) > MAX_EXPONENT:
+                raise _Unreadable("exponent")
+            return _check(Fraction(mant.rstrip(".") or "0") * Fraction(10) ** int(exp or 0))
+        close = {"(": ")", "[": "]", "{": "}"}.get(tok)
+        if close is None:
+            raise _Unreadable(f"unexpected {tok!r}")
+        v = self.expr()
+        if self.take() != ("op", close):
+            raise _Unreadable("unbalanced brackets")
+        return v
+
+
+def span_value(span: str) -> Optional[Fraction]:
+    """The value of one numeric span (already cleaned), or None when it does not parse.
+
+    >>> span_value("2^{10}"), span_value("((3)/(8))"), span_value("5!") is None
+    (Fraction(1024, 1), Fraction(3, 8), True)
+    """
+    s = _trim(span)
+    if not s or len(s) > MAX_SPAN_CHARS or not re.search(r"\d", s):
+        return None
+    try:
+        return _Parser(s).parse()
+    except (_Unreadable, ValueError, ZeroDivisionError, OverflowError, RecursionError):
+        return None
+
+
+def _last_side(s: str) -> str:
+    """The last side of a chain ``a = b = c`` (``=`` outside brackets)."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(s):
+        depth += (ch in "({[") - (ch in ")}]")
+        if ch == "=" and depth <= 0:
+            cut = i
+    return s[cut + 1:]
+
+
+def answer_value(answer: Optional[str]) -> Optional[Fraction]:
+    r"""The value of a final answer (see the module docstring), or None when it has no number,
+    several different ones, a relation (``<``, ``\leq``), or a span that does not parse.
+
+    >>> answer_value("10 - 8 = 2"), answer_value("18 dollars"), answer_value("50\\%")
+    (Fraction(2, 1), Fraction(18, 1), Fraction(50, 1))
+    >>> [answer_value(a) for a in ("5!", r"\sqrt{4}", "2:3", "2,5", "x > 3")]
+    [None, None, None, None, None]
+    """
+    if answer is None:
+        return None
+    s = clean_answer(answer)
+    if re.search(r"[<>≤≥≠]|\\(?:[lg]eq?|neq?|[lg]t|pm|mp)\b|\\approx|≈", s):
+        return None
+    s = _last_side(s)
+    spans = numeric_spans(s)
+    if not spans:
+        return None
+    values = {span_value(sp) for sp in spans}
+    if None in values or len(values) != 1:
+        return None
+    return values.pop()
+
+
+def last_value(text: Optional[str]) -> Optional[Fraction]:
+    """The value of the last numeric span of free text (the last-number fallback, read as a
+    whole expression: ``... so 2/3`` is 2/3, not 3), or None when that span does not parse.
+
+    >>> last_value("She has 3 + 4 = 7 apples, so $7.00 in total."), last_value("ratio 2:3")
+    (Fraction(7, 1), None)
+    """
+    if text is None:
+        return None
+    spans = numeric_spans(clean_answer(text))
+    return span_value(spans[-1]) if spans else None
+
+
+def format_value(x: Optional[Fraction]) -> Optional[str]:
+    """A value as text: an integer, a terminating decimal, else ``p/q``.
+
+    >>> format_value(Fraction(1200)), format_value(Fraction(2401, 2)), format_value(Fraction(2, 3))
+    ('1200', '1200.5', '2/3')
+    """
+    if x is None:
+        return None
+    if x.denominator == 1:
+        return str(x.numerator)
+    d = x.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    if d == 1:
+        digits = 0
+        while (x * 10 ** digits).denominator != 1:
+            digits += 1
+        q = abs(x.numerator) * 10 ** digits // x.denominator
+        s = str(q).rjust(digits + 1, "0")
+        return ("-" if x < 0 else "") + s[:-digits] + "." + s[-digits:]
+    return f"{x.numerator}/{x.denominator}"
