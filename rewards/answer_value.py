@@ -30,7 +30,7 @@ import re
 from fractions import Fraction
 from typing import List, Optional, Tuple
 
-__all__ = ["answer_value", "last_value", "numeric_spans", "span_value", "format_value",
+__all__ = ["answer_value", "last_value", "first_span", "numeric_spans", "span_value", "format_value",
            "clean_answer"]
 
 MAX_EXPONENT = 1000       # |b| in a^b
@@ -130,16 +130,24 @@ _SPAN = re.compile(r"(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z]+|(?<=\d)[,:](?=\d)|(?<=[
                    r"|(?<=\d)[eE](?=[+-]?\d)|[ \t](?=[ \t]*(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z])))+")
 
 
+def _spans(text: str) -> List[Tuple[int, int, str]]:
+    """(start, end, span) of the numeric spans of cleaned text that hold a digit, in order."""
+    out, pos = [], 0
+    for part in re.split(r"(=|\n|<|>|\\approx|≈)", text):
+        for m in _SPAN.finditer(part):
+            if re.search(r"\d", m.group(0)):
+                out.append((pos + m.start(), pos + m.end(), m.group(0).strip()))
+        pos += len(part)
+    return out
+
+
 def numeric_spans(text: str) -> List[str]:
     """The numeric spans of already-cleaned text, in order (those holding a digit).
 
     >>> numeric_spans("She pays 3 * 4 = 12 dollars, and 2/3 of it.")
     ['3 * 4', '12', '2/3']
     """
-    out = []
-    for part in re.split(r"=|\n|<|>|\\approx|≈", text):
-        out += [m.group(0).strip() for m in _SPAN.finditer(part) if re.search(r"\d", m.group(0))]
-    return out
+    return [sp for _, _, sp in _spans(text)]
 
 
 def _trim(span: str) -> str:
@@ -314,17 +322,45 @@ def answer_value(answer: Optional[str]) -> Optional[Fraction]:
     return values.pop()
 
 
+_HEDGE_GAP = re.compile(r"[\s,;/|]*(?:(?:or|and|nor|either|maybe|perhaps|possibly|else)\b"
+                        r"[\s,;/|]*)*", re.IGNORECASE)
+
+
 def last_value(text: Optional[str]) -> Optional[Fraction]:
     """The value of the last numeric span of free text (the last-number fallback, read as a
-    whole expression: ``... so 2/3`` is 2/3, not 3), or None when that span does not parse.
+    whole expression: ``... so 2/3`` is 2/3, not 3), or None when that span does not parse or
+    ends a list of numbers (``... 17 or 18``, ``17, 18``: a hedge, not an answer).
 
     >>> last_value("She has 3 + 4 = 7 apples, so $7.00 in total."), last_value("ratio 2:3")
     (Fraction(7, 1), None)
+    >>> last_value("so it is 17 or 18") is None
+    True
     """
     if text is None:
         return None
-    spans = numeric_spans(clean_answer(text))
-    return span_value(spans[-1]) if spans else None
+    s = clean_answer(text)
+    spans = _spans(s)
+    if not spans:
+        return None
+    if len(spans) > 1 and _HEDGE_GAP.fullmatch(s[spans[-2][1]:spans[-1][0]]):
+        return None
+    return span_value(spans[-1][2])
+
+
+def first_span(text: Optional[str]) -> Optional[str]:
+    """The first numeric span of free text (cleaned, trimmed), or None when there is none or
+    a list of numbers starts there (``17 or 18``, ``17, 18``: a hedge, not an answer).
+
+    >>> first_span("432 is it"), first_span("432/2."), first_span("432 or 431") is None
+    ('432', '432/2', True)
+    """
+    if text is None:
+        return None
+    s = clean_answer(text)
+    spans = _spans(s)
+    if not spans or (len(spans) > 1 and _HEDGE_GAP.fullmatch(s[spans[0][1]:spans[1][0]])):
+        return None
+    return _trim(spans[0][2])
 
 
 def format_value(x: Optional[Fraction]) -> Optional[str]:
