@@ -30,8 +30,8 @@ import re
 from fractions import Fraction
 from typing import List, Optional, Tuple
 
-__all__ = ["answer_value", "last_value", "first_span", "numeric_spans", "span_value", "format_value",
-           "clean_answer"]
+__all__ = ["answer_value", "last_value", "first_span", "numeric_spans", "span_value",
+           "format_value", "clean_answer"]
 
 MAX_EXPONENT = 1000       # |b| in a^b
 MAX_BITS = 4096           # size of any intermediate numerator/denominator
@@ -126,8 +126,9 @@ def clean_answer(s: str) -> str:
 # what a numeric span is made of: digits, operators, brackets, %, and (to make the span
 # unreadable) what glues another meaning onto a number: a factorial !, \commands, a comma or
 # colon between digits (2,5 and 2:3)
-_SPAN = re.compile(r"(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z]+|(?<=\d)[,:](?=\d)|(?<=[\d)}\]])!"
-                   r"|(?<=\d)[eE](?=[+-]?\d)|[ \t](?=[ \t]*(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z])))+")
+_SPAN = re.compile(r"(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z]+|(?<=\d),(?=\d)"
+                   r"|(?<=\d)\s*:\s*(?=-?\d)|(?<=[\d)}\]])!|(?<=\d)[eE](?=[+-]?\d)"
+                   r"|[ \t](?=[ \t]*(?:[\d.+\-*/^()\[\]{}%]|\\[A-Za-z])))+")
 
 
 def _spans(text: str) -> List[Tuple[int, int, str]]:
@@ -167,7 +168,8 @@ def _trim(span: str) -> str:
     return s
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([-+*/^()\[\]{}%]))")
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
+                    r"|([-+*/^()\[\]{}%]))")
 
 
 class _Unreadable(Exception):

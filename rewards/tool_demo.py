@@ -25,8 +25,9 @@ taken 70/30 after SFT at ``call=0.3``: greedy decoding then answers from the hea
 calls the tool in about 30% of the samples.
 
 The reward ``tool_final_answer`` reads the answer after the tool's output: the last number
-(read whole: ``2/56088`` is not 56088) outside the ```python and ```output blocks (so the operands in the call and the number the tool
-printed do not count; a trace that stops after the output earns nothing).
+outside the ```python and ```output blocks, read whole (``2/56088`` is not 56088), so the
+operands in the call and the number the tool printed do not count, and a trace that stops
+after the output earns nothing.
 """
 
 from __future__ import annotations

@@ -133,23 +133,29 @@ def wrong_answers(draw, gold: Fraction):
                                      f"{plain(gold)}, {w}", f"{plain(gold)} and {w}"])), None
     k = draw(st.integers(2, 9))
     d = draw(st.integers(1, 999))
+    m, sg = ("-", -1) if gold < 0 else ("", 1)     # the gold's sign, written in front
     if kind == "prefix":   # the text starts with the gold's digits
         text, v = draw(st.sampled_from([
-            (f"{g}/{k}", Fraction(g, k)), (f"{g}^{k}", Fraction(g) ** k),
-            (f"{g}^{{{k}}}", Fraction(g) ** k), (f"{g}.{d}", g + Fraction(d, 10 ** len(str(d)))),
-            (f"{g},{d:03d}", Fraction(g * 1000 + d)), (f"\\frac{{{g}}}{{{k}}}", Fraction(g, k)),
-            (f"{g}{k}", Fraction(int(f"{g}{k}"))), (f"{g} \\times 10^{k}", Fraction(g * 10 ** k)),
-            (f"{g}!" if g > 2 else f"{g}/{k}", None if g > 2 else Fraction(g, k))]))
+            (f"{m}{g}/{k}", sg * Fraction(g, k)), (f"{m}{g}^{k}", sg * Fraction(g) ** k),
+            (f"{m}{g}^{{{k}}}", sg * Fraction(g) ** k),
+            (f"{m}{g}.{d}", sg * (g + Fraction(d, 10 ** len(str(d))))),
+            (f"{m}{g},{d:03d}", sg * Fraction(g * 1000 + d)),
+            (f"{m}\\frac{{{g}}}{{{k}}}", sg * Fraction(g, k)),
+            (f"{m}{g}{k}", sg * Fraction(int(f"{g}{k}"))),
+            (f"{m}{g} \\times 10^{k}", sg * Fraction(g * 10 ** k)),
+            (f"{m}{g}\\frac{{1}}{{{k}}}", sg * (g + Fraction(1, k))),
+            (f"{m}{g}e{k}", sg * Fraction(g * 10 ** k)),
+            (f"{m}{g}!" if g > 2 else f"{m}{g}/{k}", None if g > 2 else sg * Fraction(g, k)),
+            (f"{m}{g} \\pm {k}", None), (f"{m}{g}\\sqrt{{{k}}}", None)]))
     else:                  # the text ends with the gold's digits
         text, v = draw(st.sampled_from([
-            (f"{k}/{g}", Fraction(k, g)), (f"\\frac{{{k}}}{{{g}}}", Fraction(k, g)),
-            (f"{k}.{g}", k + Fraction(g, 10 ** len(str(g)))), (f"{k}^{g}" if g <= 60 else
-                                                              f"{k}/{g}",
-                                                              Fraction(k) ** g if g <= 60 else
-                                                              Fraction(k, g)),
-            (f"{k}{g}", Fraction(int(f"{k}{g}"))), (f"{k}:{g}", None), (f"{k},{g}", None)]))
-    if gold < 0 and v is not None:       # the sign goes in front: -2/3 against -2
-        text, v = "-" + text, -v
+            (f"{k}/{m}{g}", Fraction(k, sg * g)), (f"\\frac{{{k}}}{{{m}{g}}}", Fraction(k, sg * g)),
+            (f"{m}{k}.{g}", sg * (k + Fraction(g, 10 ** len(str(g))))),
+            (f"{k}^{m}{g}" if g <= 60 else f"{k}/{m}{g}",
+             Fraction(k) ** (sg * g) if g <= 60 else Fraction(k, sg * g)),
+            (f"{m}{k}{g}", sg * Fraction(int(f"{k}{g}"))), (f"{k}:{m}{g}", Fraction(k, sg * g)),
+            (f"{k},{m}{g}", None), (f"{k} - {g}", Fraction(k - g)), (f"-{m}{g}", -sg * g),
+            (f"\\sqrt{{{g}}}" if g > 1 else f"{k}/{g}", None if g > 1 else Fraction(k, g))]))
     assume(v != gold)
     return text, v
 
@@ -190,7 +196,8 @@ def test_gsm8k_holes_of_the_first_number_reading():
     cases = [("#### 2/3", "2"), ("The answer is 2/9.", "2"), (r"\boxed{\frac{2}{3}}", "2"),
              ("The answer is 2^2.", "2"), (r"\boxed{\frac{3}{8}}", r"\frac{3}{7}"),
              ("The answer is 2 or 3.", "2"), ("#### 2.5", "2"), ("#### 2,500", "2"),
-             ("#### 5!", "5")]
+             ("#### 5!", "5"), ("so it is 17 or 18", "18"), ("So she has 2:-1", "-1"),
+             ("the ratio is 3:4", "4"), (r"\boxed{\sqrt{4}}", "4")]
     assert gsm8k_accuracy([c for c, _ in cases], answer=[g for _, g in cases]) == \
         [0.0] * len(cases)
     assert gsm8k_accuracy([r"\boxed{\frac{3}{7}}", "#### 4", "#### 0.375"],
