@@ -67,39 +67,45 @@ def _unwrap_commands(s: str) -> str:
     return s
 
 
-def _frac_arg(s: str, k: int) -> Tuple[Optional[str], int]:
-    """One argument of ``\\frac`` at ``s[k:]``: a brace group or a single character."""
-    while k < len(s) and s[k] == " ":
-        k += 1
-    if k >= len(s):
-        return None, k
-    if s[k] == "{":
-        close = _match_brace(s, k)
-        if close is None:
-            return None, k
-        return s[k + 1:close], close + 1
-    if s[k].isdigit():
-        return s[k], k + 1
-    return None, k
+def _brace_pairs(s: str) -> dict:
+    """{index of ``{``: index of its ``}``} for the balanced braces of ``s``, in one pass."""
+    pairs, stack = {}, []
+    for i, ch in enumerate(s):
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            pairs[stack.pop()] = i
+    return pairs
+
+
+_FRAC = re.compile(r"\\[dtc]?frac(?![a-zA-Z])\s*")
 
 
 def _rewrite_fracs(s: str) -> str:
-    r"""``\frac{a}{b}`` -> ``((a)/(b))`` (innermost arguments rewritten too); a ``\frac`` whose
-    arguments cannot be read is left as it is, which makes its span unreadable."""
-    out, i = [], 0
-    while True:
-        m = re.compile(r"\\[dtc]?frac(?![a-zA-Z])").search(s, i)
-        if m is None:
-            out.append(s[i:])
-            return "".join(out)
-        num, k = _frac_arg(s, m.end())
-        den, k2 = _frac_arg(s, k) if num is not None else (None, k)
-        if num is None or den is None:
-            out.append(s[i:m.end()])
-            i = m.end()
+    r"""``\frac{a}{b}`` -> ``((a)/(b))``, nested ones too, in one pass (``\frac12`` is
+    ``\frac{1}{2}``); a ``\frac`` whose arguments are not two brace groups is left as it is,
+    which makes its span unreadable."""
+    s = re.sub(r"\\([dtc]?frac)\s*(\d)\s*(\d)", r"\\\1{\2}{\3}", s)
+    pairs = _brace_pairs(s)
+    edits = {}                                  # start -> (end, replacement)
+    for m in _FRAC.finditer(s):
+        k = m.end()
+        c1 = pairs.get(k)
+        c2 = pairs.get(c1 + 1) if c1 is not None else None
+        if c2 is None:
             continue
-        out.append(s[i:m.start()] + f"(({_rewrite_fracs(num)})/({_rewrite_fracs(den)}))")
-        i = k2
+        edits[m.start()] = (k + 1, "((")
+        edits[c1] = (c1 + 2, ")/(")
+        edits[c2] = (c2 + 1, "))")
+    if not edits:
+        return s
+    out, i = [], 0
+    for start in sorted(edits):
+        end, rep = edits[start]
+        out.append(s[i:start] + rep)
+        i = end
+    out.append(s[i:])
+    return "".join(out)
 
 
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d|\.\d*,)")
@@ -114,11 +120,12 @@ def clean_answer(s: str) -> str:
     s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)                   # 10,\!080
     s = _DROP.sub(" ", s)
     s = s.replace("\\%", "%").replace("−", "-").replace("–", "-")
-    s = re.sub(r"\\times\b|×|\\cdot\b|·|⋅", "*", s)
-    s = re.sub(r"\\div\b|÷", "/", s)
+    s = re.sub(r"\\(?:times|cdot)(?![a-zA-Z])|×|·|⋅", "*", s)
+    s = re.sub(r"\\div(?![a-zA-Z])|÷", "/", s)
     s = s.replace("²", "^2").replace("³", "^3")
     s = s.replace("**", " ")       # markdown bold (and Python's power: unreadable on purpose)
     s = _rewrite_fracs(s)
+    s = re.sub(r"[ \t]+", " ", s)
     s = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
     return s
 
@@ -159,10 +166,17 @@ def _trim(span: str) -> str:
         before = s
         s = s.rstrip(".").strip()
         for o, c in ("()", "[]", "{}"):
-            while s.startswith(o) and s.count(o) > s.count(c):
-                s = s[1:].strip()
-            while s.endswith(c) and s.count(c) > s.count(o):
-                s = s[:-1].strip()
+            extra = s.count(o) - s.count(c)
+            i = 0
+            while extra > 0 and i < len(s) and s[i] in o + " ":
+                extra -= s[i] == o
+                i += 1
+            s = s[i:]
+            j = len(s)
+            while extra < 0 and j > 0 and s[j - 1] in c + " ":
+                extra += s[j - 1] == c
+                j -= 1
+            s = s[:j].strip()
         if s == before:
             break
     return s
