@@ -166,17 +166,16 @@ def _trim(span: str) -> str:
         before = s
         s = s.rstrip(".").strip()
         for o, c in ("()", "[]", "{}"):
-            extra = s.count(o) - s.count(c)
-            i = 0
-            while extra > 0 and i < len(s) and s[i] in o + " ":
-                extra -= s[i] == o
+            extra = s.count(o) - s.count(c)     # > 0: unclosed openers; < 0: stray closers
+            stray = o if extra > 0 else c
+            i, j = 0, len(s)
+            while extra and i < j and s[i] in stray + " ":
+                extra -= (s[i] == stray) * (1 if stray == o else -1)
                 i += 1
-            s = s[i:]
-            j = len(s)
-            while extra < 0 and j > 0 and s[j - 1] in c + " ":
-                extra += s[j - 1] == c
+            while extra and j > i and s[j - 1] in stray + " ":
+                extra -= (s[j - 1] == stray) * (1 if stray == o else -1)
                 j -= 1
-            s = s[:j].strip()
+            s = s[i:j].strip()
         if s == before:
             break
     return s
