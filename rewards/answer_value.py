@@ -108,6 +108,18 @@ def _rewrite_fracs(s: str) -> str:
     return "".join(out)
 
 
+# GSM8K's calculator annotations, "<<48/2=24>>24": the text after them is the number
+_CALCULATOR = re.compile(r"<<[^<>\n]{0,200}>>")
+# a rate "$20/hour", "3 km/h": a unit word after the slash (2 letters or more, not a number
+# word: "2/three" stays unreadable, as does "2/x")
+_NUMBER_WORDS = ("zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
+                 "|thirty|forty|fifty|hundred|thousand|million|billion|half|halves|third|thirds"
+                 "|quarter|quarters|fourth|fourths|fifth|fifths|tenth|tenths|hundredth|hundredths")
+_PER_UNIT = re.compile(r"(?<=[\d)])\s*/\s*(?=[A-Za-z]{2,}\b)(?!(?:" + _NUMBER_WORDS + r")\b)",
+                       re.IGNORECASE)
+# square and cubic units, "12 cm^2", "980cm³" (after a unit word only: "2x^2" stays unreadable)
+_UNIT_POWER = re.compile(r"(?<![A-Za-z])(mm|cm|km|m|in|ft|yd|inch|inches|foot|feet|yards?"
+                         r"|meters?|miles?|units?)\s*\^\s*(?:\{\s*[23]\s*\}|[23])(?![\d])")
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d|\.\d*,)")
 
 
@@ -115,7 +127,8 @@ def clean_answer(s: str) -> str:
     r"""The answer with its LaTeX, currency and thousands separators rewritten into plain
     arithmetic: ``\$1{,}234`` -> ``1234``, ``\frac{1}{2}`` -> ``((1)/(2))``, ``3 \times 4`` ->
     ``3 * 4``; commands this reader does not evaluate are kept (they make a span unreadable)."""
-    s = _unwrap_commands(str(s))
+    s = _CALCULATOR.sub(" ", str(s))
+    s = _unwrap_commands(s)
     s = re.sub(r"(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)", ",", s)       # 1{,}234
     s = re.sub(r"(?<=\d),\\!\s*(?=\d)", ",", s)                   # 10,\!080
     s = _DROP.sub(" ", s)
@@ -127,6 +140,9 @@ def clean_answer(s: str) -> str:
     s = _rewrite_fracs(s)
     s = re.sub(r"[ \t]+", " ", s)
     s = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
+    s = _PER_UNIT.sub(" per ", s)
+    s = _UNIT_POWER.sub(r"\1", s)
+    s = re.sub(r"(?<=\d)-(?=[A-Za-z]{2,})", " ", s)    # "27-liter", "5-year-old"
     return s
 
 

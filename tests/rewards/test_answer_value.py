@@ -20,6 +20,8 @@ from rewards.answer_value import answer_value, first_span, format_value, last_va
     ("50%", F(50)), (r"50\%", F(50)), ("18 dollars", F(18)), (r"18 \text{ dollars}", F(18)),
     (r"\boxed{18}", F(18)), ("10 - 8 = 2", F(2)), ("x = 5", F(5)), ("(5)", F(5)),
     ("5, which is 5", F(5)), ("**18**", F(18)), ("18 (she has 9 * 2 = 18)", F(18)),
+    ("$<<600*12=7200>>7200/year", F(7200)), ("<<8=8>>8", F(8)), ("27-liter", F(27)),
+    ("980cm³", F(980)), ("12 cm^2", F(12)), ("3 km/h", F(3)),
 ])
 def test_values_by_hand(text, value):
     assert answer_value(text) == value
@@ -29,6 +31,7 @@ def test_values_by_hand(text, value):
     "2 or 3", "2, 3", "2 and 3", "2,5", "2:3", "2 3", "5!", r"\sqrt{4}", r"2\sqrt{3}",
     r"2 \pi", "x > 3", r"x \leq 3", r"1 \pm 2", "1/0", "9^9^9^9", "2**3", "five", "", "5 - ",
     r"\frac{1}", "2(3)", "2^{1/2}", "18 (since 9 * 3 = 27)",
+    "2/three", "2/x", "2x^2", "2-x",
 ])
 def test_unreadable_answers(text):
     assert answer_value(text) is None
