@@ -226,17 +226,27 @@ def test_math_accuracy_never_pays_a_wrong_value(data, gold, template):
 def test_math_accuracy_never_pays_a_decimal_near_miss(gold, eps_digits, template):
     """A decimal a hair away from an exact gold is another value, even within the float
     rounding that lets 0.333333 stand for 1/3."""
-    near = (_decimal(gold) or "") if gold.denominator == 1 or _decimal(gold) else None
-    assume(near is not None)
-    base = near if "." in near else near + "."
-    text = base + "0" * (eps_digits - len(base.split(".")[1]) - 1) + "1" \
-        if len(base.split(".")[1]) < eps_digits else base + "1"
-    assume(Fraction(text) != gold)
+    assume(_decimal(gold) is not None)             # a gold with a finite decimal
+    text = _decimal(gold + Fraction(1, 10 ** eps_digits))
     completion = template.format(text)
     assert Accuracy()([completion], answer=[plain(gold)]) == [0.0], completion
     # the rewards that share the check (Cosine: wrong is negative)
     assert Cosine(max_len=10)([completion], answer=[plain(gold)], completion_lengths=[0]) == \
         [-1.0]
+
+
+@SLOW
+@given(gold=fractions, places=st.integers(6, 10), template=st.sampled_from(MARKED[1:]))
+def test_math_accuracy_rounded_decimals_of_endless_values(gold, places, template):
+    """A value whose decimal never ends (2/3) is paid as its rounding to 6 places or more
+    (0.666667, 0.6666667), and not as a decimal one unit off in the last place."""
+    assume(_decimal(gold) is None)
+    q = Fraction(1, 10 ** places)
+    rounded = Fraction(int((gold / q + Fraction(1, 2)) // 1)) * q      # half up, by hand
+    off = [_decimal(rounded + d) for d in (q, -q)]
+    assume(all(len(t.split(".")[1]) == places for t in off))  # not a rounding at fewer places
+    texts = [template.format(t) for t in [_decimal(rounded)] + off]
+    assert Accuracy()(texts, answer=[plain(gold)] * 3) == [1.0, 0.0, 0.0], texts
 
 
 # ----------------------------------------------------------------- arithmetic and tool demo
