@@ -81,13 +81,17 @@ def check_equation(equation: str, nums: Sequence[int], target: Union[int, float,
     False
     """
     try:
+        goal = Fraction(str(target).strip())
+    except ValueError:
+        raise ValueError(f"countdown: target {target!r} is not a number") from None
+    try:
         value, used = safe_eval(equation)
     except (UnsafeExpression, SyntaxError, ZeroDivisionError, ValueError, RecursionError,
             MemoryError):
         return False
     if sorted(used) != sorted(int(n) for n in nums):
         return False
-    return value == Fraction(str(target))
+    return value == goal
 
 
 def _nums(x) -> List[int]:
