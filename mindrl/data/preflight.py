@@ -290,13 +290,22 @@ def check_ideal_completions(rows: Sequence[Dict], plan, reward_functions: Sequen
         if sum(ok) < (1.0 - max_unscorable) * n - 1e-9:
             i = ok.index(False)
             k = chosen[i]
+            example = (f"e.g. {where(src, i + 1)}: '{_short(texts[k], 100)}' scores "
+                       f"{scores[name][k]}")
+            if spec.answer is None:
+                opened = (" (the prompt already opens <think>, so a completion does not start "
+                          "with it)" if opened_think else "")
+                raise DataError(
+                    f"{src}: format reward '{name}' earns its maximum {best:g} on only "
+                    f"{sum(ok)} of the first {n} gold answers written as completions in the "
+                    f"format the other rewards read ({ANSWER_FORMATS[f][0]}){opened}; "
+                    f"{example}; check reward.functions and model.chat_template")
             field = spec.field or _answer_path(plan)
             raise DataError(
                 f"{src}: reward '{name}' cannot pay a right answer on this data: the gold "
                 f"answer (field '{field}') written as a completion ({ANSWER_FORMATS[f][0]}) "
-                f"earns its maximum {best:g} on only {sum(ok)} of the first {n} rows (e.g. "
-                f"{where(src, i + 1)}: {_short(texts[k], 100)!r} scores {scores[name][k]}); "
-                f"check reward.functions against the data")
+                f"earns its maximum {best:g} on only {sum(ok)} of the first {n} rows "
+                f"({example}); check reward.functions against the data")
     return [f"reward check: the gold answers written as completions "
             f"({ANSWER_FORMATS[f][0]}) earn the maximum of {', '.join(parts)} rows{note}"]
 
