@@ -117,7 +117,9 @@ class DataConfig:
     preflight_rows: int = opt(64, "Rows checked before the model loads (gold answers "
                               "scorable by the rewards).")
     preflight_max_unscorable: float = opt(0.1, "Stop before training when more than this "
-                                          "share of the checked rows cannot be scored.")
+                                          "share of the checked rows cannot be scored, or "
+                                          "(RL) cannot earn a reward's maximum with the gold "
+                                          "answer written as an ideal completion.")
     step_max_unscorable: float = opt(0.5, "RL: stop when a reward is None (unscorable) for "
                                      "more than this share of a step's rollouts.")
     shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
@@ -427,6 +429,10 @@ class CheckpointConfig:
     keep_last: int = opt(2, "Keep the newest N checkpoints.")
     resume: bool = opt(True, "Resume from the newest complete checkpoint in the run directory.")
     save_final: bool = opt(True, "Save a checkpoint after the last step.")
+    stop_grace_s: float = opt(120.0, "After SIGTERM/SIGINT the run finishes its step, saves a "
+                              "checkpoint and exits; when the step has not ended this many "
+                              "seconds after the signal, it exits without one (0 = wait for "
+                              "the step however long). A second signal always exits at once.")
     allow_changes: List[str] = opt([], "Resume: config keys that may differ from the "
                                    "checkpoint's stored config (dotted keys, sections or globs, "
                                    "e.g. [train.lr, algorithm]; '[\"*\"]' = any). Without them "
@@ -852,5 +858,8 @@ class RunConfig:
         errors.extend(_check_lora(self.model.lora, self))
         if self.checkpoint.keep_last < 1:
             errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
+        if self.checkpoint.stop_grace_s < 0:
+            errors.append(f"checkpoint.stop_grace_s={self.checkpoint.stop_grace_s} must be "
+                          ">= 0 (0 = wait for the step)")
         if errors:
             raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))

@@ -24,12 +24,39 @@ PROMPT_CACHE_SIZE = 65_536      # encoded prompts kept (cleared when full: memor
 
 
 # --------------------------------------------------------------------------- helpers
-class StopRequested:
-    """SIGINT / SIGTERM set a flag; the loop checkpoints after the current step and exits."""
+def exit_now(code: int, message: str) -> None:
+    """Log ``message``, kill this process's worker processes (reward pool, engine workers) and
+    exit with ``code`` at once: no checkpoint, no waiting for the step or for the workers."""
+    import multiprocessing
 
-    def __init__(self):
+    log.error("%s", message)
+    for h in logging.getLogger().handlers + log.handlers:
+        try:
+            h.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+    for child in multiprocessing.active_children():
+        try:
+            child.kill()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code)
+
+
+class StopRequested:
+    """SIGINT / SIGTERM set a flag; the loop checkpoints after the current step and exits.
+
+    The stop is bounded: a second SIGINT or SIGTERM exits at once, and when the step has not
+    ended ``grace_s`` seconds after the first signal (a hang, a step that never ends), a
+    watchdog thread exits with a line naming ``checkpoint.stop_grace_s``; both without a
+    checkpoint, with exit code 128 + the signal number. ``grace_s <= 0`` waits for the step
+    however long it takes."""
+
+    def __init__(self, grace_s: float = 0.0):
         self.signum: Optional[int] = None
+        self.grace_s = grace_s
         self._old = {}
+        self._watchdog = None
 
     def __enter__(self):
         for s in (signal.SIGINT, signal.SIGTERM):
@@ -41,14 +68,45 @@ class StopRequested:
 
     def _handle(self, signum, frame):
         if self.signum is not None:  # second signal: stop now
-            raise KeyboardInterrupt
+            exit_now(128 + signum, f"signal {signum} received again: exiting now, without "
+                                   f"a checkpoint")
         self.signum = signum
-        log.warning("signal %d received: saving a checkpoint after this step, then exiting",
-                    signum)
+        log.warning("signal %d received: saving a checkpoint after this step, then exiting "
+                    "(a second signal exits at once)", signum)
+        if self.grace_s > 0:
+            import threading
+
+            self._watchdog = threading.Timer(self.grace_s, self._expired)
+            self._watchdog.daemon = True
+            self._watchdog.start()
+
+    def _expired(self):
+        exit_now(128 + (self.signum or signal.SIGTERM),
+                 f"signal {self.signum} received {self.grace_s:g} s ago and the step has not "
+                 f"ended (checkpoint.stop_grace_s={self.grace_s:g}): exiting without a "
+                 f"checkpoint")
+
+    def step_ended(self) -> None:
+        """The step reached its end: the checkpoint and exit that follow are not cut."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
 
     def __exit__(self, *exc):
+        self.step_ended()
         for s, h in self._old.items():
             signal.signal(s, h)
+
+
+UNSIZED_EPOCH_ROWS = 10_000     # an "epoch" of a generator stream, for the too-long guard
+
+
+def epoch_rows(stream) -> int:
+    """The rows one epoch of ``stream`` visits (:data:`UNSIZED_EPOCH_ROWS` for a generator)."""
+    n = getattr(stream, "n", None)
+    if n is None and isinstance(getattr(stream, "rows", None), list):
+        n = len(stream.rows)
+    return int(n) if n else UNSIZED_EPOCH_ROWS
 
 
 def _fmt(metrics: Dict[str, float]) -> str:
@@ -230,27 +288,41 @@ class Trainer:
     def encode(self, problem: str) -> List[int]:
         ids = self._prompt_cache.get(problem)
         if ids is None:
-            from mindrl.data.templates import render_prompt
+            from mindrl.data.preflight import prompt_ids
 
-            text = render_prompt(problem, self.cfg.model.chat_template, tokenizer=self.tokenizer,
-                                 system_prompt=self.cfg.data.system_prompt)
-            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            ids = prompt_ids(problem, self.cfg, self.tokenizer)
             if len(self._prompt_cache) >= PROMPT_CACHE_SIZE:     # bounded for large data sets
                 self._prompt_cache.clear()
             self._prompt_cache[problem] = ids
         return ids
 
     def _take_rows(self) -> List[Dict]:
-        """This rank's slice of the next global batch of prompts (too-long prompts skipped)."""
+        """This rank's slice of the next global batch of prompts (too-long prompts skipped).
+
+        Stops with :func:`mindrl.data.preflight.no_prompt_fits` (a ``DataError`` naming
+        ``data.max_prompt_len``) when this rank has skipped twice the data's rows in a row
+        (:func:`epoch_rows`): a whole epoch then yielded no prompt that fits."""
         out: List[Dict] = []
+        limit = self.cfg.data.max_prompt_len
         while len(out) < self.local_prompts:
             glob = self.train_stream.take(self.cfg.train.prompts_per_step)
             mine = glob[self.rank * self.local_prompts:(self.rank + 1) * self.local_prompts]
             for row in mine:
-                if len(self.encode(row["problem"])) <= self.cfg.data.max_prompt_len:
+                n = len(self.encode(row["problem"]))
+                if n <= limit:
                     out.append(row)
+                    self._long_run = []
                 else:
                     self._skipped_long = getattr(self, "_skipped_long", 0) + 1
+                    run = self._long_run = getattr(self, "_long_run", [])
+                    run.append(n)
+            rows = epoch_rows(self.train_stream)
+            if len(getattr(self, "_long_run", [])) >= 2 * rows:
+                from mindrl.data.io import DataError
+                from mindrl.data.preflight import no_prompt_fits
+
+                raise DataError(no_prompt_fits(limit, f"a whole epoch ({rows} rows)",
+                                               self._long_run))
         return out[:self.local_prompts]
 
     def sampling(self, attempt: int = 0, **over) -> SamplingParams:
@@ -392,7 +464,7 @@ class Trainer:
             bar = tqdm(total=cfg.train.steps, initial=self.step, desc=self.kind, unit="step",
                        dynamic_ncols=True)
         last: Dict[str, float] = {}
-        with StopRequested() as stop:
+        with StopRequested(cfg.checkpoint.stop_grace_s) as stop:
             while self.step < cfg.train.steps:
                 self._engine_fresh = False      # the update below changes the weights
                 metrics = self.run_step()
@@ -421,6 +493,8 @@ class Trainer:
                 signum = stop.signum or 0
                 if self.world > 1:
                     signum = int(np.max(self.backend.all_gather(np.array([signum], np.int64))))
+                if signum:
+                    stop.step_ended()
                 if (every and self.step % every == 0) or (done and cfg.checkpoint.save_final) \
                         or signum:
                     t_io = time.perf_counter()

@@ -28,7 +28,8 @@ Specs (``data.train_file`` / ``data.val_file``):
   :class:`ListStream`.
 
 Prompts longer than ``data.max_prompt_len`` tokens are dropped by the trainer as they are taken
-(``Trainer._take_rows``), so neither stream needs a pass over the data for them.
+(``Trainer._take_rows``), so no stream needs a pass over the data for them; the preflight counts
+them in the first rows, and the trainer stops when a whole epoch has none that fits.
 """
 
 from __future__ import annotations
@@ -444,6 +445,11 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         train = stream(exclude=exclude)
         if job == "sft":
             _check_response_field(stream().take(1), data_cfg, spec)
+        if cfg is not None:        # the checks of the preflight on the first generated rows
+            from mindrl.data.preflight import preflight
+
+            preflight(cfg, job, None, stream(exclude=exclude).take(data_cfg.preflight_rows),
+                      count=None, show=False)
         return train, val
     path = _indexed_path(spec, data_cfg)
     if path is not None:

@@ -39,3 +39,18 @@ def fit_stopped_by_sigterm(trainer, monkeypatch, after_step: int = 1):
         monkeypatch.setattr(RLTrainer, "run_step", original)
     trainer.close()
     return e.value
+
+
+def hang_reward(completions, completion_lengths=(), **_):
+    """On rollouts, never returns: touches the file named by ``MINDRL_TEST_HANG_MARKER`` (so a
+    test knows a step is under way), then sleeps in a loop (a step that never ends). The
+    preflight's call (empty completions of length 0) gets 0.0."""
+    import os
+    import time
+    from pathlib import Path
+
+    if not any(completions) and not any(completion_lengths):
+        return [0.0] * len(completions)
+    Path(os.environ["MINDRL_TEST_HANG_MARKER"]).touch()
+    while True:
+        time.sleep(0.05)
