@@ -123,7 +123,7 @@ def test_overlapped_scores_equal_scores_after_generation(tmp_path):
         # a third of the vocabulary stops a sample: groups finish at different steps
         sp = tr.sampling(0)
         sp = type(sp)(**{**sp.__dict__, "stop_token_ids": tuple(range(0, 1024, 3))})
-        ro, sc, _, _ = score_while_generating(tr, rows, prompt_ids, sp)
+        ro, sc, _, _ = score_while_generating(tr, rows, prompt_ids, 0, sampling=sp)
         want_ro = tr.engine.generate(prompt_ids, sp)
         want = score_rollouts(tr.scorer, rows, want_ro)
     finally:

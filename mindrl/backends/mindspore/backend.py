@@ -40,7 +40,7 @@ from mindrl.backends.mindspore.checkpoint_io import CheckpointIOMixin
 from mindrl.backends.mindspore.compiled import CompiledStepMixin
 from mindrl.backends.mindspore.compiled import step_vector as _vector  # noqa: F401
 from mindrl.backends.mindspore.compiled import token_logp as _token_logp
-from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
+from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec, recompute_layers
 from mindrl.backends.mindspore.optim import AdamW
 from mindrl.backends.mindspore.preference_step import PreferenceStepMixin
 from mindrl.backends.mindspore.rl_step import RLStepMixin
@@ -136,6 +136,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             from mindrl.backends.mindspore.lora import add_adapters
 
             add_adapters(self.model, self.lora, self.hf_config, cfg.train.seed)
+        if cfg.model.gradient_checkpointing:    # after the adapters: it marks existing cells
+            recompute_layers(self.model)
         self.reference = None
         if with_reference and not self.lora:
             self.reference = self._load_model(self.model_path)
