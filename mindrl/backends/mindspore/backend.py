@@ -153,7 +153,7 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             for p in self.teacher.get_parameters():
                 p.requires_grad = False
                 p.name = "teacher." + p.name   # unique beside the student's in one graph
-        self.tokenizer = self._load_tokenizer(self.model_path)
+        self.tokenizer = self._load_tokenizer(self.model_path, cfg.model.trust_remote_code)
         self.pad_id = 0
         if self.tokenizer is not None:
             pid = self.tokenizer.pad_token_id
@@ -209,13 +209,14 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         return model
 
     @staticmethod
-    def _load_tokenizer(directory: str):
+    def _load_tokenizer(directory: str, trust_remote_code: bool = False):
         names = ("tokenizer.json", "tokenizer_config.json", "vocab.json")
         if not any((Path(directory) / n).is_file() for n in names):
             return None
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        return AutoTokenizer.from_pretrained(directory, local_files_only=True,
+                                             trust_remote_code=trust_remote_code)
 
     # ------------------------------------------------------------------ shapes
     def _shape(self, batches: Sequence[TokenBatch], rows: int) -> Tuple[int, int, int]:
