@@ -23,7 +23,7 @@ from options_read import leaf_keys, recording, section_prefixes
 NOT_READ_BY_RL = {
     "on-policy distillation, read with algorithm.distill.teacher set":
         ["algorithm.distill.coef", "algorithm.distill.estimator",
-         "algorithm.distill.task_weight", "algorithm.distill.teacher_temperature"],
+         "algorithm.distill.task_weight"],
     "the bounds of rollout_is / rollout_rs, read when those are set":
         ["algorithm.rollout_correction.rollout_is_threshold",
          "algorithm.rollout_correction.rollout_rs_threshold"],
@@ -49,6 +49,11 @@ NOT_READ_BY_ENGINE = {
     "native": {"vLLM options": ["rollout.gpu_memory_utilization",
                                 "rollout.tensor_parallel_size"]},
     "vllm": {},
+}
+NOT_READ_BY_BACKEND = {
+    # the MindSpore RL step reads it when it builds the step (a constant of the graph)
+    "torch": {"on-policy distillation": ["algorithm.distill.teacher_temperature"]},
+    "mindspore": {},
 }
 # Keys a backend does not implement: each must be refused at load time with these overrides.
 REFUSED = {
@@ -77,7 +82,8 @@ def _expand(patterns):
 
 
 def not_read(backend: str, engine: str):
-    lists = list(NOT_READ_BY_RL.values()) + list(NOT_READ_BY_ENGINE[engine].values())
+    lists = list(NOT_READ_BY_RL.values()) + list(NOT_READ_BY_ENGINE[engine].values()) + \
+        list(NOT_READ_BY_BACKEND[backend].values())
     return _expand([p for ps in lists for p in ps])
 
 
