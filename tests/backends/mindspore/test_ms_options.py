@@ -87,3 +87,15 @@ def test_sampler_reports_each_finished_group_once_with_unchanged_samples(hf_unti
                if all(ro.finish_reasons[i] == "stop" for i in (2 * g, 2 * g + 1))]
     assert sorted(groups) == stopped                         # every finished group reported
     assert early >= 1
+
+
+def test_gradient_checkpointing_reaches_the_ppo_critic(hf_untied):
+    directory, _ = hf_untied
+    flags = {}
+    for on in (False, True):
+        be = MindSporeBackend(ms_config(f"model.gradient_checkpointing={str(on).lower()}",
+                                        "algorithm.adv_estimator=gae"), model_path=directory)
+        assert be.critic is not None
+        flags[on] = (_recompute_flags(be.model), _recompute_flags(be.critic.model))
+    assert flags == {False: ([False, False], [False, False]),
+                     True: ([True, True], [True, True])}
