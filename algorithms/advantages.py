@@ -174,12 +174,16 @@ def rloo(rewards, group_index, mask):
 
 
 def _discounted_returns(token_rewards: np.ndarray, mask: np.ndarray, gamma: float) -> np.ndarray:
-    """G_t = sum_{s >= t, s valid} gamma^(s - t) c_s, walking right to left over (B, T)."""
+    """G_t = c_t + gamma G_(next valid token), walking right to left over (B, T). A masked token
+    inside a response (a tool output of a multi-turn rollout) gets 0 and passes the running
+    return through unchanged, so the earlier turns are credited with the outcome; the holes
+    count no discount step (as GAE and verl's REINFORCE++)."""
     returns = np.zeros_like(token_rewards)
     running = np.zeros(token_rewards.shape[0])
     for t in range(token_rewards.shape[1] - 1, -1, -1):
-        running = (token_rewards[:, t] + gamma * running) * mask[:, t]
-        returns[:, t] = running
+        valid = mask[:, t] > 0
+        running = np.where(valid, token_rewards[:, t] + gamma * running, running)
+        returns[:, t] = running * valid
     return returns
 
 

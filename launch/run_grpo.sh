@@ -11,18 +11,24 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash launch/setup_env.sh
-PY="$PWD/.venv/bin/python"
-export PATH="$PWD/.venv/bin:$PATH"   # msrun starts plain `python` from PATH
+VENV="$(cd "${MINDRL_VENV:-.venv}" && pwd)"
+PY="$VENV/bin/python"
+export PATH="$VENV/bin:$PATH"   # msrun starts plain `python` from PATH
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" GLOG_v="${GLOG_v:-3}" \
        VLLM_LOGGING_LEVEL="${VLLM_LOGGING_LEVEL:-ERROR}" TRANSFORMERS_VERBOSITY=error \
        HF_HUB_DISABLE_PROGRESS_BARS=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
 
+# the one line a user types next to get `mindrl` on their PATH
+activate_hint() { echo "[run_grpo] to use the mindrl command in your shell: source $VENV/bin/activate" >&2; }
+
 if [ $# -eq 0 ]; then
-  exec "$PY" -m mindrl demo --backend "${MINDRL_BACKEND:-torch}"
+  rc=0; "$PY" -m mindrl demo --backend "${MINDRL_BACKEND:-torch}" || rc=$?
+  activate_hint; exit $rc
 fi
 
 extra=()
 [ -n "${MINDRL_BACKEND:-}" ] && extra+=("backend=${MINDRL_BACKEND}")
 # `mindrl launch` resolves the recipe first (errors stop here, before any worker starts), then
 # becomes torchrun / msrun / one process, or drives a launcher per node on Ray.
-exec "$PY" -m mindrl launch --run "${MINDRL_RUN:-train}" "$1" "${extra[@]}" "${@:2}"
+rc=0; "$PY" -m mindrl launch --run "${MINDRL_RUN:-train}" "$1" "${extra[@]}" "${@:2}" || rc=$?
+activate_hint; exit $rc

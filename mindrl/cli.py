@@ -26,20 +26,55 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    import time
+
     from mindrl.config.stages import load_stages
     from mindrl.trainer.stages import run_stages
+    from mindrl.trainer.summary import print_summary
 
+    _need_recipe(args, "train")
     # every stage of a multi-stage recipe is checked here, before the first one starts
-    run_stages(load_stages(args.recipe, args.overrides, require_model=True))
+    stages = load_stages(args.recipe, args.overrides, require_model=True)
+    t0 = time.perf_counter()
+    last = run_stages(stages)
+    print_summary(stages, last, time.perf_counter() - t0, args.recipe)
     return 0
 
 
 def _sft(args: argparse.Namespace) -> int:
+    import time
+
     from mindrl.config.loader import load_config
+    from mindrl.config.stages import Stage
     from mindrl.trainer.sft import train_sft
+    from mindrl.trainer.summary import print_summary
 
     cfg = load_config(args.recipe, args.overrides, require_model=True)
-    train_sft(cfg)
+    t0 = time.perf_counter()
+    last = train_sft(cfg)
+    print_summary([Stage(1, "", "sft", cfg, 1)], last, time.perf_counter() - t0, args.recipe)
+    return 0
+
+
+def _need_recipe(args: argparse.Namespace, command: str) -> None:
+    if args.recipe is None:
+        from mindrl.config.recipes import recipe_names
+        from mindrl.errors import ConfigError
+
+        raise ConfigError(f"mindrl {command} needs a recipe: mindrl {command} RECIPE "
+                          f"[key=value ...]; recipes: {', '.join(recipe_names())} (details: "
+                          "mindrl recipes)")
+
+
+def _recipes(args: argparse.Namespace) -> int:
+    from mindrl.config.recipes import format_table, list_recipes
+
+    rows = list_recipes()
+    if args.kind:
+        rows = [r for r in rows if r.kind == args.kind]
+    print(format_table(rows))
+    print("\nrun one: mindrl train RECIPE [key=value ...]  (sft_*: mindrl sft; dpo_*/simpo_*: "
+          "mindrl dpo / simpo); see its settings: mindrl config show RECIPE")
     return 0
 
 
@@ -47,11 +82,19 @@ def _pref(args: argparse.Namespace) -> int:
     from mindrl.config.loader import load_config
     from mindrl.trainer.preference import train_preference
 
+    import time
+
+    from mindrl.config.stages import Stage
+    from mindrl.trainer.summary import print_summary
+
     overrides = list(args.overrides)
     if args.command in ("dpo", "simpo"):
         overrides = [f"preference.loss={args.command}"] + overrides
     cfg = load_config(args.recipe, overrides, require_model=True)
-    train_preference(cfg)
+    t0 = time.perf_counter()
+    last = train_preference(cfg)
+    print_summary([Stage(1, "", args.command, cfg, 1)], last, time.perf_counter() - t0,
+                  args.recipe)
     return 0
 
 
@@ -95,6 +138,22 @@ def _build_tiny(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recipe_epilog() -> str:
+    """The recipe names for ``mindrl train --help``, in rows that fit 100 columns."""
+    from mindrl.config.recipes import recipe_names
+
+    lines, cur = [], ""
+    for name in recipe_names():
+        if cur and len(cur) + len(name) + 2 > 96:
+            lines.append(cur)
+            cur = ""
+        cur = f"{cur}  {name}" if cur else f"  {name}"
+    lines.append(cur)
+    return ("recipes (details: mindrl recipes; own data: grpo_own_math_tiny, grpo_own_choice_tiny"
+            "):\n" + "\n".join(lines) + "\n\nexample: mindrl train grpo_own_math_tiny "
+            "data.train_file=my.jsonl data.prompt_field=question data.answer_field=answer")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mindrl",
@@ -113,9 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--keys", action="store_true", help="list every option with its help")
     show.set_defaults(func=_config_show)
 
+    rc = sub.add_parser("recipes", help="list the recipes: name, job, backend, model, kind "
+                        "(demo, smoke, full) and purpose")
+    rc.add_argument("--kind", choices=["demo", "smoke", "full"], default=None,
+                    help="only recipes of this kind")
+    rc.set_defaults(func=_recipes)
+
     tr = sub.add_parser("train", help="run RL training (GRPO family) from a recipe; a recipe "
-                        "with stages runs them in order (resumable at any stage)")
-    tr.add_argument("recipe", help="recipe file or name in yaml_configs/")
+                        "with stages runs them in order (resumable at any stage)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=_recipe_epilog())
+    tr.add_argument("recipe", nargs="?", default=None,
+                    help="recipe file or name in yaml_configs/ (list: mindrl recipes)")
     tr.add_argument("overrides", nargs="*", help="dotted overrides, e.g. algorithm.adv_estimator=rloo")
     tr.set_defaults(func=_train)
 

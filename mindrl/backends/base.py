@@ -71,8 +71,17 @@ class Backend(Protocol):
 
 
 def build_backend(name: str, cfg, **kwargs) -> Backend:
-    """Import the backend's module lazily (it registers itself) and construct it."""
+    """Import the backend's module lazily (it registers itself) and construct it.
+
+    MindSpore's own log lines (``[WARNING] ... Some side effect nodes were eliminated``,
+    ``[INFO] ... Event base dispatch success``) are off unless ``logging.verbose`` is on or the
+    user set ``GLOG_v``: MindSpore reads ``GLOG_v`` once, when it is first imported."""
     import importlib
+    import os
+
+    if name in ("mindspore", "mindformers"):
+        verbose = bool(getattr(getattr(cfg, "logging", None), "verbose", False))
+        os.environ.setdefault("GLOG_v", "1" if verbose else "3")
 
     module = {"torch": "mindrl.backends.torch", "mindspore": "mindrl.backends.mindspore",
               "mindformers": "mindrl.backends.mindformers.backend"}

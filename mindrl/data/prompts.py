@@ -83,6 +83,8 @@ def countdown_columns(row: Row) -> Row:
 
 PROMPT_SETS.register("gsm8k", _builtin("train/gsm8k_train.openai.jsonl", "question", "answer",
                                        answer_fn=gsm8k_final_answer))
+PROMPT_SETS.register("gsm8k_test", _builtin("eval/gsm8k_test.openai.jsonl", "question", "answer",
+                                            answer_fn=gsm8k_final_answer))
 PROMPT_SETS.register("math_l3to5", _builtin(
     "train/simplelr_qwen_level3to5_train.simplerl_pr57.jsonl", "question", "gt_answer"))
 PROMPT_SETS.register("countdown", _builtin("tasks/countdown_cd3_test.d1.jsonl", "input", "output",

@@ -2,6 +2,7 @@
 :func:`add_eval_parser` on its subparsers and then ``args.func(args)``.
 
     mindrl eval MODEL_DIR [--benchmarks math500,aime24,...] [--n 64] [--temperature 0.6] ...
+    mindrl eval RUN_DIR [--all-checkpoints] [--max-new-tokens 16384,32768] ...   (a sweep)
     mindrl eval compare RUN_A RUN_B
     python -m mindrl.eval.cli ...            (the same, without the top-level CLI)
 
@@ -22,7 +23,7 @@ from mindrl.eval.settings import EvalError, EvalSettings
 _FLAGS = {  # setting -> (flag, type)
     "benchmarks": ("--benchmarks", str), "n": ("--n", int), "temperature": ("--temperature", float),
     "top_p": ("--top-p", float), "top_k": ("--top-k", int),
-    "max_new_tokens": ("--max-new-tokens", int), "seed": ("--seed", int),
+    "max_new_tokens": ("--max-new-tokens", str), "seed": ("--seed", int),
     "template": ("--template", str), "system_prompt": ("--system-prompt", str),
     "engine": ("--engine", str), "backend": ("--backend", str), "dtype": ("--dtype", str),
     "device": ("--device", str),
@@ -53,8 +54,10 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
         "eval", help="evaluate a model on math benchmarks (or: eval compare RUN_A RUN_B)",
         description="Sample n responses per problem, grade them, report avg@n / pass@k / maj@k "
                     "and response lengths. 'mindrl eval compare RUN_A RUN_B' compares two runs.")
-    p.add_argument("target", nargs="+", metavar="MODEL_DIR | compare RUN_A RUN_B",
-                   help="a model directory (or builtin:tiny), or 'compare' and two run dirs")
+    p.add_argument("target", nargs="+", metavar="MODEL_DIR | RUN_DIR | compare RUN_A RUN_B",
+                   help="a model directory (or builtin:tiny), a training run directory (its "
+                        "newest checkpoint; every one with --all-checkpoints), or 'compare' "
+                        "and two eval run dirs")
     for name, (flag, typ) in _FLAGS.items():
         default = getattr(defaults, name)
         if name == "benchmarks":
@@ -62,6 +65,8 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
         if default is None:             # the help says what None means, or _NONE_DEFAULT does
             default = _NONE_DEFAULT.get(name)
         shown = "" if default is None else f" (default: {default})"
+        if name == "max_new_tokens":
+            shown += "; a comma-separated list sweeps the lengths into one table"
         # default=None so that only flags actually given override the YAML config; the text
         # shows EvalSettings' default (argparse's ArgumentDefaultsHelpFormatter would show None)
         p.add_argument(flag, dest=name, type=typ, default=None, choices=_CHOICES.get(name),
@@ -71,6 +76,9 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"{helps['last_number_fallback']} (default: on)")
     p.add_argument("--no-plot", dest="plot", action="store_false", default=None,
                    help="do not write lengths.png (default: write it)")
+    p.add_argument("--all-checkpoints", action="store_true",
+                   help="with a training run directory: evaluate every complete checkpoint "
+                        "into one table (sweep.md) and one plot (sweep.png)")
     p.add_argument("--config", default=None, help="YAML file with eval settings")
     p.set_defaults(func=eval_command)
     return p
@@ -98,6 +106,10 @@ def settings_from_args(args: argparse.Namespace) -> EvalSettings:
         if v is not None:
             d[name] = v
     d["model"] = args.target[0]
+    if "max_new_tokens" in d:           # one length here; a list is a sweep (eval_command)
+        from mindrl.eval.sweep import parse_lengths  # noqa: PLC0415
+
+        d["max_new_tokens"] = parse_lengths(d["max_new_tokens"])[0]
     return EvalSettings.from_dict(d, where)
 
 
@@ -118,16 +130,36 @@ def eval_command(args: argparse.Namespace) -> int:
         return 0
     if len(target) != 1:
         raise EvalError(f"expected one MODEL_DIR, got {' '.join(target)}")
-    _check_model_arg(target[0])
+    from mindrl.eval import sweep  # noqa: PLC0415
+
+    run_dir = sweep.is_run_dir(target[0])
+    if not run_dir:
+        _check_model_arg(target[0])
     settings = settings_from_args(args)
+    lengths = sweep.parse_lengths(args.max_new_tokens) if getattr(args, "max_new_tokens", None) \
+        else [settings.max_new_tokens]
+    points = sweep.plan(settings, lengths, getattr(args, "all_checkpoints", False))
+    if run_dir:
+        for p in points:
+            _check_model_arg(p.model)
+    settings.check()
     if settings.output_dir:      # before the model loads, not at mkdir after it
         from mindrl.paths import check_output_path  # noqa: PLC0415
 
         check_output_path(settings.output_dir, "--output-dir", error=EvalError)
+    if len(points) > 1:
+        record = sweep.run_sweep(settings, points)
+        print(record["table"], flush=True)
+        print(f"\nsweep directory: {record['dir']} (sweep.md, sweep.json, sweep.png; one eval "
+              "run per row inside)")
+        return 0
     from mindrl.eval.runner import run_eval  # noqa: PLC0415
 
-    result = run_eval(settings)
-    print(f"\nrun directory: {result.run_dir}")
+    import dataclasses  # noqa: PLC0415
+
+    p = points[0]
+    result = run_eval(dataclasses.replace(settings, model=p.model, max_new_tokens=p.max_new_tokens))
+    print(f"\nrun directory: {result.run_dir} (results.json, table.md, samples, lengths.png)")
     return 0
 
 

@@ -29,6 +29,7 @@ seed and its first sample's key), which leaves every metric an unbiased estimate
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import warnings
@@ -250,9 +251,45 @@ def plan_shards(problems: "OrderedDict[str, List[Problem]]", missing: List[Sampl
 
 
 # ------------------------------------------------------------------ the run
+def model_label(model: str) -> str:
+    """A readable name for a model: ``RUN-step200`` for a training checkpoint
+    (``RUN/checkpoints/step_000200/model``), ``builtin-tiny``, else the directory's name."""
+    if model.startswith("builtin:"):
+        return model.replace(":", "-")
+    p = Path(model)
+    parts = p.parts
+    if len(parts) >= 3 and parts[-1] == "model" and parts[-2].startswith("step_") \
+            and parts[-3] == "checkpoints":
+        run = p.parents[2].name or "run"
+        return f"{run}-step{int(parts[-2].split('_')[1])}"
+    if p.name.startswith("step_") and p.parent.name == "checkpoints":
+        return f"{p.parents[1].name}-step{int(p.name.split('_')[1])}"
+    return p.name or "model"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "-", text).strip("-") or "x"
+
+
 def default_run_dir(settings: EvalSettings, model_dir: str, shash: str) -> Path:
-    name = Path(model_dir).name or "model"
-    return Path("runs") / "eval" / f"{name}-{shash[:8]}"
+    """``runs/eval/<model>_<benchmarks>``; when that folder holds a run of other settings,
+    ``..._<benchmarks>-<hash>`` (the hash only breaks ties, so a rerun resumes in place)."""
+    from mindrl.data.benchmarks import benchmark_name  # noqa: PLC0415
+
+    names = [_slug(benchmark_name(b)) for b in settings.benchmarks]
+    benches = "+".join(names) if len(names) <= 3 else "+".join(names[:3]) + f"+{len(names) - 3}more"
+    base = Path("runs") / "eval" / f"{_slug(model_label(settings.model))}_{benches}"
+    meta = base / "settings.json"
+    if not base.exists() or (meta.is_file() and _stored_hash(meta) == shash):
+        return base
+    return base.with_name(f"{base.name}-{shash[:8]}")
+
+
+def _stored_hash(meta: Path) -> Optional[str]:
+    try:
+        return json.loads(meta.read_text()).get("settings_hash")
+    except (OSError, ValueError):
+        return None
 
 
 def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSpec], Any]] = None,

@@ -25,6 +25,25 @@ class EvalError(UserError, RuntimeError):
     """An evaluation run cannot proceed (bad input, a lost shard, a sample-count mismatch)."""
 
 
+def split_benchmarks(text: str) -> List[str]:
+    """A comma-separated benchmark list, where a generated task spec keeps its own commas:
+    a piece ``key=value`` (no ``:`` and no path) continues the spec before it.
+
+    >>> split_benchmarks("math500, arithmetic:digits=2,ops=+ ,gsm8k")
+    ['math500', 'arithmetic:digits=2,ops=+', 'gsm8k']
+    """
+    out: List[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        option = "=" in piece and ":" not in piece and "/" not in piece
+        if option and out and ":" in out[-1]:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 @dataclass
 class EvalSettings:
     """Everything ``mindrl eval`` takes; the CLI and YAML (``--config``) fill these fields."""
@@ -57,7 +76,8 @@ class EvalSettings:
     id_field: Optional[str] = field(default=None, metadata={"help": "Local/HF files: id field."})
     limit: int = field(default=0, metadata={"help": "First N problems per benchmark (0 = all)."})
     output_dir: Optional[str] = field(default=None, metadata={
-        "help": "Run directory (default runs/eval/<model>-<settings hash>)."})
+        "help": "Run directory (default runs/eval/<model>_<benchmarks>, the settings hash "
+                "appended when that name is taken by other settings)."})
     workers: int = field(default=1,
         metadata={"help": "Ray data-parallel workers (1 = in-process)."})
     ray_address: str = field(default="", metadata={
@@ -97,7 +117,7 @@ class EvalSettings:
                             f"{', '.join(sorted(names))}")
         d = dict(d)
         if isinstance(d.get("benchmarks"), str):
-            d["benchmarks"] = [b.strip() for b in d["benchmarks"].split(",") if b.strip()]
+            d["benchmarks"] = split_benchmarks(d["benchmarks"])
         return cls(**d)
 
     def check(self) -> None:

@@ -23,49 +23,103 @@ Three entry points, each one line of verl configuration:
    Rewards: ``MINDRL_REWARDS`` (a spec) or the data-source table; workers and timeout:
    ``MINDRL_REWARD_WORKERS`` / ``MINDRL_REWARD_TIMEOUT``.
 
+   Every sample's extra info (what verl stacks into ``reward_extra_info`` and averages into its
+   metrics) has the same keys, whatever its data source, and no NaN (:func:`reward_info`):
+   ``score`` (the weighted total), ``mindrl/unscored`` (how many of the sample's reward
+   components gave no score: timed out, failed, unscorable label or a non-finite value; each
+   counts :data:`UNSCORED_VALUE` = 0 in ``score``), and, when the spec is fixed for the run
+   (``reward_kwargs.rewards`` or ``MINDRL_REWARDS``), ``mindrl/<reward>`` per component
+   (:data:`UNSCORED_VALUE` when unscored). With the spec chosen by data source there are no
+   per-component keys: their names would differ between the rows of a mixed batch (verl
+   stacks the extras by the first sample's keys), and ``score`` already is that one reward.
+
 3. mindrl's advantage estimators as verl ``adv_estimator`` names ``mindrl_grpo``,
    ``mindrl_dr_grpo``, ``mindrl_rloo``, ``mindrl_reinforce_pp``, ``mindrl_reinforce_pp_baseline``,
    ``mindrl_passk``, registered with verl's ``register_adv_est`` when this module is imported::
 
        VERL_USE_EXTERNAL_MODULES=mindrl.integrations.verl ... algorithm.adv_estimator=mindrl_rloo
 
-   (verl imports that module in ``import verl``, in the driver and in every worker.) The outcome
-   reward of a response is the sum of its token-level rewards, its group is verl's ``uid``;
-   ``gamma`` comes from verl's ``algorithm.gamma``; the other parameters are mindrl's defaults
-   (std eps 1e-6, ddof 1, pass@k k=4) unless :func:`register_advantage_estimators` is called
-   with others. verl's returns are set equal to the advantages, as verl does for GRPO.
+   (verl imports that module in ``import verl``, in the driver and in every worker.) Groups are
+   verl's ``uid``; ``gamma`` comes from verl's ``algorithm.gamma``; the other parameters are
+   mindrl's defaults (std eps 1e-6, ddof 1, pass@k k=4) unless
+   :func:`register_advantage_estimators` is called with others. verl's token-level rewards
+   (B, T) hold the score on the last response token and, with ``algorithm.use_kl_in_reward``,
+   ``-beta * KL_t`` on every token:
+
+   * ``mindrl_reinforce_pp`` works on the token-level rewards x_t themselves, as verl's
+     ``reinforce_plus_plus``: G_t = x_t + gamma G_{t+1} over response tokens (a masked token
+     inside a response, such as a tool observation, gets G_t = 0 and passes G_{t+1} through),
+     whitened over the batch's response tokens with mindrl's eps and ddof (verl: rsqrt(var +
+     1e-8)); verl's returns are G.
+   * the others take the outcome reward r_i = sum_t x_t (as verl's outcome estimators do).
+     ``mindrl_reinforce_pp_baseline`` puts r_i - mean_g(r) on the last response token, then
+     discounts and whitens as above: with gamma = 1 that is verl's
+     ``reinforce_plus_plus_baseline`` (the centred sum on every response token). Their returns
+     are the advantages, as verl's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import math
 import os
 from collections import defaultdict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from mindrl.integrations.common import (columns_from_labels, parse_reward_spec,
                                         rewards_for_data_source, shared_service)
 
-__all__ = ["compute_score", "MindrlRewardManager", "MindrlBatchRewardManager",
-           "register_advantage_estimators", "ESTIMATORS"]
+__all__ = ["compute_score", "reward_info", "MindrlRewardManager", "MindrlBatchRewardManager",
+           "register_advantage_estimators", "ESTIMATORS", "UNSCORED_VALUE", "UNSCORED_KEY"]
 
 ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "passk")
 
+#: What an unscored component (timed out, failed, unscorable, non-finite) counts in ``score``
+#: and shows under its ``mindrl/<reward>`` key: the service's ``none_as``.
+UNSCORED_VALUE = 0.0
+#: Extra-info key: the number of the sample's components that gave no score.
+UNSCORED_KEY = "mindrl/unscored"
 
-def _spec_for(data_source: Optional[str], rewards: Any = None) -> str:
+
+def _spec_for(data_source: Optional[str], rewards: Any = None) -> Tuple[str, bool]:
+    """(reward spec, fixed): fixed is False when the spec was chosen by ``data_source``."""
     if rewards:
-        return rewards if isinstance(rewards, str) else ",".join(
+        spec = rewards if isinstance(rewards, str) else ",".join(
             f"{e['name']}:{e.get('weight', 1.0)}" for e in parse_reward_spec(rewards))
+        return spec, True
     env = os.environ.get("MINDRL_REWARDS")
-    return env or rewards_for_data_source(data_source)
+    if env:
+        return env, True
+    return rewards_for_data_source(data_source), False
 
 
-def _info(result, i: int) -> Dict[str, float]:
-    out = {"score": float(result.total[i])}
-    for key, vals in result.components.items():
-        out[f"mindrl/{key}"] = float("nan") if vals[i] is None else float(vals[i])
+def _finite(v: Any) -> Optional[float]:
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def reward_info(result, i: int, per_component: bool) -> Dict[str, float]:
+    """verl extra info of sample ``i`` of a :class:`~rewards.pool.RewardResult`: ``score``,
+    :data:`UNSCORED_KEY` and (``per_component``) ``mindrl/<reward>``; every value finite.
+
+    A component that is None or not finite counts :data:`UNSCORED_VALUE` in ``score`` and in
+    its own key, and 1 in :data:`UNSCORED_KEY`.
+    """
+    comps = {k: _finite(vals[i]) for k, vals in result.components.items()}
+    score = _finite(result.total[i])
+    if score is None:        # a component returned inf / nan: rebuild the total without it
+        score = float(sum(result.weights.get(k, 1.0) * (UNSCORED_VALUE if v is None else v)
+                          for k, v in comps.items()))
+    out = {"score": score}
+    if per_component:
+        for k, v in comps.items():
+            out[f"mindrl/{k}"] = UNSCORED_VALUE if v is None else v
+    out[UNSCORED_KEY] = float(sum(v is None for v in comps.values()))
     return out
 
 
@@ -73,15 +127,17 @@ def compute_score(data_source: Optional[str], solution_str: str, ground_truth: A
                   extra_info: Optional[dict] = None, rewards: Any = None,
                   workers: Optional[int] = None, timeout: Optional[float] = None,
                   **_: Any) -> Dict[str, float]:
-    """verl's custom reward: ``{"score": total, "mindrl/<reward>": component}`` for one sample.
+    """verl's custom reward for one sample: :func:`reward_info`, the same keys for every
+    ``data_source`` (``score``, ``mindrl/unscored``, and ``mindrl/<reward>`` when ``rewards``
+    or ``MINDRL_REWARDS`` fixes the spec).
 
     ``rewards`` (a spec such as ``"accuracy:1,format:0.5"``), ``workers`` and ``timeout`` come
-    from ``reward_kwargs``; a component that timed out or failed is NaN in the info and counts
-    as 0 in the score.
+    from ``reward_kwargs``.
     """
-    svc = shared_service(_spec_for(data_source, rewards), workers, timeout)
+    spec, fixed = _spec_for(data_source, rewards)
+    svc = shared_service(spec, workers, timeout)
     res = svc.score([solution_str], **columns_from_labels([ground_truth]))
-    return _info(res, 0)
+    return reward_info(res, 0, fixed)
 
 
 def _decode_rows(data, tokenizer) -> tuple:
@@ -102,36 +158,57 @@ def _ground_truths(non_tensor: Dict[str, Any], n: int) -> List[Any]:
 
 def _score_grouped(texts, truths, sources) -> List[Dict[str, float]]:
     """Score a batch, one service call per reward spec (data sources may differ)."""
-    by_spec: Dict[str, List[int]] = defaultdict(list)
+    by_spec: Dict[Tuple[str, bool], List[int]] = defaultdict(list)
     for i, ds in enumerate(sources):
         by_spec[_spec_for(ds)].append(i)
     futures = []
-    for spec, idx in by_spec.items():
+    for (spec, fixed), idx in by_spec.items():
         cols = columns_from_labels([truths[i] for i in idx])
-        futures.append((idx, shared_service(spec).submit([texts[i] for i in idx], **cols)))
+        futures.append((idx, fixed, shared_service(spec).submit([texts[i] for i in idx], **cols)))
     infos: List[Dict[str, float]] = [{} for _ in texts]
-    for idx, fut in futures:
+    for idx, fixed, fut in futures:
         res = fut.result()
         for j, i in enumerate(idx):
-            infos[i] = _info(res, j)
+            infos[i] = reward_info(res, j, fixed)
     return infos
+
+
+# ---------------------------------------------------------------- advantage estimators
+def _reinforce_pp_on_token_rewards(x: np.ndarray, mask: np.ndarray, gamma: float,
+                                   std_eps: float, std_ddof: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(advantages, returns) of REINFORCE++ on verl's token rewards x (B, T): mindrl's
+    ``reinforce_pp`` with c_t = x_t (its returns skip masked tokens, as verl's)."""
+    from algorithms.advantages import _discounted_returns, _whiten
+
+    returns = _discounted_returns(x, mask, gamma)
+    return _whiten(returns, mask, std_eps, std_ddof), returns
+
+
+#: The estimator parameters a registration may fix (the KL is already in verl's token rewards).
+_PARAMS = ("std_eps", "std_ddof", "gamma", "passk_k")
 
 
 def register_advantage_estimators(prefix: str = "mindrl_", **params) -> List[str]:
     """Register mindrl's estimators in verl's ``ADV_ESTIMATOR_REGISTRY`` as ``prefix + name``.
 
-    ``params`` (``std_eps``, ``std_ddof``, ``passk_k``, ...) are fixed for these registrations;
-    ``gamma`` is taken from verl's algorithm config at call time. Idempotent for the same
-    arguments. Returns the registered names.
+    ``params`` (``std_eps``, ``std_ddof``, ``passk_k``, ``gamma``) are fixed for these
+    registrations; ``gamma``, unless given, is verl's ``algorithm.gamma`` at call time. Each
+    estimator takes verl's token-level rewards (see the module docstring for how). Idempotent
+    for the same arguments. Returns the registered names.
     """
     import torch
     from verl.trainer.ppo import core_algos
 
-    from algorithms.advantages import ADV_PARAMS, compute_advantages
+    from algorithms.advantages import ADV_ESTIMATORS, compute_advantages
 
-    unknown = sorted(set(params) - set(ADV_PARAMS))
-    if unknown:
-        raise TypeError(f"unknown advantage parameter(s) {unknown}; valid: {list(ADV_PARAMS)}")
+    bad = sorted(set(params) - set(_PARAMS))
+    if bad:
+        raise TypeError(f"register_advantage_estimators: unsupported parameter(s) {bad}; valid: "
+                        f"{list(_PARAMS)} (verl puts the KL into token_level_rewards: "
+                        f"algorithm.use_kl_in_reward)")
+    rpp_defaults = {k: v.default for k, v in
+                    inspect.signature(ADV_ESTIMATORS.get("reinforce_pp")).parameters.items()
+                    if k in ("gamma", "std_eps", "std_ddof")}
     names = []
     for est in ESTIMATORS:
         name = prefix + est
@@ -143,17 +220,22 @@ def register_advantage_estimators(prefix: str = "mindrl_", **params) -> List[str
         def estimator(token_level_rewards, response_mask, config=None, index=None,
                       _est=est, **_unused):
             mask = response_mask.detach().to("cpu", torch.float64).numpy()
-            rewards = token_level_rewards.detach().to("cpu", torch.float64).sum(-1).numpy()
-            group = np.arange(len(rewards)) if index is None else np.asarray(index)
+            x = token_level_rewards.detach().to("cpu", torch.float64).numpy()
+            group = np.arange(len(x)) if index is None else np.asarray(index)
             kwargs = dict(params)
             gamma = getattr(config, "gamma", None) if config is not None else None
             if gamma is not None and "gamma" not in kwargs:
                 kwargs["gamma"] = float(gamma)
-            adv = compute_advantages(_est, rewards=rewards, group_index=group,
-                                     response_mask=mask, **kwargs)
-            out = torch.as_tensor(adv, dtype=token_level_rewards.dtype,
-                                  device=token_level_rewards.device)
-            return out, out.clone()
+            if _est == "reinforce_pp":
+                adv, ret = _reinforce_pp_on_token_rewards(
+                    x, mask, float(kwargs.get("gamma", rpp_defaults["gamma"])),
+                    float(kwargs.get("std_eps", rpp_defaults["std_eps"])),
+                    int(kwargs.get("std_ddof", rpp_defaults["std_ddof"])))
+            else:
+                adv = ret = compute_advantages(_est, rewards=x.sum(axis=1), group_index=group,
+                                               response_mask=mask, **kwargs)
+            like = dict(dtype=token_level_rewards.dtype, device=token_level_rewards.device)
+            return torch.tensor(adv, **like), torch.tensor(ret, **like)
 
         estimator._mindrl = (est, params)
         estimator.__name__ = f"mindrl_{est}_advantage"
@@ -179,7 +261,8 @@ else:
     class MindrlRewardManager(RewardManagerBase):
         """verl reward-loop manager: each sample's ``run_single`` is queued on the shared
         scoring service, so the concurrent samples of a chunk run together on mindrl's
-        workers with per-item timeouts. verl's ``compute_score`` argument is ignored."""
+        workers with per-item timeouts. verl's ``compute_score`` argument is ignored. The
+        extra info is :func:`reward_info` (the same keys for every sample)."""
 
         def __init__(self, config, tokenizer, compute_score=None, reward_router_address=None,
                      reward_model_tokenizer=None, **kwargs):
@@ -191,11 +274,10 @@ else:
             nt = data.non_tensor_batch
             source = nt["data_source"][0] if "data_source" in nt else None
             truth = _ground_truths(nt, 1)[0]
-            fut = shared_service(_spec_for(source)).submit(texts, **columns_from_labels([truth]))
-            res = await asyncio.wrap_future(fut)
-            score = float(res.total[0])
-            # verl stacks the extra info of a batch by the first sample's keys: keep them fixed
-            return {"reward_score": score, "reward_extra_info": {"score": score}}
+            spec, fixed = _spec_for(source)
+            fut = shared_service(spec).submit(texts, **columns_from_labels([truth]))
+            info = reward_info(await asyncio.wrap_future(fut), 0, fixed)
+            return {"reward_score": info["score"], "reward_extra_info": info}
 
     @_register_legacy("mindrl")
     class MindrlBatchRewardManager(AbstractRewardManager):
@@ -220,10 +302,8 @@ else:
                     reward[i, length - 1] = info["score"]
             if not return_dict:
                 return reward
-            extra: Dict[str, list] = defaultdict(list)
-            for info in infos:
-                for k, v in info.items():
-                    extra[k].append(v)
-            return {"reward_tensor": reward, "reward_extra_info": dict(extra)}
+            keys = list(infos[0]) if infos else []
+            return {"reward_tensor": reward,
+                    "reward_extra_info": {k: [info[k] for info in infos] for k in keys}}
 
     register_advantage_estimators()

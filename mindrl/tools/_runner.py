@@ -1,8 +1,9 @@
 """The first Python code that runs inside the sandbox (standalone: imports nothing from mindrl).
 
-``python -I _runner.py SPEC_JSON`` reads the snippet from stdin, then, in this order: mounts
-fresh tmpfs over the scratch directories and empty read-only tmpfs over the hidden paths (only
-when the spec asks, i.e. the ``unshare`` fallback running as root; bubblewrap does its own
+``python -I _runner.py SPEC_JSON`` reads the snippet from stdin, then, in this order: follows
+the spec's mount plan (fresh tmpfs over the scratch directories, empty read-only tmpfs over the
+hidden paths, the interpreter's paths bound again read-only; see ``sandbox.mount_plan``), only
+when the spec asks, i.e. the ``unshare`` fallback running as root (bubblewrap does its own
 mounts), sets the resource limits, changes to the working directory, drops to the spec's
 unprivileged uid (which also drops every capability) and runs the snippet as ``__main__``.
 
@@ -31,21 +32,36 @@ def _mounts(spec):
         if libc.mount(src, dst.encode(), fstype, flags, data) != 0:
             raise OSError(f"mount on {dst} failed (errno {ctypes.get_errno()})")
 
-    for path in spec["scratch"]:               # fresh, size-capped, world-writable (sticky)
-        mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV,
-              f"size={spec['scratch_bytes']},mode=1777".encode())
-    for path in spec["hide"]:                   # empty and read-only, but for the interpreter
-        if not os.path.isdir(path):
-            continue
-        keep = [(e, os.open(e, os.O_PATH)) for e in spec["expose"]
-                if e.startswith(path.rstrip("/") + "/")]
-        mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0555")
-        for e, fd in keep:
-            os.makedirs(e, mode=0o755, exist_ok=True)
-            mount(f"/proc/self/fd/{fd}".encode(), e, None, MS_BIND | MS_REC, None)
-            mount(None, e, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+    plan = spec["plan"]
+    # the bound paths are opened before the first mount: a tmpfs over /tmp would hide them
+    keep = {op[1]: os.open(op[1], os.O_PATH) for op in plan if op[0] == "bind"}
+    for op in plan:
+        what, path = op[0], op[-1] if op[0] == "symlink" else op[1]
+        if what == "tmpfs":                     # over an existing path (the plan checked)
+            mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV,
+                  f"size={op[3]},mode={op[2]:o}".encode())
+        elif what == "dir":
+            if not os.path.isdir(path):
+                os.mkdir(path)
+            os.chmod(path, op[2])
+        elif what == "bind":
+            fd = keep.pop(path)
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            elif not os.path.exists(path):
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+            mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC, None)
+            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
             os.close(fd)
-        mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        elif what == "symlink":
+            os.symlink(op[1], path)
+        elif what == "file":
+            mount(b"/dev/null", path, None, MS_BIND, None)
+            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        elif what == "remount_ro":
+            mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        else:
+            raise ValueError(f"unknown mount op {what!r}")
     # the root mount read-only in this mount namespace (submounts stay as they were; the uid
     # drop below leaves the snippet unable to write where root alone could)
     libc.mount(None, b"/", None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)

@@ -8,7 +8,12 @@ snippet sees the same packages as the trainer, read-only) inside one of three is
     loopback; the snippet sees only its own processes), a new mount namespace with ``/``
     bound read-only, a fresh size-capped tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``,
     empty tmpfs over every hidden path (the run directory, checkpoints, ``$HOME``, ``/root``,
-    ``/home``, anything in ``hide_paths``), ``--die-with-parent`` and ``--new-session``.
+    ``/home``, anything in ``hide_paths``), ``--die-with-parent`` and ``--new-session``. Then
+    what the interpreter needs is bound again, read-only, where those mounts cover it: its
+    prefixes (the venv, ``sys.base_prefix``), its import path and this project's packages, the
+    symlinks on the way rebuilt (:func:`mount_plan`), so the interpreter, the venv and the
+    checkout may live under /tmp, under $HOME or in a conda prefix, and nothing else there is
+    seen.
 ``unshare``
     the fallback (util-linux ``unshare``): the same namespaces, ``--kill-child``; the runner
     (root inside) mounts the same tmpfs itself and remounts ``/`` read-only before dropping
@@ -162,16 +167,147 @@ def describe(isolation: str, drop_uid: Optional[bool] = None) -> str:
     return f"sandbox isolation: {isolation}: {text}; {uid}"
 
 
-def _prefixes(python: str) -> List[str]:
-    """``sys.base_prefix`` and ``sys.prefix`` of the interpreter ``python``."""
-    if os.path.abspath(python) == os.path.abspath(sys.executable):   # not realpath: venvs
-        return [sys.base_prefix, sys.prefix]                         # share one binary
+_PROBE = r"""
+import importlib.util, json, os, sys
+out = {"prefix": [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix],
+       "path": [p for p in sys.path if p], "project": [], "libs": []}
+try:
+    from importlib.metadata import distribution
+    names = (distribution(sys.argv[1]).read_text("top_level.txt") or sys.argv[1]).split()
+except Exception:
+    names = [sys.argv[1]]
+for name in names:
     try:
-        out = subprocess.run([python, "-I", "-c", "import sys; print(sys.base_prefix); "
-                              "print(sys.prefix)"], capture_output=True, text=True, timeout=30)
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        out["project"] += list(spec.submodule_search_locations)
+    elif spec is not None and spec.origin and os.path.isabs(spec.origin):
+        out["project"].append(spec.origin)
+try:
+    with open("/proc/self/maps") as f:
+        for line in f:
+            field = line.rstrip("\n").split(None, 5)
+            if len(field) == 6 and field[5].startswith("/"):
+                out["libs"].append(os.path.dirname(field[5]))
+except OSError:
+    pass
+print(json.dumps(out))
+"""
+
+
+@lru_cache(maxsize=None)
+def interpreter_paths(python: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """What the interpreter ``python`` reads when the sandbox starts it (``-I``), as
+    (installation, imports): its prefixes (``sys.prefix``, ``sys.base_prefix``, the exec
+    prefixes) with its own directory; then its import path (``sys.path``, ``.pth`` entries
+    included), the directories of this project's top-level packages as it finds them (an
+    editable install maps them into the checkout) and of the shared libraries it has mapped
+    (e.g. a ``libpython`` found through an absolute RUNPATH). Existing paths only."""
+    try:
+        out = subprocess.run([python, "-I", "-c", _PROBE, __name__.split(".")[0]],
+                             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
         raise ConfigError(f"sandbox interpreter {python} does not run: {e}") from None
-    return out.stdout.split()
+    try:
+        found = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ConfigError(f"sandbox interpreter {python} is not a working Python (exit status "
+                          f"{out.returncode}: {last})") from None
+    here = os.path.dirname(os.path.abspath(python))
+    install = [here] + [p for p in found["prefix"] if os.path.exists(p)]
+    imports = [p for p in found["path"] + found["project"] + found["libs"]
+               if os.path.isabs(p) and os.path.exists(p)]
+    return tuple(dict.fromkeys(install)), tuple(dict.fromkeys(imports))
+
+
+def _walk(path: str, links: dict, hops: int = 0) -> str:
+    """``path`` with its symlinks resolved one component at a time; every symlink met on the
+    way (also inside a link's target) goes into ``links`` as path -> target as written, so that
+    the same path can be rebuilt inside the sandbox."""
+    if hops > 40:
+        raise ConfigError(f"sandbox: too many levels of symbolic links in {path}")
+    cur = "/"
+    for part in os.path.abspath(path).split("/"):
+        if not part:
+            continue
+        nxt = os.path.join(cur, part)
+        if os.path.islink(nxt):
+            links[nxt] = os.readlink(nxt)
+            cur = _walk(os.path.join(cur, links[nxt]), links, hops + 1)
+        else:
+            cur = nxt
+    return cur
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def mount_plan(scratch: Sequence[str], hide: Sequence[str], expose: Sequence[str],
+               links: dict, scratch_bytes: int) -> List[list]:
+    """The mounts that build the sandbox's view on top of a read-only ``/``, in order; bwrap
+    and the runner (unshare fallback) both follow it.
+
+    ``scratch`` directories get a fresh tmpfs of their own, ``hide`` paths an empty read-only
+    one (a file: /dev/null); ``expose`` paths (real paths: the interpreter, its packages) are
+    bound read-only again where a mask covers them, and the symlinks in ``links`` recreated, so
+    that an interpreter under /tmp or $HOME still starts and nothing else there is seen. Each
+    path is decided by the nearest path above it in the plan: an expose under a mask is bound,
+    a mask under an expose (a run directory inside a bound checkout) is mounted; the rest is
+    already as wanted. Parents come before children, missing directories are made 0755 (the
+    unprivileged uid passes through), hidden tmpfs are made read-only last.
+
+    Ops: ``["tmpfs", path, mode, bytes]``, ``["dir", path, mode]``, ``["bind", path]``,
+    ``["symlink", target, path]``, ``["file", path]``, ``["remount_ro", path]``."""
+    kind = {}
+    for s in scratch:
+        kind[s] = "scratch"
+    for h in hide:
+        if os.path.lexists(h):
+            kind.setdefault(h, "hide" if os.path.isdir(h) else "file")
+    for e in expose:
+        kind[e] = "bind"
+    for link in links:
+        kind[link] = "symlink"
+
+    def above(p: str, among) -> Optional[str]:
+        """The nearest path of ``among`` strictly above ``p``."""
+        best = None
+        for q in among:
+            if q != p and _under(p, q) and (best is None or len(q) > len(best)):
+                best = q
+        return best
+
+    masks = ("scratch", "hide", "file")
+    kept = [p for p in kind
+            if (kind.get(above(p, kind)) in (None, "bind")) == (kind[p] in masks)]
+    kept_masks = [p for p in kept if kind[p] in ("scratch", "hide")]
+    ops: List[list] = []
+    made = set()
+    for p in sorted(kept, key=lambda p: (p.rstrip("/").count("/"), p)):
+        k = kind[p]
+        if k == "scratch":
+            ops.append(["tmpfs", p, 0o1777, scratch_bytes])
+        elif k == "hide":
+            ops.append(["tmpfs", p, 0o555, 65536])
+        elif k == "file":
+            ops.append(["file", p])
+        else:
+            top = above(p, kept_masks)
+            parents, d = [], os.path.dirname(p)
+            while d != top and _under(d, top):
+                parents.append(d)
+                d = os.path.dirname(d)
+            for d in reversed(parents):
+                if d not in made:
+                    made.add(d)
+                    ops.append(["dir", d, 0o755])
+            ops.append(["bind", p] if k == "bind" else ["symlink", links[p], p])
+    ops += [["remount_ro", p] for p in kept if kind[p] == "hide"]
+    return ops
 
 
 def _world_traversable(path: str) -> bool:
@@ -196,13 +332,32 @@ def _closed_ancestor(path: str) -> Optional[str]:
 
 
 def default_hidden(extra: Sequence[str] = ()) -> List[str]:
+    """The home, /root, /home and ``extra``, symlinks resolved. A path under /tmp is kept: it
+    matters when it lies inside something the sandbox binds again (a run directory inside a
+    checkout under /tmp)."""
     paths = [os.path.expanduser("~"), "/root", "/home"] + [os.path.abspath(p) for p in extra if p]
     out: List[str] = []
     for p in paths:
         p = os.path.realpath(p)
-        if p not in out and p != "/" and not any(p == s or p.startswith(s + "/") for s in SCRATCH):
+        if p not in out and p != "/" and p not in SCRATCH:
             out.append(p)
     return out
+
+
+def _bwrap_args(op: list) -> List[str]:
+    """One op of :func:`mount_plan` as bubblewrap options."""
+    what, path = op[0], op[-1] if op[0] == "symlink" else op[1]
+    if what == "tmpfs":
+        return ["--perms", f"{op[2]:04o}", "--size", str(op[3]), "--tmpfs", path]
+    if what == "dir":
+        return ["--perms", f"{op[2]:04o}", "--dir", path]
+    if what == "bind":
+        return ["--ro-bind", path, path]
+    if what == "symlink":
+        return ["--symlink", op[1], path]
+    if what == "file":
+        return ["--ro-bind", "/dev/null", path]
+    return ["--remount-ro", path]
 
 
 # ------------------------------------------------------------------------------ one call
@@ -214,25 +369,28 @@ class Sandbox:
         self.limits = limits.check()
         self.isolation = resolve_isolation(isolation)
         self.hide = default_hidden(hide_paths)
-        self.python = python or sys.executable
+        self.python = os.path.abspath(python or sys.executable)
         self.uid_base = uid_base()
-        # the interpreter's installation stays visible (read-only) inside a hidden path
-        self.expose = sorted({os.path.realpath(p) for p in
-                              _prefixes(self.python) + [os.path.dirname(self.python)]})
+        # the interpreter's installation and import path, and the runner's folder (bwrap starts
+        # it after the mounts), stay visible read-only inside the masked paths; symlinks on the
+        # way (a venv reached through a link) are rebuilt there
+        install, imports = interpreter_paths(self.python)
+        self.links: dict = {}
+        real_install = {_walk(p, self.links) for p in install}
+        real_python = _walk(self.python, self.links)
+        self.expose = sorted(real_install | {os.path.dirname(real_python)} |
+                             {_walk(p, self.links) for p in imports + (os.path.dirname(RUNNER),)})
         # without mounts, the uid drop needs an interpreter the unprivileged uid can reach
         # (the runner is read by this uid before the drop)
         self.drop_uid = os.geteuid() == 0 and (self.isolation != "none" or all(
-            _world_traversable(p) for p in self.expose + [os.path.realpath(self.python)]))
-        if self.isolation != "none":   # and the runner's folder: bwrap starts it after the mounts
-            self.expose = sorted(set(self.expose) | {os.path.realpath(os.path.dirname(RUNNER))})
+            _world_traversable(p) for p in sorted(real_install) + [real_python]))
         if self.drop_uid and self.isolation != "none":
             # an installation under a directory closed to other users (a venv in a mode-700
             # checkout, e.g. one made by mktemp -d): hide that directory like the home and
             # re-expose the installation alone, so the unprivileged uid can import its packages
             for e in self.expose:
                 closed = _closed_ancestor(e)
-                if closed and not any(closed == h or closed.startswith(h.rstrip("/") + "/")
-                                      for h in self.hide + list(SCRATCH)):
+                if closed and not any(_under(closed, h) for h in self.hide + list(SCRATCH)):
                     self.hide.append(closed)
         if os.geteuid() == 0 and not self.drop_uid:
             # root without a pid namespace could signal or overwrite anything on the machine
@@ -244,34 +402,20 @@ class Sandbox:
     def command(self, limits: SandboxLimits, slot: int) -> List[str]:
         root = self.drop_uid
         scratch = [s for s in SCRATCH if os.path.isdir(s)]
+        plan = mount_plan(scratch, self.hide, self.expose, self.links, limits.scratch_mb << 20) \
+            if self.isolation != "none" else []
         spec = {"cpu_s": limits.cpu_seconds, "memory_mb": limits.memory_mb,
                 "file_bytes": limits.scratch_mb << 20,
                 "max_procs": limits.max_procs if root else 0,
                 "uid": self.uid_base + slot if root else None, "workdir": WORKDIR,
                 "mount": self.isolation == "unshare", "init": self.isolation == "unshare",
-                "scratch": scratch, "hide": self.hide,
-                "scratch_bytes": limits.scratch_mb << 20, "expose": self.expose}
+                "plan": plan}
         inner = [self.python, "-I", RUNNER, json.dumps(spec)]
         if self.isolation == "bwrap":
             cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
                    "--proc", "/proc"]
-            for s in scratch:
-                if s != "/dev":
-                    cmd += ["--perms", "1777", "--size", str(limits.scratch_mb << 20),
-                            "--tmpfs", s]
-            for h in self.hide:
-                if os.path.isdir(h):
-                    cmd += ["--perms", "0555", "--size", "65536", "--tmpfs", h]
-                    for e in self.expose:
-                        if e.startswith(h.rstrip("/") + "/"):
-                            parts = os.path.relpath(e, h).split(os.sep)
-                            for i in range(1, len(parts)):   # bwrap would make them 0700
-                                cmd += ["--perms", "0755", "--dir",
-                                        os.path.join(h, *parts[:i])]
-                            cmd += ["--ro-bind", e, e]
-                    cmd += ["--remount-ro", h]
-                elif os.path.exists(h):
-                    cmd += ["--ro-bind", "/dev/null", h]
+            for op in plan:
+                cmd += _bwrap_args(op)
             cmd += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                     "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                     "--hostname", "sandbox", "--chdir", "/"]

@@ -4,7 +4,7 @@ with ``logging.profile`` also the step time stacked by phase."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 from mindrl.errors import UserError
 from mindrl.trainer.logger import read_metrics
@@ -19,6 +19,13 @@ PANELS = [
 ]
 
 
+def grid_shape(n: int) -> Tuple[int, int]:
+    """(rows, columns) of a grid for ``n`` panels: at most 3 columns, as square as that allows
+    (4 panels: 2 x 2; 5-6: 2 x 3; 7: 3 x 3)."""
+    ncols = 1 if n <= 1 else 2 if n <= 4 else 3
+    return (n + ncols - 1) // ncols, ncols
+
+
 def plot_run(run_dir) -> List[Path]:
     """Draw ``RUN_DIR/curves.png`` from ``RUN_DIR/metrics.jsonl``; returns the files written
     (none when no panel has data). A missing folder or metrics file is a UserError."""
@@ -31,6 +38,7 @@ def plot_run(run_dir) -> List[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     rows = read_metrics(run_dir)
     panels = [(k, title) for k, title in PANELS if any(r.get(k) is not None for r in rows)]
@@ -41,10 +49,14 @@ def plot_run(run_dir) -> List[Path]:
     phases = [k for k in PHASES if any(r.get(k) is not None for r in rows)]
     profiled = any(r.get("profile/overhead_fraction") is not None for r in rows)
     extra = 1 if profiled and phases else 0
-    fig, axes = plt.subplots(1, len(panels) + extra, figsize=(3.6 * (len(panels) + extra), 3.0),
-                             squeeze=False)
+    nrows, ncols = grid_shape(len(panels) + extra)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.2 * nrows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(panels) + extra:]:
+        ax.set_visible(False)
+    fig.suptitle(f"{run_dir.resolve().name}: {len(rows)} steps logged", fontsize=11)
     if extra:                           # logging.profile: the step time stacked by phase
-        ax = axes[0][-1]
+        ax = flat[len(panels)]
         steps = [r["step"] for r in rows]
         ax.stackplot(steps, [[r.get(k) or 0.0 for r in rows] for k in phases],
                      labels=[k.split("/", 1)[1] for k in phases])
@@ -55,14 +67,17 @@ def plot_run(run_dir) -> List[Path]:
         ax.set_xlabel("step")
         ax.legend(fontsize=6, loc="upper left", ncol=2)
         ax.grid(alpha=0.3)
-    for ax, (key, title) in zip(axes[0], panels):
+    for ax, (key, title) in zip(flat, panels):
         pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None,
                 markersize=3)
         ax.set_title(title)
         ax.set_xlabel("step")
+        ax.ticklabel_format(axis="y", useOffset=False)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
+    for ax in flat:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     out = Path(run_dir) / "curves.png"
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -111,6 +111,24 @@ def test_reinforce_pp_kl_folded_into_rewards_by_hand():
     np.testing.assert_allclose(b[0], _whiten([1, 1, 1, 0, 0])[:3])
 
 
+def test_reinforce_pp_credits_turns_before_a_tool_output():
+    """Multi-turn: tokens 2-3 are a tool output (mask 0) inside row 0. Its reward 1 at t=5
+    reaches the first turn: returns 0.125, 0.25, -, -, 0.5, 1 (gamma 0.5; the hole is skipped,
+    not a discount step), the numbers of the same tokens without the hole."""
+    mask = np.array([[1, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0]], dtype=float)
+    a = adv_of("reinforce_pp", [1, 0], [0, 1], mask, gamma=0.5)
+    w = _whiten([0.125, 0.25, 0.5, 1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(a[0], [w[0], w[1], 0, 0, w[2], w[3]])
+    np.testing.assert_allclose(a[1], [w[4], w[5], w[6], 0, 0, 0])
+    solid = adv_of("reinforce_pp", [1, 0], [0, 1], np.array([[1, 1, 1, 1], [1, 1, 1, 0]], float),
+                   gamma=0.5)
+    np.testing.assert_allclose(a[0][mask[0] > 0], solid[0])
+    # the baseline variant walks the same way: row 0 centred 0.5 at t=5, row 1 -0.5 at t=2
+    b = adv_of("reinforce_pp_baseline", [1, 0], [0, 0], mask, gamma=1.0)
+    wb = _whiten([0.5] * 4 + [-0.5] * 3)
+    np.testing.assert_allclose(b[0], [wb[0], wb[1], 0, 0, wb[2], wb[3]])
+
+
 def test_reinforce_pp_baseline_by_hand():
     mask = np.ones((4, 2))
     a = adv_of("reinforce_pp_baseline", [1, 0, 3, 3], [0, 0, 1, 1], mask)

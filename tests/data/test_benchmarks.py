@@ -145,7 +145,7 @@ def test_prompts_from_path_and_errors(tmp_path, shared_data):
     f.write_text('{"prompt": "a", "solution": "4", "extra": 1}\n')
     rows = load_prompts(str(f), prompt_field="prompt", answer_field="solution")
     assert rows == [{"prompt": "a", "solution": "4", "extra": 1, "problem": "a", "answer": "4"}]
-    with pytest.raises(DataError, match="unknown prompt set 'gsm9k'.*countdown, gsm8k, math_l3to5"):
+    with pytest.raises(DataError, match="unknown prompt set 'gsm9k'.*countdown, gsm8k, gsm8k_test, math_l3to5"):
         load_prompts("gsm9k", shared_data)
     with pytest.raises(DataError, match="p.jsonl.*'nope'"):
         load_prompts(str(f), prompt_field="nope", answer_field="solution")
