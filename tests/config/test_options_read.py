@@ -28,6 +28,8 @@ NOT_READ_BY_RL = {
         ["algorithm.rollout_correction.rollout_is_threshold",
          "algorithm.rollout_correction.rollout_rs_threshold"],
     "read on resume only": ["checkpoint.allow_changes"],
+    "a later stage of a multi-stage recipe: the stage runner rates the problems first "
+    "(data.from_stage is refused elsewhere)": ["data.from_stage", "data.resample.*"],
     "the PPO critic: algorithm.adv_estimator=gae": ["critic.*"],
     "DPO / SimPO jobs": ["preference.*"],
     "SFT jobs (format traces)": ["data.trace_select"],
@@ -52,7 +54,8 @@ NOT_READ_BY_ENGINE = {
 }
 NOT_READ_BY_BACKEND = {
     # the MindSpore RL step reads it when it builds the step (a constant of the graph)
-    "torch": {"on-policy distillation": ["algorithm.distill.teacher_temperature"]},
+    "torch": {"on-policy distillation": ["algorithm.distill.teacher_temperature"],
+              "MindSpore's own log level (GLOG_v)": ["logging.verbose"]},
     "mindspore": {},
 }
 # Keys a backend does not implement: each must be refused at load time with these overrides.
