@@ -60,7 +60,10 @@ class ModelConfig:
                     "offline tiny Qwen2-architecture model that mindrl builds itself.")
     dtype: str = opt("float32", "Parameter dtype for training and rollout.",
                      ["float32", "bfloat16", "float16"])
-    gradient_checkpointing: bool = opt(False, "Recompute activations in backward to save memory.")
+    gradient_checkpointing: bool = opt(False, "Recompute each decoder layer's activations in "
+                                       "backward to save memory (torch: transformers' "
+                                       "gradient checkpointing; mindspore: Cell.recompute on "
+                                       "every layer; mindformers: use mindformers.recompute).")
     trust_remote_code: bool = opt(False, "Allow model code from the model directory.")
     chat_template: str = opt("model", "Chat template: 'model' (the tokenizer's own), "
                              "'qwen25-math-cot', 'qwen25-chat', 'r1-think' or 'none'.")
@@ -361,9 +364,13 @@ class RewardConfig:
                            "SIGALRM timer in the main thread, and from any other thread one "
                            "worker process is used instead).")
     overlap_groups: bool = opt(False, "Score each group as soon as all of its samples have "
-                               "stopped, while generation goes on for the others (native torch "
-                               "engine; the samples are unchanged). Scoring then runs in a "
-                               "background thread (with num_workers=0: in one worker process).")
+                               "stopped, while generation goes on for the others (native "
+                               "engines, torch and mindspore; with rollout.batch_invariant, any "
+                               "engine: each group is scored while the next one samples). The "
+                               "samples are unchanged. Scoring then runs in a background thread "
+                               "(with num_workers=0: in one worker process). Refused with "
+                               "rollout.engine=vllm or tools unless batch_invariant, and with "
+                               "overlap_chunks > 1.")
     overlap_chunks: int = opt(0, "Score while generating: split each rollout batch into this "
                               "many chunks of whole groups; a background thread generates them "
                               "one after another while this thread scores the finished ones "
@@ -401,7 +408,8 @@ class TrainConfig:
                                    "with one epoch and one mini-batch, the update uses the "
                                    "detached current log-probs and the gap is measured in the "
                                    "update's forward.")
-    padding_free: bool = opt(False, "backend=torch: pack the rows of a micro-batch into one "
+    padding_free: bool = opt(False, "RL on backend=torch (refused on the other backends and "
+                             "by SFT / DPO jobs): pack the rows of a micro-batch into one "
                              "row with per-sequence position ids and a block-diagonal causal "
                              "mask, so no compute goes to padding (same log-probs as the padded "
                              "layout). Off: each micro-batch is trimmed to its own longest row.")
@@ -608,6 +616,36 @@ def _check_async(cfg) -> List[str]:
     return errors
 
 
+def _check_honoured(cfg) -> List[str]:
+    """Options that only some backends / engines implement: refused where they would be
+    accepted and ignored."""
+    errors = []
+    rw, r = cfg.reward, cfg.rollout
+    if rw.overlap_groups:
+        # honoured by the native engines (each group reported as it stops) and by
+        # batch_invariant sampling (each group is its own call, scored as the next one samples)
+        if r.engine != "native" and not r.batch_invariant:
+            errors.append(f"reward.overlap_groups=true needs rollout.engine=native or "
+                          f"rollout.batch_invariant=true (rollout.engine={r.engine} returns "
+                          "the whole batch at once); use reward.overlap_chunks instead")
+        if cfg.tools.enabled and not r.batch_invariant:
+            errors.append("reward.overlap_groups=true with tools.enabled=true needs "
+                          "rollout.batch_invariant=true (multi-turn rollouts return all groups "
+                          "together)")
+        if rw.overlap_chunks > 1:
+            errors.append(f"reward.overlap_groups=true and reward.overlap_chunks="
+                          f"{rw.overlap_chunks} both schedule scoring during generation: keep "
+                          "one")
+    if cfg.train.padding_free and cfg.backend != "torch":
+        errors.append(f"train.padding_free=true packs rows on backend=torch only; "
+                      f"backend={cfg.backend} pads micro-batches to length buckets for its "
+                      "compiled graphs: set train.padding_free=false")
+    if cfg.model.gradient_checkpointing and cfg.backend == "mindformers":
+        errors.append("model.gradient_checkpointing=true: backend=mindformers recomputes "
+                      "through mindformers.recompute; set that instead")
+    return errors
+
+
 def _check_critic(cfg) -> List[str]:
     """Checks of ``critic.*`` and the GAE options."""
     a, c = cfg.algorithm, cfg.critic
@@ -764,6 +802,7 @@ class RunConfig:
                           f"(got {a.adv_estimator})")
         errors.extend(_check_critic(self))
         errors.extend(_check_async(self))
+        errors.extend(_check_honoured(self))
         errors.extend(_check_distill(a.distill, self.backend))
         if r.temperature < 0:
             errors.append(f"rollout.temperature={r.temperature} must be >= 0")

@@ -171,6 +171,20 @@ def score_rollouts(scorer, rows: List[Dict], rollouts: Rollouts) -> Scored:
 
 
 # --------------------------------------------------------------------------- the trainer
+def check_launched(cfg, env=os.environ) -> None:
+    """``distributed.nproc`` x ``nnodes`` > 1 in a process that no launcher started (no
+    torchrun / msrun environment) would train alone: refused before the model loads."""
+    from mindrl.errors import ConfigError
+
+    d = cfg.distributed
+    want = d.nproc * d.nnodes
+    if want > 1 and not any(k in env for k in ("WORLD_SIZE", "MS_WORKER_NUM", "MS_ROLE")):
+        raise ConfigError(f"distributed.nproc={d.nproc} x distributed.nnodes={d.nnodes} asks for "
+                          f"{want} workers, but this process was not started by a launcher "
+                          "(torchrun / msrun): run `mindrl launch RECIPE ...`, or set "
+                          "distributed.nproc=1")
+
+
 class Trainer:
     kind = "train"
 
@@ -179,6 +193,7 @@ class Trainer:
         from mindrl.models.tiny import check_model_dir, resolve_model_path
         from rewards import build_scorer
 
+        check_launched(cfg)
         self.cfg = cfg
         self.run_dir = Path(cfg.logging.output_dir)
         # Before anything heavy: pick the checkpoint to resume from (the newest intact one) and

@@ -5,6 +5,7 @@ summary."""
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Dict, Optional
@@ -53,14 +54,46 @@ def _jsonable(v):
 
 
 def _tensorboard_writer(logdir: Path) -> Optional[object]:
+    """A writer with ``add_scalar(tag, value, step)``, ``flush()``, ``close()``: torch's
+    SummaryWriter when torch is installed, else the tensorboard package's own framework-free
+    writer (a MindSpore-only install), else tensorboardX; None, with one warning naming
+    ``logging.tensorboard``, when none imports."""
     try:
         from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
-    except Exception:
-        try:
-            from tensorboardX import SummaryWriter  # type: ignore
-        except Exception:
-            return None
-    return SummaryWriter(str(logdir))
+        return SummaryWriter(str(logdir))
+    except ImportError:
+        pass
+    try:
+        from tensorboard.summary import Writer             # numpy only
+
+        return _NativeWriter(Writer(str(logdir)))
+    except ImportError:
+        pass
+    try:
+        from tensorboardX import SummaryWriter  # type: ignore
+        return SummaryWriter(str(logdir))
+    except ImportError:
+        pass
+    logging.getLogger("mindrl.train").warning(
+        "logging.tensorboard=true but the tensorboard package does not import: writing "
+        "metrics.jsonl only (pip install tensorboard, or set logging.tensorboard=false)")
+    return None
+
+
+class _NativeWriter:
+    """``tensorboard.summary.Writer`` behind SummaryWriter's ``add_scalar`` signature."""
+
+    def __init__(self, writer):
+        self._w = writer
+
+    def add_scalar(self, tag: str, value: float, step: int) -> None:
+        self._w.add_scalar(tag, value, step=step)
+
+    def flush(self) -> None:
+        self._w.flush()
+
+    def close(self) -> None:
+        self._w.close()
 
 
 def read_metrics(run_dir: Path):

@@ -1,5 +1,7 @@
-"""Scoring off the critical path (``reward.overlap_chunks``): generation of chunk k+1 runs in a
-background thread while this thread scores chunk k.
+"""Scoring off the critical path. ``reward.overlap_chunks``: generation of chunk k+1 runs in a
+background thread while this thread scores chunk k. ``reward.overlap_groups``
+(:func:`score_while_generating`): each group is scored in a background thread once it is
+done, while generation goes on here.
 
 Chunks are whole groups (prompts), so every group is scored with all of its n samples. The
 rewards stay in the calling thread on purpose: an in-process scorer (``reward.num_workers=0``)
@@ -74,7 +76,8 @@ def pipelined(bounds: Sequence[Tuple[int, int]], generate: Callable[[int, int, i
 
 # --------------------------------------------------------------------------- finished groups
 def reports_groups(engine) -> bool:
-    """Whether ``engine.generate`` takes ``on_group_done`` (the native torch engine)."""
+    """Whether ``engine.generate`` takes ``on_group_done`` (the native torch and MindSpore
+    engines)."""
     import inspect
 
     try:
@@ -83,11 +86,19 @@ def reports_groups(engine) -> bool:
         return False
 
 
-def score_while_generating(trainer, rows, prompt_ids, sampling):
+def score_while_generating(trainer, rows, prompt_ids, attempt: int, sampling=None):
     """``reward.overlap_groups``: every group whose samples have all stopped goes to the reward
-    pool (one background thread, so calls never overlap each other) while ``generate`` runs the
+    pool (one background thread, so calls never overlap each other) while generation runs the
     rest; the groups still open at the end are scored together afterwards. Returns (rollouts,
-    scores in row order, generation s, scoring s after generation ended)."""
+    scores in row order, generation s, scoring s after generation ended).
+
+    Two ways a group is known to be done: a native engine reports it from inside ``generate``
+    (``on_group_done``, the torch and MindSpore samplers), or, with
+    ``rollout.batch_invariant``, each group is its own ``generate`` call (any engine, tools
+    too): it is scored while the next group samples. The samples are those of the run without
+    overlap. The config refuses every other combination (``schema._check_honoured``); an engine
+    that cannot report groups raises here rather than fall back to scoring afterwards.
+    ``sampling`` replaces ``trainer.sampling(attempt)`` on the engine path (tests)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -95,21 +106,37 @@ def score_while_generating(trainer, rows, prompt_ids, sampling):
     from mindrl.trainer.base import Scored, score_rollouts
     from mindrl.types import Rollouts
 
-    n = sampling.n
+    n = trainer.cfg.rollout.n
+    by_group = trainer.cfg.rollout.batch_invariant
+    if not by_group and not reports_groups(trainer.engine):
+        raise RuntimeError(f"reward.overlap_groups=true: the rollout engine "
+                           f"{type(trainer.engine).__name__} cannot report finished groups; "
+                           "set rollout.batch_invariant=true or reward.overlap_groups=false")
     tok = trainer.tokenizer
     early = {}
     pool = ThreadPoolExecutor(1, thread_name_prefix="mindrl-reward")
 
-    def done(g: int, responses) -> None:
-        part = Rollouts(prompt_ids=[prompt_ids[g]] * n, response_ids=responses,
-                        logprobs=[np.zeros(len(r), np.float32) for r in responses],
-                        finish_reasons=["stop"] * n, group_index=np.zeros(n, np.int64),
-                        texts=tok.batch_decode(responses, skip_special_tokens=True))
+    def submit(g: int, part: Rollouts) -> None:
         early[g] = pool.submit(score_rollouts, trainer.scorer, [rows[g]], part)
+
+    def done(g: int, responses) -> None:          # a native engine's report: ids only
+        submit(g, Rollouts(prompt_ids=[prompt_ids[g]] * n, response_ids=responses,
+                           logprobs=[np.zeros(len(r), np.float32) for r in responses],
+                           finish_reasons=["stop"] * n, group_index=np.zeros(n, np.int64),
+                           texts=tok.batch_decode(responses, skip_special_tokens=True)))
 
     try:
         t0 = time.perf_counter()
-        ro = trainer.engine.generate(prompt_ids, sampling, on_group_done=done)
+        if by_group:                              # one call per group, as without overlap
+            parts = []
+            for g in range(len(prompt_ids)):
+                part = trainer.generate(prompt_ids[g:g + 1], attempt, first=g)
+                parts.append(part)
+                submit(g, part)
+            ro = Rollouts.concat(parts)
+        else:
+            sp = sampling if sampling is not None else trainer.sampling(attempt)
+            ro = trainer.engine.generate(prompt_ids, sp, on_group_done=done)
         t1 = time.perf_counter()
         groups = list(early)
         rest = [g for g in range(len(prompt_ids)) if g not in early]

@@ -43,6 +43,12 @@ def load_pairs(path: str, max_rows: int = 0, data_cfg=None):
 class PreferenceTrainer(Trainer):
     kind = "pref"
 
+    def __init__(self, cfg):
+        from mindrl.trainer.sft import refuse_rl_only_options
+
+        refuse_rl_only_options(cfg, "preference (DPO / SimPO)")
+        super().__init__(cfg)
+
     def needs_reference(self) -> bool:
         return self.cfg.preference.loss in ("dpo", "ipo")
 

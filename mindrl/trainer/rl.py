@@ -100,13 +100,11 @@ class RLTrainer(Trainer):
         """(rollouts, their scores, generation s, scoring s not hidden behind generation).
         With ``reward.overlap_chunks`` > 1 the groups are generated chunk by chunk in a thread
         while this thread scores the finished chunks (:mod:`mindrl.trainer.overlap`)."""
-        from mindrl.trainer.overlap import (chunk_bounds, pipelined, reports_groups,
-                                            score_while_generating)
+        from mindrl.trainer.overlap import chunk_bounds, pipelined, score_while_generating
 
         chunks = self.cfg.reward.overlap_chunks
-        if self.cfg.reward.overlap_groups and chunks <= 1 and reports_groups(self.engine) \
-                and not self.cfg.rollout.batch_invariant and not self.cfg.tools.enabled:
-            return score_while_generating(self, rows, prompt_ids, self.sampling(attempt))
+        if self.cfg.reward.overlap_groups:      # the config refused it with chunks > 1
+            return score_while_generating(self, rows, prompt_ids, attempt)
         if chunks <= 1:
             t0 = time.perf_counter()
             ro = self.generate(prompt_ids, attempt)

@@ -42,10 +42,21 @@ PREFLIGHT_ROWS = 64           # rows whose response field is checked before the 
 TEMPLATE_CHECK_ROWS = 4       # rows rendered and tokenized right after the model loads
 
 
+def refuse_rl_only_options(cfg, job: str) -> None:
+    """Options only the RL step implements, refused before an SFT / preference job loads its
+    model (they would be accepted and ignored)."""
+    from mindrl.errors import ConfigError
+
+    if cfg.train.padding_free:
+        raise ConfigError(f"train.padding_free=true packs the rows of RL micro-batches; the "
+                          f"{job} step pads them: set train.padding_free=false")
+
+
 class SFTTrainer(Trainer):
     kind = "sft"
 
     def __init__(self, cfg):
+        refuse_rl_only_options(cfg, "SFT")
         super().__init__(cfg)
         rows = getattr(self.train_stream, "rows", None)
         if rows is None:

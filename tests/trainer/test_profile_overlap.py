@@ -123,13 +123,59 @@ def test_overlapped_scores_equal_scores_after_generation(tmp_path):
         # a third of the vocabulary stops a sample: groups finish at different steps
         sp = tr.sampling(0)
         sp = type(sp)(**{**sp.__dict__, "stop_token_ids": tuple(range(0, 1024, 3))})
-        ro, sc, _, _ = score_while_generating(tr, rows, prompt_ids, sp)
+        ro, sc, _, _ = score_while_generating(tr, rows, prompt_ids, 0, sampling=sp)
         want_ro = tr.engine.generate(prompt_ids, sp)
         want = score_rollouts(tr.scorer, rows, want_ro)
     finally:
         tr.close()
     assert ro.response_ids == want_ro.response_ids
     assert sc.metrics["overlapped_groups"] >= 1
+    np.testing.assert_array_equal(sc.total, want.total)
+    for k in want.components:
+        np.testing.assert_array_equal(sc.components[k], want.components[k])
+
+
+@pytest.mark.slow
+def test_overlap_groups_with_batch_invariant_scores_each_group_as_the_next_samples(tmp_path):
+    """rollout.batch_invariant samples each group in its own call: with reward.overlap_groups
+    every group is scored in the background while the next one samples; the samples and the
+    scores are those of the run without overlap. An engine that cannot report groups (and no
+    batch_invariant) raises instead of scoring afterwards without a word."""
+    import numpy as np
+
+    from mindrl.trainer.base import score_rollouts
+    from mindrl.trainer.overlap import score_while_generating
+    from mindrl.trainer.rl import RLTrainer
+
+    cfg = load_config(None, BASE + [f"logging.output_dir={tmp_path}", "train.steps=1",
+                                     "rollout.max_new_tokens=6", "logging.plot=false",
+                                     "rollout.batch_invariant=true", "reward.overlap_groups=true"])
+    tr = RLTrainer(cfg)
+    real = tr.engine
+    try:
+        rows = tr._take_rows()
+        prompt_ids = [tr.encode(r["problem"]) for r in rows]
+        ro, sc, _, _ = score_while_generating(tr, rows, prompt_ids, 0)
+        want_ro = tr.generate(prompt_ids, 0)
+        want = score_rollouts(tr.scorer, rows, want_ro)
+        assert sc.metrics["overlapped_groups"] == len(prompt_ids)      # all of them, early
+
+        class WholeBatchEngine:              # the real engine without group reports
+            def __init__(self, engine):
+                self.engine = engine
+
+            def generate(self, prompt_ids, sampling):
+                return self.engine.generate(prompt_ids, sampling)
+
+        tr.cfg = load_config(None, BASE + [f"logging.output_dir={tmp_path}",
+                                           "reward.overlap_groups=true"])
+        tr.engine = WholeBatchEngine(tr.engine)
+        with pytest.raises(RuntimeError, match="reward.overlap_groups=true"):
+            score_while_generating(tr, rows, prompt_ids, 0)
+    finally:
+        tr.engine = real
+        tr.close()
+    assert ro.response_ids == want_ro.response_ids
     np.testing.assert_array_equal(sc.total, want.total)
     for k in want.components:
         np.testing.assert_array_equal(sc.components[k], want.components[k])

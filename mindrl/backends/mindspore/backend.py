@@ -40,7 +40,7 @@ from mindrl.backends.mindspore.checkpoint_io import CheckpointIOMixin
 from mindrl.backends.mindspore.compiled import CompiledStepMixin
 from mindrl.backends.mindspore.compiled import step_vector as _vector  # noqa: F401
 from mindrl.backends.mindspore.compiled import token_logp as _token_logp
-from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
+from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec, recompute_layers
 from mindrl.backends.mindspore.optim import AdamW
 from mindrl.backends.mindspore.preference_step import PreferenceStepMixin
 from mindrl.backends.mindspore.rl_step import RLStepMixin
@@ -136,6 +136,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             from mindrl.backends.mindspore.lora import add_adapters
 
             add_adapters(self.model, self.lora, self.hf_config, cfg.train.seed)
+        if cfg.model.gradient_checkpointing:    # after the adapters: it marks existing cells
+            recompute_layers(self.model)
         self.reference = None
         if with_reference and not self.lora:
             self.reference = self._load_model(self.model_path)
@@ -151,7 +153,7 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             for p in self.teacher.get_parameters():
                 p.requires_grad = False
                 p.name = "teacher." + p.name   # unique beside the student's in one graph
-        self.tokenizer = self._load_tokenizer(self.model_path)
+        self.tokenizer = self._load_tokenizer(self.model_path, cfg.model.trust_remote_code)
         self.pad_id = 0
         if self.tokenizer is not None:
             pid = self.tokenizer.pad_token_id
@@ -207,13 +209,14 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         return model
 
     @staticmethod
-    def _load_tokenizer(directory: str):
+    def _load_tokenizer(directory: str, trust_remote_code: bool = False):
         names = ("tokenizer.json", "tokenizer_config.json", "vocab.json")
         if not any((Path(directory) / n).is_file() for n in names):
             return None
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        return AutoTokenizer.from_pretrained(directory, local_files_only=True,
+                                             trust_remote_code=trust_remote_code)
 
     # ------------------------------------------------------------------ shapes
     def _shape(self, batches: Sequence[TokenBatch], rows: int) -> Tuple[int, int, int]:

@@ -25,7 +25,7 @@ from mindrl.backends.metrics import MetricMerger, finish
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.buckets import pad2, repad
 from mindrl.backends.mindspore.compiled import step_vector
-from mindrl.backends.mindspore.model import Linear, Qwen2ForCausalLM
+from mindrl.backends.mindspore.model import Linear, Qwen2ForCausalLM, recompute_layers
 from mindrl.backends.mindspore.optim import AdamW
 from mindrl.backends.schedule import lr_factor
 from mindrl.types import LossNormalizers, TokenBatch, ValueBatch
@@ -63,6 +63,8 @@ class MindSporeCritic:
             arrays.update(fresh_head(be.spec.hidden_size, cfg.critic.head_init_std,
                                      cfg.train.seed))
         W.load_into(self.model, arrays.items())
+        if cfg.model.gradient_checkpointing:
+            recompute_layers(self.model)
         self.params = self.model.trainable_params()
         t, c = cfg.train, cfg.critic
         reducer = ops.AllReduce(ops.ReduceOp.SUM) if be.world > 1 else None

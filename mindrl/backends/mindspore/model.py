@@ -183,6 +183,15 @@ class DecoderLayer(nn.Cell):
         return x + self.mlp(self.post_attention_layernorm(x)), k_cache, v_cache
 
 
+def recompute_layers(model) -> None:
+    """``model.gradient_checkpointing``: ``Cell.recompute()`` on every decoder layer of
+    ``model`` (a :class:`Qwen2ForCausalLM` or the critic), so a compiled backward recomputes
+    each layer's activations instead of keeping them (the layers' outputs stay stored). Call it
+    after every sub-cell exists (LoRA adapters included): it marks the cells present now."""
+    for layer in model.model.layers:
+        layer.recompute()
+
+
 class Qwen2Model(nn.Cell):
     def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
         super().__init__()

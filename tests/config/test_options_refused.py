@@ -1,0 +1,115 @@
+"""Options a backend, engine or job does not implement are refused before the model loads, with
+one line naming the key and the conflicting setting; the combinations that are honoured load."""
+
+import logging
+import sys
+
+import pytest
+
+from mindrl.config.loader import load_config
+from mindrl.errors import ConfigError
+
+
+def refused(*overrides) -> str:
+    with pytest.raises(ConfigError) as e:
+        load_config(None, list(overrides))
+    lines = [x for x in str(e.value).splitlines() if x.strip().startswith("- ")]
+    assert len(lines) == 1, str(e.value)           # one problem, one line
+    return lines[0]
+
+
+@pytest.mark.parametrize("overrides,names", [
+    (["reward.overlap_groups=true", "rollout.engine=vllm"],
+     ["reward.overlap_groups=true", "rollout.engine=vllm", "rollout.batch_invariant"]),
+    (["reward.overlap_groups=true", "tools.enabled=true"],
+     ["reward.overlap_groups=true", "tools.enabled=true", "rollout.batch_invariant"]),
+    (["reward.overlap_groups=true", "reward.overlap_chunks=2"],
+     ["reward.overlap_groups=true", "reward.overlap_chunks=2"]),
+    (["backend=mindspore", "train.padding_free=true"],
+     ["train.padding_free=true", "backend=mindspore"]),
+    (["backend=mindformers", "device=ascend", "rollout.engine=vllm",
+      "model.gradient_checkpointing=true"],
+     ["model.gradient_checkpointing=true", "mindformers.recompute"]),
+])
+def test_ignored_combinations_are_refused_naming_both_keys(overrides, names):
+    line = refused(*overrides)
+    for name in names:
+        assert name in line, (name, line)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["reward.overlap_groups=true"],                                       # torch native
+    ["reward.overlap_groups=true", "backend=mindspore"],                  # MindSpore sampler
+    ["reward.overlap_groups=true", "rollout.engine=vllm", "rollout.batch_invariant=true"],
+    ["reward.overlap_groups=true", "tools.enabled=true", "rollout.batch_invariant=true"],
+    ["backend=mindspore", "model.gradient_checkpointing=true"],
+    ["train.padding_free=true", "model.gradient_checkpointing=true"],     # torch
+])
+def test_honoured_combinations_load(overrides):
+    load_config(None, overrides)
+
+
+@pytest.mark.parametrize("job", ["sft", "preference"])
+def test_sft_and_preference_jobs_refuse_padding_free_before_loading(job, tmp_path):
+    if job == "sft":
+        from mindrl.trainer.sft import SFTTrainer as cls
+    else:
+        from mindrl.trainer.preference import PreferenceTrainer as cls
+    cfg = load_config(None, ["train.padding_free=true", "model.path=/nonexistent/model",
+                             f"logging.output_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="train.padding_free=true"):
+        cls(cfg)                         # before the (missing) model would be looked at
+    assert not any(tmp_path.iterdir())
+
+
+def test_more_workers_than_a_lone_process_is_refused():
+    from mindrl.trainer.base import check_launched
+
+    cfg = load_config(None, ["distributed.nproc=2"])
+    with pytest.raises(ConfigError, match=r"distributed.nproc=2 x distributed.nnodes=1"):
+        check_launched(cfg, env={})
+    check_launched(cfg, env={"WORLD_SIZE": "2"})          # under torchrun
+    check_launched(cfg, env={"MS_WORKER_NUM": "2"})       # under msrun
+    check_launched(load_config(None, []), env={})
+
+
+# --------------------------------------------------------------------------- tensorboard
+def _scalars(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(logdir))
+    ea.Reload()
+    tags = ea.Tags()
+    out = {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in tags["scalars"]}
+    for t in tags["tensors"]:                       # tensorboard's own writer: scalar tensors
+        out[t] = [(e.step, float(e.tensor_proto.float_val[0] if e.tensor_proto.float_val
+                                 else e.tensor_proto.double_val[0])) for e in ea.Tensors(t)]
+    return out
+
+
+def test_tensorboard_scalars_are_written_without_torch(tmp_path, monkeypatch):
+    """A MindSpore-only install has the tensorboard package but no torch."""
+    from mindrl.trainer.logger import MetricsLogger
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)   # import fails
+    logger = MetricsLogger(tmp_path, tensorboard=True)
+    assert logger._tb is not None and type(logger._tb).__name__ == "_NativeWriter"
+    logger.log(1, {"reward/mean": 0.25})
+    logger.log(2, {"reward/mean": 0.75})
+    logger.close()
+    got = _scalars(tmp_path / "tensorboard")
+    assert [(s, round(v, 6)) for s, v in got["reward/mean"]] == [(1, 0.25), (2, 0.75)]
+
+
+def test_tensorboard_missing_says_so_in_one_warning(tmp_path, monkeypatch, caplog):
+    from mindrl.trainer.logger import MetricsLogger
+
+    for name in ("torch.utils.tensorboard", "tensorboard.summary", "tensorboardX"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with caplog.at_level(logging.WARNING, logger="mindrl.train"):
+        logger = MetricsLogger(tmp_path, tensorboard=True)
+    assert logger._tb is None
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "logging.tensorboard=true" in warned[0]
+    logger.log(1, {"x": 1.0})                         # metrics.jsonl still written
+    assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 1
