@@ -70,10 +70,13 @@ FAMILY_CASES = {
         tie_word_embeddings=False, rope_parameters=dict(
             rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
             high_freq_factor=4.0, original_max_position_embeddings=16))),
-    # Llama with every bias flag on and tied embeddings
-    "llama_bias": ("LlamaConfig", "LlamaForCausalLM", dict(
+    # Llama with every bias flag on, tied embeddings and YaRN (its attention factor scales
+    # cos/sin, in the trainer and in the sampler's host-side tables)
+    "llama_bias_yarn": ("LlamaConfig", "LlamaForCausalLM", dict(
         hidden_size=64, num_attention_heads=2, num_key_value_heads=2, head_dim=32,
-        attention_bias=True, mlp_bias=True, tie_word_embeddings=True)),
+        attention_bias=True, mlp_bias=True, tie_word_embeddings=True, rope_parameters=dict(
+            rope_type="yarn", rope_theta=10000.0, factor=4.0,
+            original_max_position_embeddings=16))),
 }
 
 
