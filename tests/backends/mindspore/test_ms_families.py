@@ -88,7 +88,8 @@ def _hf_response_logp(hf, tb, temperature=1.0):
 @pytest.mark.slow
 def test_family_matches_transformers(family, tmp_path):
     """One backend per family: parameter names, log-probs (1e-4), GRPO gradients (1e-4
-    relative), greedy samples == generate, and a checkpoint transformers loads exactly."""
+    relative), greedy samples == generate, critic values (1e-4), and a checkpoint that
+    transformers loads exactly."""
     from mindrl.backends.mindspore import MindSporeBackend
 
     case, directory, hf = family
@@ -122,6 +123,24 @@ def test_family_matches_transformers(family, tmp_path):
                               dtype=torch.long), max_new_tokens=12, do_sample=False,
                               pad_token_id=0)
         assert ro.response_ids[0] == out[0, len(p):].tolist(), case
+    # the PPO critic's decoder is the family's: V = score(final hidden state), as torch
+    from mindrl.backends.critic_files import fresh_head
+    from mindrl.backends.mindspore.critic import Qwen2ValueModel
+
+    critic = Qwen2ValueModel(spec)
+    head = fresh_head(spec.hidden_size, 0.5, 0)
+    W.load_into(critic, [*((k, v) for k, v in W.iter_checkpoint(directory)
+                           if k.startswith("model.")), *head.items()])
+    values = critic.response_values(ms.Tensor(tb.input_ids, ms.int32),
+                                    ms.Tensor(tb.position_ids, ms.int32),
+                                    ms.Tensor(tb.attention_mask, ms.float32),
+                                    tb.response_len).asnumpy()
+    with torch.no_grad():
+        h = hf.model(input_ids=torch.tensor(tb.input_ids),
+                     attention_mask=torch.tensor(tb.attention_mask),
+                     position_ids=torch.tensor(tb.position_ids)).last_hidden_state.numpy()
+    want = h[:, tb.prompt_len - 1:-1] @ head["score.weight"][0] + head["score.bias"][0]
+    np.testing.assert_allclose(values * tb.response_mask, want * tb.response_mask, atol=1e-4)
     # checkpoint out: transformers loads it with exactly these weights
     out_dir = tmp_path / "saved"
     W.write_checkpoint(str(out_dir), be.named_weights())
