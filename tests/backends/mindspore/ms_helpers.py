@@ -93,5 +93,9 @@ def make_family_model(directory, case: str, seed: int = 0, **overrides):
         for name, p in model.named_parameters():
             if name.endswith("bias") or "norm" in name:
                 p.add_(0.1 * torch.randn_like(p))
+            elif "q_proj" in name or "k_proj" in name:
+                p.mul_(4.0)          # peaked attention: RoPE / q-k norm errors show in log-probs
+            elif "embed_tokens" in name or "lm_head" in name:
+                p.mul_(5.0)          # peaked next-token distributions, varied greedy samples
     model.save_pretrained(str(directory))
     return model

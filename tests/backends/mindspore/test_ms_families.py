@@ -123,6 +123,11 @@ def test_family_matches_transformers(family, tmp_path):
                               dtype=torch.long), max_new_tokens=12, do_sample=False,
                               pad_token_id=0)
         assert ro.response_ids[0] == out[0, len(p):].tolist(), case
+    # sampled tokens' log-probs (host-side RoPE tables in decode) == the trainer's
+    ro = eng.generate(prompts, SamplingParams(n=1, temperature=1.0, max_new_tokens=8, seed=0))
+    lp = be.logprobs(pad_token_batch(ro.prompt_ids, ro.response_ids, 0), temperature=1.0)
+    for i, r in enumerate(ro.response_ids):
+        np.testing.assert_allclose(ro.logprobs[i], lp[i, :len(r)], atol=1e-4)
     # the PPO critic's decoder is the family's: V = score(final hidden state), as torch
     from mindrl.backends.critic_files import fresh_head
     from mindrl.backends.mindspore.critic import Qwen2ValueModel
