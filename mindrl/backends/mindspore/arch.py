@@ -17,7 +17,8 @@ RoPE frequencies (:func:`rope_frequencies`) follow transformers' ``modeling_rope
 ``default``, ``linear``, ``llama3``, ``yarn`` (with its attention factor on cos/sin) and
 ``dynamic``. Dynamic NTK scaling changes the frequencies only for sequences longer than
 ``max_position_embeddings``; below that it equals the default RoPE, which is what this model
-computes, and a longer sequence is refused (:func:`check_dynamic_length`) rather than scaled.
+computes; a longer sequence is refused (the model's ``rope_tables``, the sampler) rather than
+scaled.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import math
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from mindrl.errors import UserError
 
 # model_type -> fixed switches; None = read from the config key named in _FROM_CONFIG.
 FAMILIES: Dict[str, dict] = {
@@ -40,8 +43,8 @@ _ARCHITECTURES = {"Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
 
 
-class UnsupportedArchitecture(ValueError):
-    pass
+class UnsupportedArchitecture(UserError, ValueError):
+    """A checkpoint this backend cannot run (``mindrl`` prints it as one line, exit 2)."""
 
 
 def model_type_of(cfg: dict) -> str:
@@ -57,9 +60,10 @@ def family_switches(cfg: dict) -> dict:
     mt = model_type_of(cfg)
     if mt not in FAMILIES:
         raise UnsupportedArchitecture(
-            f"config.json model_type '{mt}' (architectures {cfg.get('architectures')}) is not "
-            f"implemented by the MindSpore backend; supported model_type: "
-            f"{', '.join(sorted(FAMILIES))} (backend=torch runs any transformers model)")
+            f"model.path: config.json model_type '{mt}' (architectures "
+            f"{cfg.get('architectures')}) is not implemented by backend=mindspore; supported "
+            f"model_type: {', '.join(sorted(FAMILIES))} (backend=torch runs any transformers "
+            "causal LM)")
     out = {"model_type": mt}
     for key, fixed in FAMILIES[mt].items():
         out[key] = bool(cfg.get(_FROM_CONFIG[key], False)) if fixed is None else fixed
@@ -89,11 +93,11 @@ def rope_frequencies(cfg: dict, head_dim: int) -> Tuple[np.ndarray, float, Optio
     kind = p["rope_type"]
     if kind not in ROPE_TYPES:
         raise UnsupportedArchitecture(
-            f"config.json rope_type '{kind}' is not implemented by the MindSpore backend; "
-            f"supported: {', '.join(ROPE_TYPES)}")
+            f"model.path: config.json rope_type '{kind}' is not implemented by "
+            f"backend=mindspore; supported: {', '.join(ROPE_TYPES)}")
     if float(p.get("partial_rotary_factor", 1.0) or 1.0) != 1.0:
-        raise UnsupportedArchitecture("config.json partial_rotary_factor != 1 is not "
-                                      "implemented by the MindSpore backend")
+        raise UnsupportedArchitecture("model.path: config.json partial_rotary_factor != 1 is "
+                                      "not implemented by backend=mindspore")
     base = float(p["rope_theta"])
     dim = head_dim
     exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / np.float32(dim)
@@ -155,10 +159,3 @@ def _yarn(p: dict, cfg: dict, dim: int, base: float) -> Tuple[np.ndarray, float]
     extra_factor = 1 - ramp
     inv_freq = interpolation * (1 - extra_factor) + extrapolation * extra_factor
     return inv_freq.astype(np.float32), float(attention)
-
-
-def check_dynamic_length(limit: Optional[int], seq_len: int) -> None:
-    if limit is not None and seq_len > limit:
-        raise ValueError(f"sequence of {seq_len} tokens exceeds max_position_embeddings={limit}: "
-                         "dynamic NTK RoPE scaling beyond it is not implemented by the MindSpore "
-                         "backend (shorten data.max_prompt_len + rollout.max_new_tokens)")

@@ -16,6 +16,7 @@ import mindspore as ms
 from mindrl.backends.mindspore import arch
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
+from mindrl.errors import UserError
 from mindrl.types import SamplingParams, pad_token_batch
 from ms_helpers import FAMILY_CASES, VOCAB, make_family_model, ms_config, random_batch
 from test_ms_train import _assert_grads_close, _norm, _torch_loss_and_grads, _with_old_logp
@@ -38,6 +39,7 @@ def test_unknown_model_type_is_one_line_naming_it_and_the_supported_list(tmp_pat
     with pytest.raises(arch.UnsupportedArchitecture) as e:      # no weights in the directory
         MindSporeBackend(ms_config(), model_path=str(tmp_path))
     msg = str(e.value)
+    assert isinstance(e.value, UserError)        # `mindrl train` prints one line, exits 2
     assert "\n" not in msg and "'gemma3'" in msg and "llama, qwen2, qwen3" in msg
     with pytest.raises(arch.UnsupportedArchitecture, match="'longrope'"):
         Qwen2Spec.from_hf({**cfg, "model_type": "llama",
