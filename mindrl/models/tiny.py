@@ -217,9 +217,10 @@ def default_cache_dir() -> str:
 
 
 def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
-    """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama) to a built directory under ``cache_dir`` (built
-    on first use, atomically); a checkpoint step folder or a run folder to the Hugging Face
-    directory inside it (:func:`locate_model_dir`); any other path is returned unchanged."""
+    """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama) to a built directory
+    under ``cache_dir`` (built on first use, atomically); a checkpoint step folder or a run
+    folder to the Hugging Face directory inside it (:func:`locate_model_dir`); any other path
+    is returned unchanged."""
     if not path.startswith(BUILTIN_PREFIX):
         return locate_model_dir(path)
     name = path[len(BUILTIN_PREFIX):]

@@ -106,8 +106,8 @@ def test_family_matches_transformers(family, tmp_path):
     prompts = [list(rng.integers(1, VOCAB, n)) for n in (3, 19, 11)]
     resps = [list(rng.integers(1, VOCAB, n)) for n in (9, 4, 12)]
     tb = pad_token_batch(prompts, resps, 0)
-    np.testing.assert_allclose(be.logprobs(tb, temperature=1.0) * tb.response_mask, _hf_response_logp(hf, tb),
-                               atol=1e-4)
+    np.testing.assert_allclose(be.logprobs(tb, temperature=1.0) * tb.response_mask,
+                               _hf_response_logp(hf, tb), atol=1e-4)
     # GRPO loss gradients vs torch (old log-probs perturbed: ratios off 1, clips bind)
     batch = _with_old_logp(random_batch(rng, 4, max_prompt=18), hf, rng)
     got = be.gradients([batch], _norm(batch))
@@ -227,7 +227,8 @@ def length_reward(completions, **_):
 E2E = ["model.chat_template=none", "data.train_file=arithmetic:digits=2,ops=+",
        "data.max_val_samples=8", "rollout.n=4", "rollout.max_new_tokens=8",
        "train.prompts_per_step=2", "train.micro_batch_size=8", "train.lr=1e-3",
-       "reward.num_workers=0", "reward.functions=[{name: 'test_ms_families:length_reward'}]", "train.steps=1",
+       "reward.num_workers=0", "reward.functions=[{name: 'test_ms_families:length_reward'}]",
+       "train.steps=1",
        "logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false",
        "checkpoint.save_final=false", "backend=mindspore"]
 
