@@ -254,6 +254,7 @@ def test_one_grpo_step_end_to_end(model, lora, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1] and rows[0]["grad_norm"] > 0
     assert np.isfinite(rows[0]["loss"])
+    assert rows[0]["rollout/logprob_gap_mean"] < 1e-4      # native sampler vs trainer
     changed = [k for k in before if not np.array_equal(before[k], after[k])]
     assert any("layers.1.self_attn.q_proj" in k for k in changed), changed
     if not lora:
@@ -279,5 +280,5 @@ def test_vllm_rollouts_agree_with_the_mindspore_trainer(model, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2
     for r in rows:          # step 2 samples from the synced weights after an lr=1e-2 step
-        assert r["rollout/logprob_gap_mean"] < 1e-3, r["rollout/logprob_gap_mean"]
+        assert r["rollout/logprob_gap_mean"] < 1e-4, r["rollout/logprob_gap_mean"]
         assert r["grad_norm"] > 0
