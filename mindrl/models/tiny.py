@@ -1,4 +1,5 @@
-"""The embedded default model: a tiny Qwen2-architecture causal LM with an offline tokenizer.
+"""The embedded default model: a tiny Qwen2-architecture causal LM with an offline tokenizer
+(and tiny Qwen3 / Llama 3 models, ``builtin:tiny-qwen3`` / ``builtin:tiny-llama``).
 
 Nothing is downloaded. :func:`build_tiny_model` trains a byte-level BPE with ``tokenizers`` on a
 small generated corpus (digits, arithmetic, English math words, ``<think>``/``<answer>`` tags),
@@ -33,6 +34,24 @@ BUILTINS = {
     "tiny": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024),
     "mini": dict(hidden=128, layers=4, heads=4, kv_heads=2, vocab=1024),  # the CPU demo's model
     "small": dict(hidden=256, layers=4, heads=4, kv_heads=2, vocab=1024),
+    # the other decoder families, at the tiny size (head_dim 32: vLLM's CPU attention)
+    "tiny-qwen3": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024, family="qwen3"),
+    "tiny-llama": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024, family="llama",
+                       tie_word_embeddings=False),
+}
+
+# family -> (transformers config / model class names, extra config fields). Llama gets Llama
+# 3.1's RoPE scaling (theta 500000, llama3 factor 8) with an original context of 64 tokens, so
+# the scaling changes the frequencies a tiny model uses; Qwen3 gets its q/k norms by class.
+FAMILIES = {
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(use_sliding_window=False)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(use_sliding_window=False,
+                                                      attention_bias=False)),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(
+        attention_bias=False, mlp_bias=False,
+        rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
+                             low_freq_factor=1.0, high_freq_factor=4.0,
+                             original_max_position_embeddings=64))),
 }
 
 
@@ -134,8 +153,11 @@ def _train_tokenizer(vocab: int, seed: int):
 def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, layers: int = 2,
                      heads: int = 2, kv_heads: int = 1, vocab: int = 1024,
                      intermediate: Optional[int] = None, max_positions: int = 2048,
-                     tie_word_embeddings: bool = True, seed: int = 0) -> str:
-    """Write a tokenizer and a randomly initialised Qwen2 model to ``directory``; returns it.
+                     tie_word_embeddings: bool = True, seed: int = 0, family: str = "qwen2",
+                     config_overrides: Optional[dict] = None) -> str:
+    """Write a tokenizer and a randomly initialised model of ``family`` (qwen2, qwen3, llama;
+    see :data:`FAMILIES`) to ``directory``; returns it. ``config_overrides`` replace fields of
+    the transformers config (e.g. ``rope_parameters``, ``attention_bias``).
 
     ``vocab`` is the tokenizer size including special and tag tokens (the model's vocab_size
     equals it exactly, so no sampled id is outside the tokenizer).
@@ -145,13 +167,13 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
                          "(vLLM's CPU attention needs head_dim >= 32)")
     if heads % kv_heads:
         raise ValueError(f"heads={heads} must be a multiple of kv_heads={kv_heads}")
+    if family not in FAMILIES:
+        raise ValueError(f"family '{family}' is not one of {', '.join(sorted(FAMILIES))}")
     import torch
-    from transformers import (
-        GenerationConfig,
-        PreTrainedTokenizerFast,
-        Qwen2Config,
-        Qwen2ForCausalLM,
-    )
+    import transformers
+    from transformers import GenerationConfig, PreTrainedTokenizerFast
+
+    config_name, model_name, family_fields = FAMILIES[family]
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -164,23 +186,28 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
     tokenizer.save_pretrained(directory)
 
     ids = {t: raw.token_to_id(t) for t in SPECIAL_TOKENS}
-    config = Qwen2Config(
+    fields = dict(
         vocab_size=raw.get_vocab_size(), hidden_size=hidden, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv_heads,
         intermediate_size=intermediate or 4 * hidden, max_position_embeddings=max_positions,
         rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=tie_word_embeddings,
         bos_token_id=None, eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
-        head_dim=hidden // heads, use_sliding_window=False, torch_dtype="float32")
+        head_dim=hidden // heads, torch_dtype="float32")
+    fields.update(family_fields)
+    fields.update(config_overrides or {})
+    if "rope_parameters" in fields:
+        fields.pop("rope_theta")
+    config = getattr(transformers, config_name)(**fields)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config).to(torch.float32)
+        model = getattr(transformers, model_name)(config).to(torch.float32)
     model.generation_config = GenerationConfig(
         eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], pad_token_id=ids["<|endoftext|>"],
         bos_token_id=None, do_sample=True, temperature=1.0, top_p=1.0, top_k=0)
     model.save_pretrained(directory, safe_serialization=True)
     (directory / "mindrl_tiny.json").write_text(json.dumps(dict(
         hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, vocab=vocab, seed=seed,
-        tie_word_embeddings=tie_word_embeddings), indent=1))
+        tie_word_embeddings=tie_word_embeddings, family=family), indent=1))
     return str(directory)
 
 
@@ -190,9 +217,10 @@ def default_cache_dir() -> str:
 
 
 def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
-    """Map ``builtin:<name>`` (tiny, mini, small) to a built directory under ``cache_dir`` (built
-    on first use, atomically); a checkpoint step folder or a run folder to the Hugging Face
-    directory inside it (:func:`locate_model_dir`); any other path is returned unchanged."""
+    """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama) to a built directory
+    under ``cache_dir`` (built on first use, atomically); a checkpoint step folder or a run
+    folder to the Hugging Face directory inside it (:func:`locate_model_dir`); any other path
+    is returned unchanged."""
     if not path.startswith(BUILTIN_PREFIX):
         return locate_model_dir(path)
     name = path[len(BUILTIN_PREFIX):]

@@ -1,4 +1,4 @@
-"""MindSpore backend (Qwen2-architecture Cells, compiled steps, msrun data parallel).
+"""MindSpore backend (Qwen2 / Qwen3 / Llama decoder Cells, compiled steps, msrun data parallel).
 Importing this package imports mindspore and registers ``"mindspore"`` in
 :data:`mindrl.backends.base.BACKENDS`."""
 

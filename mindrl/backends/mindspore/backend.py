@@ -1,4 +1,4 @@
-"""The MindSpore training backend: the Qwen2 Cell of ``model.py``, compiled (``mindspore.jit``)
+"""The MindSpore training backend: the decoder Cell of ``model.py``, compiled (``mindspore.jit``)
 scoring and training steps over length buckets, the AdamW of ``optim.py``, and data
 parallelism under ``msrun``.
 

@@ -1,4 +1,4 @@
-"""The PPO critic of the MindSpore backend: the policy's Qwen2 decoder (``model.py``) with a
+"""The PPO critic of the MindSpore backend: the policy's decoder (``model.py``, any family) with a
 scalar value head, its own :class:`~mindrl.backends.mindspore.optim.AdamW`, and a compiled
 value step like the policy's (forward, ``algorithms.value_loss`` and backward in one
 ``mindspore.jit`` graph per bucket shape, gradients accumulated in the graph; all-reduced (SUM)

@@ -1,4 +1,4 @@
-"""LoRA cells for the MindSpore Qwen2 model (``model.py``), the counterpart of peft on the
+"""LoRA cells for the MindSpore decoder (``model.py``, every family), the counterpart of peft on the
 torch backend: the same target modules, the same parameter names
 (``model.layers.0.self_attn.q_proj.lora_A.weight``, (r, in); ``lora_B.weight``, (out, r)),
 the same seeded initialisation (:func:`mindrl.backends.lora.init_adapter`) and the same

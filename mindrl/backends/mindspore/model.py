@@ -1,4 +1,5 @@
-"""A Qwen2-architecture decoder (Qwen2 / Qwen2.5 / R1-Distill-Qwen) as MindSpore Cells.
+"""The decoder families of ``arch.FAMILIES`` (Qwen2 / Qwen2.5 / R1-Distill-Qwen, Qwen3 dense,
+Llama 3.x / R1-Distill-Llama) as MindSpore Cells, one shared decoder with per-family switches.
 
 Parameter names are the Hugging Face names (``model.embed_tokens.weight``,
 ``model.layers.0.self_attn.q_proj.weight``, ..., ``lm_head.weight``), so a transformers
@@ -7,9 +8,11 @@ checkpoint loads without a mapping table (see ``weights.py``).
 Math per layer (as transformers' ``Qwen2DecoderLayer``):
     h = x + o_proj(attn(rope(q_proj(n1(x))), rope(k_proj(n1(x))), v_proj(n1(x))))
     y = h + down_proj(silu(gate_proj(n2(h))) * up_proj(n2(h)))
-with n1, n2 RMSNorm, q/k/v with bias, o/gate/up/down without, grouped-query attention, and the
-rotate-half RoPE with ``rope_theta``. Kernels (portable CPU vs fused Ascend) come from
-``kernels.select_kernels`` and are chosen once, at construction.
+with n1, n2 RMSNorm, grouped-query attention and the rotate-half RoPE. Qwen2: q/k/v with bias,
+o/gate/up/down without. Qwen3: no bias (``attention_bias``) and an RMSNorm over each head's
+features on q and k before RoPE. Llama: biases from ``attention_bias`` / ``mlp_bias``. RoPE
+frequencies (default, linear, llama3, yarn, dynamic) from ``arch.rope_frequencies``. Kernels
+(portable CPU vs fused Ascend) come from ``kernels.select_kernels``, chosen once, at construction.
 
 Inputs everywhere: ``input_ids`` (B, S) int32, ``position_ids`` (B, S) int32 (0 at each row's
 first real token), ``key_mask`` (B, Sk) float32 (1 = a real token that may be attended to).
@@ -19,18 +22,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
+from mindrl.backends.mindspore import arch
 from mindrl.backends.mindspore.kernels import NEG_INF, Kernels, select_kernels
 
 
 @dataclass(frozen=True)
 class Qwen2Spec:
-    """The fields of a Hugging Face Qwen2 ``config.json`` the model uses."""
+    """The fields of a Hugging Face ``config.json`` the model uses: Qwen2 and the other
+    families of ``arch.FAMILIES`` (the switches after ``tie_word_embeddings``)."""
 
     vocab_size: int
     hidden_size: int
@@ -42,27 +47,35 @@ class Qwen2Spec:
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
     tie_word_embeddings: bool = False
+    model_type: str = "qwen2"
+    qkv_bias: bool = True
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False                       # RMSNorm over head_dim on q and k (Qwen3)
+    rope_inv_freq: Tuple[float, ...] = ()       # (head_dim/2,); () = default RoPE of rope_theta
+    rope_attention_scaling: float = 1.0         # multiplies cos/sin (YaRN)
+    rope_max_len: Optional[int] = None          # longest sequence the frequencies hold for
 
     @classmethod
     def from_hf(cls, cfg: dict) -> "Qwen2Spec":
-        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
-        if rope.get("rope_type", rope.get("type", "default")) not in ("default", None):
-            raise NotImplementedError(f"rope_scaling {rope} is not supported by the MindSpore "
-                                      "Qwen2 model (only the default RoPE)")
+        """Raises ``arch.UnsupportedArchitecture`` (one line) for a family or RoPE type this
+        model does not implement, before anything is built or loaded."""
+        switches = arch.family_switches(cfg)
         if cfg.get("use_sliding_window"):
             raise NotImplementedError("use_sliding_window=true is not supported")
-        theta = cfg.get("rope_theta")
-        if theta is None:   # transformers 5 nests it in rope_parameters
-            theta = (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
         heads = cfg["num_attention_heads"]
+        head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
+        inv_freq, attention_scaling, max_len = arch.rope_frequencies(cfg, head_dim)
         return cls(
             vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
             intermediate_size=cfg["intermediate_size"],
             num_hidden_layers=cfg["num_hidden_layers"], num_attention_heads=heads,
             num_key_value_heads=cfg.get("num_key_value_heads") or heads,
-            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
-            rms_norm_eps=cfg.get("rms_norm_eps", 1e-6), rope_theta=float(theta),
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)))
+            head_dim=head_dim, rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
+            rope_theta=float(arch.rope_parameters(cfg)["rope_theta"]),
+            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            rope_inv_freq=tuple(float(f) for f in inv_freq),
+            rope_attention_scaling=attention_scaling, rope_max_len=max_len, **switches)
 
 
 def _param(shape, dtype, init: str = "zeros"):
@@ -116,18 +129,26 @@ class Attention(nn.Cell):
         super().__init__()
         H, D = spec.hidden_size, spec.head_dim
         self.nq, self.nk, self.d = spec.num_attention_heads, spec.num_key_value_heads, D
-        self.q_proj = Linear(H, self.nq * D, True, dtype)
-        self.k_proj = Linear(H, self.nk * D, True, dtype)
-        self.v_proj = Linear(H, self.nk * D, True, dtype)
-        self.o_proj = Linear(self.nq * D, H, False, dtype)
+        self.q_proj = Linear(H, self.nq * D, spec.qkv_bias, dtype)
+        self.k_proj = Linear(H, self.nk * D, spec.qkv_bias, dtype)
+        self.v_proj = Linear(H, self.nk * D, spec.qkv_bias, dtype)
+        self.o_proj = Linear(self.nq * D, H, spec.o_bias, dtype)
+        self.qk_norm = spec.qk_norm
+        if spec.qk_norm:                      # Qwen3: RMSNorm over each head's D features
+            self.q_norm = RMSNorm(D, spec.rms_norm_eps, kernels, dtype)
+            self.k_norm = RMSNorm(D, spec.rms_norm_eps, kernels, dtype)
         self.scale = 1.0 / math.sqrt(D)
         self.rope = kernels.rope
         self.attend = kernels.attention
 
     def qkv(self, x, cos, sin):
         B, S = x.shape[0], x.shape[1]
-        q = self.q_proj(x).reshape(B, S, self.nq, self.d).transpose(0, 2, 1, 3)  # (B, Nq, S, D)
-        k = self.k_proj(x).reshape(B, S, self.nk, self.d).transpose(0, 2, 1, 3)  # (B, Nk, S, D)
+        q = self.q_proj(x).reshape(B, S, self.nq, self.d)                       # (B, S, Nq, D)
+        k = self.k_proj(x).reshape(B, S, self.nk, self.d)                       # (B, S, Nk, D)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.transpose(0, 2, 1, 3)                                              # (B, Nq, S, D)
+        k = k.transpose(0, 2, 1, 3)                                              # (B, Nk, S, D)
         v = self.v_proj(x).reshape(B, S, self.nk, self.d).transpose(0, 2, 1, 3)
         q, k = self.rope(q, k, cos, sin)
         return q, k, v
@@ -146,9 +167,9 @@ class MLP(nn.Cell):
     def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
         super().__init__()
         H, I = spec.hidden_size, spec.intermediate_size
-        self.gate_proj = Linear(H, I, False, dtype)
-        self.up_proj = Linear(H, I, False, dtype)
-        self.down_proj = Linear(I, H, False, dtype)
+        self.gate_proj = Linear(H, I, spec.mlp_bias, dtype)
+        self.up_proj = Linear(H, I, spec.mlp_bias, dtype)
+        self.down_proj = Linear(I, H, spec.mlp_bias, dtype)
         self.act = kernels.swiglu
 
     def construct(self, x):
@@ -218,9 +239,14 @@ class Qwen2ForCausalLM(nn.Cell):
         if not self.tied:
             self.lm_head = Linear(spec.hidden_size, spec.vocab_size, False, dtype)
         half = spec.head_dim // 2
-        inv = 1.0 / (spec.rope_theta ** (np.arange(0, spec.head_dim, 2, dtype=np.int64)
-                                         .astype(np.float32) / spec.head_dim))
+        if spec.rope_inv_freq:               # scaled RoPE (arch.rope_frequencies)
+            inv = np.asarray(spec.rope_inv_freq, np.float32)
+        else:
+            inv = 1.0 / (spec.rope_theta ** (np.arange(0, spec.head_dim, 2, dtype=np.int64)
+                                             .astype(np.float32) / spec.head_dim))
         self.inv_freq = Tensor(inv.astype(np.float32).reshape(1, 1, half))
+        self.rope_scaling = float(spec.rope_attention_scaling)
+        self.rope_max_len = int(spec.rope_max_len or 0)        # 0 = no limit
         self.head_matmul = ops.MatMul(transpose_b=True)
 
     # --- pieces -----------------------------------------------------------------------------
@@ -228,6 +254,12 @@ class Qwen2ForCausalLM(nn.Cell):
         """position_ids (B, S) -> cos, sin (B, 1, S, D) in the compute dtype."""
         freqs = position_ids.astype(ms.float32).expand_dims(-1) * self.inv_freq   # (B, S, D/2)
         emb = ops.concat((freqs, freqs), -1).expand_dims(1)
+        if self.rope_max_len > 0 and position_ids.shape[1] > self.rope_max_len:
+            raise ValueError("a sequence is longer than max_position_embeddings: dynamic NTK "
+                             "RoPE scaling beyond it is not implemented by the MindSpore backend")
+        if self.rope_scaling != 1.0:
+            return ((ops.cos(emb) * self.rope_scaling).astype(self.compute_dtype),
+                    (ops.sin(emb) * self.rope_scaling).astype(self.compute_dtype))
         return ops.cos(emb).astype(self.compute_dtype), ops.sin(emb).astype(self.compute_dtype)
 
     def attn_bias(self, q_slots, key_mask):

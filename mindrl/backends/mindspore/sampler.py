@@ -121,6 +121,7 @@ class MindSporeSampler:
         self._cache_shape = (spec.num_key_value_heads, spec.head_dim)
         self._layers = spec.num_hidden_layers
         self._inv_freq = model.inv_freq.asnumpy().reshape(-1).astype(np.float32)   # (D/2,)
+        self._rope_scaling = np.float32(model.rope_scaling)      # YaRN's factor on cos/sin
         self._buckets: Dict[Tuple[int, int], _BucketCache] = {}
 
     # --- graphs -------------------------------------------------------------------------------
@@ -179,6 +180,9 @@ class MindSporeSampler:
                 h = layer.input_layernorm(x)
                 q = attn.q_proj(h)                                             # (B, Nq*D)
                 k = attn.k_proj(h)
+                if attn.qk_norm:                                               # per head (Qwen3)
+                    q = attn.q_norm(q.reshape(B, Nq, D)).reshape(B, Nq * D)
+                    k = attn.k_norm(k.reshape(B, Nk, D)).reshape(B, Nk * D)
                 q = q * cos_q + mm(q, rot_q) * sin_q                           # scaled by 1/sqrt(D)
                 k = k * cos_k + mm(k, rot_k) * sin_k
                 kc = ops.scatter_nd_update(ks[i], idx, k.reshape(B, Nk, D))
@@ -201,6 +205,8 @@ class MindSporeSampler:
                 h = layer.input_layernorm(x)
                 q = attn.q_proj(h).reshape(B, Nq, 1, D)
                 k = attn.k_proj(h).reshape(B, Nk, 1, D)
+                if attn.qk_norm:
+                    q, k = attn.q_norm(q), attn.k_norm(k)
                 q, k = kernels.rope(q, k, cos, sin)
                 kc = ops.scatter_nd_update(ks[i], idx, k.reshape(B, Nk, D))
                 vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
@@ -257,6 +263,10 @@ class MindSporeSampler:
         P = bucket(max(len(r) for r in rows), self.prompt_buckets)
         Tmax = int(sp.max_new_tokens)
         S = P + bucket(Tmax, self.response_buckets)
+        if self.model.rope_max_len and P + Tmax > self.model.rope_max_len:
+            raise ValueError(f"prompt bucket {P} + max_new_tokens {Tmax} exceeds "
+                             f"max_position_embeddings={self.model.rope_max_len}: dynamic NTK "
+                             "RoPE scaling beyond it is not implemented by the MindSpore backend")
         ids = np.full((Bp, P), self.pad_id, np.int32)
         key_mask = np.zeros((Bp, S), np.float32)
         plen = np.zeros(Bp, np.int32)
@@ -324,8 +334,11 @@ class MindSporeSampler:
             idx[:, :, 2] = slot
             freqs = (plen + t).astype(np.float32)[:, None] * self._inv_freq[None, :]
             emb = np.concatenate((freqs, freqs), -1)                             # (Bp, D)
-            cos_k, sin_k = np.tile(np.cos(emb), Nk), np.tile(np.sin(emb), Nk)
-            cos_q, sin_q = np.tile(np.cos(emb) * scale, Nq), np.tile(np.sin(emb) * scale, Nq)
+            cos, sin = np.cos(emb), np.sin(emb)
+            if self._rope_scaling != 1:
+                cos, sin = cos * self._rope_scaling, sin * self._rope_scaling
+            cos_k, sin_k = np.tile(cos, Nk), np.tile(sin, Nk)
+            cos_q, sin_q = np.tile(cos * scale, Nq), np.tile(sin * scale, Nq)
             self._note("decode", (Bp, S))
             logits = cache.decode(Tensor(step_ids), Tensor(cos_q, dtype), Tensor(sin_q, dtype),
                                   Tensor(cos_k, dtype), Tensor(sin_k, dtype), Tensor(bias),

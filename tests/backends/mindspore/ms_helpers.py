@@ -56,3 +56,46 @@ def split(batch, size):
                               pick(batch.old_logp), pick(batch.ref_logp),
                               pick(batch.rollout_logp)))
     return out
+
+
+# The other decoder families at tiny size (head_dim 32): transformers config fields per case.
+FAMILY_CASES = {
+    # Qwen3: q/k RMSNorm per head, no bias, explicit head_dim (4 x 32 != hidden 64), tied
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        tie_word_embeddings=True, use_sliding_window=False)),
+    # Llama 3.1: llama3 RoPE scaling whose original context (16) the test batches cross, untied
+    "llama3": ("LlamaConfig", "LlamaForCausalLM", dict(
+        hidden_size=64, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+        tie_word_embeddings=False, rope_parameters=dict(
+            rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+            high_freq_factor=4.0, original_max_position_embeddings=16))),
+    # Llama with every bias flag on, tied embeddings and YaRN (its attention factor scales
+    # cos/sin, in the trainer and in the sampler's host-side tables)
+    "llama_bias_yarn": ("LlamaConfig", "LlamaForCausalLM", dict(
+        hidden_size=64, num_attention_heads=2, num_key_value_heads=2, head_dim=32,
+        attention_bias=True, mlp_bias=True, tie_word_embeddings=True, rope_parameters=dict(
+            rope_type="yarn", rope_theta=10000.0, factor=4.0,
+            original_max_position_embeddings=16))),
+}
+
+
+def make_family_model(directory, case: str, seed: int = 0, **overrides):
+    """Random tiny model of ``FAMILY_CASES[case]`` (2 layers, vocab 300), biases and norms
+    perturbed, saved to ``directory``; returns the torch model."""
+    config_name, model_name, fields = FAMILY_CASES[case]
+    fields = {"vocab_size": VOCAB, "intermediate_size": 128, "num_hidden_layers": 2,
+              "max_position_embeddings": 512, "rms_norm_eps": 1e-6, **fields, **overrides}
+    torch.manual_seed(seed)
+    cfg = getattr(transformers, config_name)(**fields)
+    model = getattr(transformers, model_name)(cfg).float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+            elif "q_proj" in name or "k_proj" in name:
+                p.mul_(4.0)          # peaked attention: RoPE / q-k norm errors show in log-probs
+            elif "embed_tokens" in name or "lm_head" in name:
+                p.mul_(5.0)          # peaked next-token distributions, varied greedy samples
+    model.save_pretrained(str(directory))
+    return model
