@@ -21,6 +21,9 @@ for _k, _v in {
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+# tests/isolation.py: the heavy modules run in child processes (the suite's memory footprint)
+pytest_plugins = ["isolation"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MINDRL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -179,6 +182,7 @@ if _RSS_LOG:
         before = _status_mb("VmRSS")
         yield
         with open(_RSS_LOG, "a") as f:
-            f.write(_json.dumps({"test": item.nodeid, "before_mb": round(before),
+            f.write(_json.dumps({"test": item.nodeid, "pid": os.getpid(),
+                                 "before_mb": round(before),
                                  "after_mb": round(_status_mb("VmRSS")),
                                  "peak_mb": round(_status_mb("VmHWM"))}) + "\n")
