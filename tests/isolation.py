@@ -6,7 +6,8 @@ The parent collects as usual; at the first selected test of an isolated module i
 ``python -m pytest MODULE`` restricted to that module's selected tests, and replays the child's
 reports (pass/fail/skip, tracebacks, captured output) as its own, so results, ``-x``, ``-ra`` and
 the summary read as if the tests had run in-process. A child that dies without reporting (a
-crash, an out-of-memory kill) fails the tests it did not report, with its output's tail.
+crash, an out-of-memory kill) fails the test it was running, with its output's tail, and a
+new child runs the module's remaining tests.
 
 Isolated: the modules under :data:`HEAVY` (their growth measured with ``MINDRL_RSS_LOG``, see
 conftest.py). ``MINDRL_TEST_ISOLATE=0`` runs everything in one process (for a debugger); a run
@@ -52,9 +53,11 @@ def pytest_collection_finish(session):
 
 
 def _run_child(item) -> dict:
-    """Run the selected tests of ``item``'s module in a child; {nodeid: [TestReport]}."""
+    """Run the selected tests of ``item``'s module from ``item`` on in a child:
+    {nodeid: [TestReport]}, and under "<child>" (its first test, exit code, output's tail)."""
     config, mod = item.config, _module(item)
     ids = [i.nodeid for i in item.session.items if _module(i) == mod]
+    ids = ids[ids.index(item.nodeid):]
     base = Path(str(config._tmp_path_factory.getbasetemp()))
     work = Path(tempfile.mkdtemp(prefix="child-", dir=base))
     (work / "ids.json").write_text(json.dumps(ids))
@@ -73,19 +76,21 @@ def _run_child(item) -> dict:
     path = work / "reports.jsonl"
     for line in (path.read_text().splitlines() if path.exists() else []):
         rep = config.hook.pytest_report_from_serializable(config=config, data=json.loads(line))
+        if isinstance(rep.longrepr, list):        # a skip's (path, line, reason): JSON made it a list
+            rep.longrepr = tuple(rep.longrepr)
         out.setdefault(rep.nodeid, []).append(rep)
-    out["<child>"] = (proc.returncode, proc.stdout[-6000:])
+    out["<child>"] = (ids[0], proc.returncode, proc.stdout[-6000:])
     return out
 
 
 def _lost(item, child) -> list:
     from _pytest.reports import TestReport
 
-    rc, tail = child
+    _, rc, tail = child
+    how = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
     return [TestReport(item.nodeid, item.location, {}, "failed",
-                       f"the child pytest process running {_module(item)} exited with code {rc} "
-                       f"before reporting this test; its output ends with:\n{tail}",
-                       "call", [])]
+                       f"the child pytest process running {_module(item)} {how} before this "
+                       f"test finished; its output ends with:\n{tail}", "call", [])]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -94,13 +99,18 @@ def pytest_runtest_protocol(item, nextitem):
     if _module(item) not in getattr(config, "_isolated_modules", ()):
         return None
     cache = config._isolated_reports
-    if _module(item) not in cache:
+    reports = cache.get(_module(item))
+    if reports is None or (item.nodeid not in reports
+                           and reports["<child>"][0] != item.nodeid):
+        # the module's first test, or the child died before this one: a (new) child from here
         cache.clear()                     # one module's reports at a time
-        cache[_module(item)] = _run_child(item)
-    reports = cache[_module(item)]
+        reports = cache[_module(item)] = _run_child(item)
+    mine = reports.get(item.nodeid, [])
+    if not any(r.when == "teardown" for r in mine):
+        mine = mine + _lost(item, reports["<child>"])
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    for rep in reports.get(item.nodeid) or _lost(item, reports["<child>"]):
+    for rep in mine:
         ihook.pytest_runtest_logreport(report=rep)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     # the parent's own set-up stack (directories, session) follows the run as usual
