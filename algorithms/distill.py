@@ -65,12 +65,6 @@ def reverse_kl_k1(student_logp, teacher_logp, mask) -> np.ndarray:
     return (s - q) * np.asarray(mask, np.float64)
 
 
-def mean_reverse_kl(student_logp, teacher_logp, mask) -> float:
-    """Token mean of :func:`reverse_kl_k1` over the valid tokens (0 when there are none)."""
-    m = np.asarray(mask, np.float64)
-    return float(reverse_kl_k1(student_logp, teacher_logp, m).sum() / max(m.sum(), 1.0))
-
-
 def full_reverse_kl(ops, student_logits, teacher_logits):
     """(..., V) logits of the student (differentiable) and of the teacher (a constant; it is
     stopped here too) -> (...) exact KL(p_s || p_t) = sum_v p_s (log p_s - log p_t) in nats."""

@@ -17,11 +17,9 @@ solver, and a loader for d1's ``countdown_cd3_test.jsonl`` (``input`` "30,100,93
 from __future__ import annotations
 
 import ast
-import json
 import random
 import re
 from fractions import Fraction
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from rewards.registry import REWARDS
@@ -232,19 +230,3 @@ def make_countdown(rng: random.Random, k: int, max_number: int = 99,
             expr = expr[1:-1] if expr.startswith("(") else expr
             rng.shuffle(nums)
             return nums, int(value), expr
-
-
-def load_countdown_jsonl(path: Union[str, Path]) -> List[Dict[str, object]]:
-    """Rows ``{"nums": [int], "target": int}`` from a d1-style JSONL (``input`` "30,100,93",
-    ``output`` "23") or a Mini-R1-style one (``nums``, ``target``)."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            if "input" in rec:
-                rows.append({"nums": _nums(rec["input"]), "target": int(float(rec["output"]))})
-            else:
-                rows.append({"nums": _nums(rec["nums"]), "target": int(float(rec["target"]))})
-    return rows

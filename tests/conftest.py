@@ -21,6 +21,9 @@ for _k, _v in {
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+# tests/isolation.py: the heavy modules run in child processes (the suite's memory footprint)
+pytest_plugins = ["isolation"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MINDRL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -149,3 +152,37 @@ def tiny_run(tmp_path_factory, tiny_dir):
             os.environ["MINDRL_CACHE"] = old
     assert rc == 0
     return run
+
+
+# Memory footprint, per test: MINDRL_RSS_LOG=path appends one JSON line per test (its node id,
+# the process RSS before and after it, and the peak RSS while it ran, in MB). The peak is reset
+# before each test through /proc/self/clear_refs, so it is that test's own; off by default,
+# since the reset also lowers the process's ru_maxrss that a caller may read.
+_RSS_LOG = os.environ.get("MINDRL_RSS_LOG")
+
+
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+if _RSS_LOG:
+    import json as _json
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+        before = _status_mb("VmRSS")
+        yield
+        with open(_RSS_LOG, "a") as f:
+            f.write(_json.dumps({"test": item.nodeid, "pid": os.getpid(),
+                                 "before_mb": round(before),
+                                 "after_mb": round(_status_mb("VmRSS")),
+                                 "peak_mb": round(_status_mb("VmHWM"))}) + "\n")

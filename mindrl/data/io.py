@@ -202,15 +202,6 @@ def pick_field(row: Dict[str, Any], candidates: Sequence[str], path, index: int,
                     f"(name one with a field option, e.g. data.prompt_field=...)")
 
 
-def check_fields(rows: Sequence[Dict[str, Any]], fields: Sequence[str], path) -> None:
-    """Raise :class:`DataError` naming the file, 1-based row and field if any row lacks one."""
-    for i, row in enumerate(rows, 1):
-        for name in fields:
-            if name not in row:
-                raise DataError(f"{where(path, i)}: no field '{name}'; its fields are: "
-                                f"{', '.join(sorted(row))}")
-
-
 # ------------------------------------------------------------------------ random access
 INDEX_CHUNK = 1 << 24          # bytes read at a time while indexing a JSONL file
 _ROW_START = (ord("{"), ord("["))

@@ -169,10 +169,6 @@ def render_prompt(problem: str, template: str, tokenizer=None, system_prompt: st
     return t.render(problem, system_prompt=system_prompt, tokenizer=tokenizer)
 
 
-def template_names() -> list:
-    return TEMPLATES.names()
-
-
 def check_template(template: str, tokenizer=None) -> Optional[str]:
     """None if ``template`` is usable with ``tokenizer``, else the reason it is not."""
     if template not in TEMPLATES:

@@ -30,13 +30,6 @@ def answer_key(s: str) -> str:
     return norm.upper() if len(norm) == 1 and norm.isalpha() else norm
 
 
-def quick_equivalent(a: str, b: str) -> bool:
-    """Cheap equivalence (normalised strings, exact numbers; no sympy)."""
-    from rewards.math_grader import is_equivalent  # noqa: PLC0415
-
-    return bool(is_equivalent(a, b, timeout=None, use_math_verify=False))
-
-
 def _score_pair(pred: Optional[str], gold: str, timeout: float, options=None
                 ) -> Optional[float]:
     from rewards.math_grader import is_equivalent  # noqa: PLC0415

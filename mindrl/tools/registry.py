@@ -1,8 +1,8 @@
 """Tools a model may call, chosen by name like rewards.
 
 A tool is a :class:`Tool`: a ``name``, a JSON-schema ``parameters`` object describing its
-arguments (what a ``<tool_call>`` must carry, and what a chat template with tools shows the
-model), and a callable ``fn(**arguments) -> str``. Built-in: ``python`` (runs ``code`` in the
+arguments (what a ``<tool_call>`` must carry: :func:`check_arguments` holds each call to it),
+and a callable ``fn(**arguments) -> str``. Built-in: ``python`` (runs ``code`` in the
 sandbox, :mod:`mindrl.tools.sandbox`). Users add tools by import path, ``pkg.mod:function``:
 the function's ``parameters`` attribute (a JSON schema) is used when present, else its
 keyword parameters become required string arguments.
@@ -164,12 +164,6 @@ class ToolExecutor:
 
     def close(self) -> None:
         self._exec.shutdown(wait=True)
-
-
-def tool_schemas(tools: Sequence[Tool]) -> List[Dict[str, Any]]:
-    """The OpenAI-style function list a chat template with tools renders."""
-    return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.parameters}} for t in tools]
 
 
 def build_tools(names: Sequence[str]) -> List[Tool]:

@@ -52,7 +52,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
 
@@ -594,10 +594,6 @@ class SandboxPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def with_limits(limits: SandboxLimits, **changes) -> SandboxLimits:
-    return replace(limits, **{k: v for k, v in changes.items() if v is not None}).check()
 
 
 __all__ = ["Sandbox", "SandboxPool", "SandboxLimits", "SandboxResult", "resolve_isolation",

@@ -272,7 +272,7 @@ class RLTrainer(Trainer):
                 and self.ahead is None:     # async: the gap is one update's drift, by design
             log.warning("step %d: rollout-vs-trainer log-prob gap %.4f nats exceeds "
                         "rollout.logprob_gap_warn=%.3f: the engine and the trainer disagree "
-                        "(stale weights or mismatched sampling)", self.step, gap,
+                        "(stale weights or mismatched sampling)", self.step + 1, gap,
                         cfg.rollout.logprob_gap_warn)
         return metrics
 

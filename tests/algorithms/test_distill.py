@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from algorithms import get_ops, rl_loss
-from algorithms.distill import distill_advantages, mean_reverse_kl, reverse_kl_k1
+from algorithms.distill import distill_advantages, reverse_kl_k1
 from mindrl.config.loader import load_config
 from mindrl.errors import ConfigError
 
@@ -24,7 +24,6 @@ def test_reverse_kl_and_advantage_by_hand():
     # k1 = s - q on valid tokens: [1.0, -0.75, 0.0], [3.0]; padding 0
     assert reverse_kl_k1(STUDENT, TEACHER, MASK).tolist() == [[1.0, -0.75, 0.0],
                                                               [3.0, 0.0, 0.0]]
-    assert mean_reverse_kl(STUDENT, TEACHER, MASK) == pytest.approx((1.0 - 0.75 + 0 + 3) / 4)
     # A = 0.5 * task - 2 * k1
     adv = distill_advantages(TASK, MASK, task_weight=0.5, coef=2.0, student_logp=STUDENT,
                              teacher_logp=TEACHER)

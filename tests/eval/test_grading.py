@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from mindrl.eval.grading import Grader, answer_key, quick_equivalent
+from mindrl.eval.grading import Grader, answer_key
 
 TEXTS = ["so \\boxed{\\frac12}", "no answer here", "\\boxed{x^2+2x+1}", "<answer>025</answer>"]
 GOLDS = ["0.5", "3", "(x+1)^2", "25"]
@@ -35,6 +35,5 @@ def test_vote_helpers():
     assert answer_key("\\text{(C)}") == answer_key("C") == answer_key("c")
     assert answer_key("0.5") == answer_key("\\frac{1}{2}") == answer_key("1/2")
     assert answer_key("025") == answer_key("25") != answer_key("26")
-    assert quick_equivalent("0.5", "\\frac{1}{2}") and not quick_equivalent("2", "3")
     with pytest.raises(ValueError, match="extract mode"):
         Grader(mode="weird")

@@ -1,10 +1,12 @@
 """Knights & knaves and Countdown: generators, solvers, parsers, rewards."""
 
+import json
+
 import pytest
 
+from mindrl.data.prompts import countdown_columns
 from rewards.countdown import (CountdownFormat, UnsafeExpression, check_equation,
-                               countdown_equation, generate_countdown, load_countdown_jsonl,
-                               safe_eval, solve_countdown)
+                               countdown_equation, generate_countdown, safe_eval, solve_countdown)
 from rewards.knights_knaves import (KKAnswer, generate_puzzle, generate_puzzles, kk_format,
                                     parse_answer, solve)
 
@@ -104,8 +106,10 @@ def test_countdown_generator_solvable_and_seeded():
 
 
 def test_countdown_loader_and_solver(shared_data):
-    rows = load_countdown_jsonl(shared_data / "tasks" / "countdown_cd3_test.d1.jsonl")
-    assert len(rows) == 256 and rows[0] == {"nums": [30, 100, 93], "target": 23}
+    # the rows as the built-in ``countdown`` prompt set reads them
+    lines = (shared_data / "tasks" / "countdown_cd3_test.d1.jsonl").read_text().splitlines()
+    rows = [countdown_columns(json.loads(x)) for x in lines if x.strip()]
+    assert len(rows) == 256 and (rows[0]["nums"], rows[0]["target"]) == ([30, 100, 93], 23)
     for r in rows[:40]:
         eq = solve_countdown(r["nums"], r["target"])
         assert eq is not None and check_equation(eq, r["nums"], r["target"])

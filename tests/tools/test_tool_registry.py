@@ -6,7 +6,7 @@ import pytest
 from mindrl.registry import RegistryError
 from mindrl.tools.formats import find_call, render_output
 from mindrl.tools.registry import (TOOLS, ToolCall, ToolExecutor, build_tools, check_arguments,
-                                   resolve_tool, tool_schemas)
+                                   resolve_tool)
 from mindrl.tools.sandbox import Sandbox, SandboxLimits, SandboxPool
 
 
@@ -33,8 +33,7 @@ def test_user_tools_by_import_path(executor):
     # schema from the function's `parameters`, or its keyword parameters as required strings
     assert resolve_tool("user_tools:shout").parameters == {
         "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-    names = [s["function"]["name"] for s in tool_schemas(executor.tools.values())]
-    assert names == ["python", "add", "shout"]
+    assert list(executor.tools) == ["python", "add", "shout"]
 
 
 def test_bad_calls_become_error_outputs(executor):

@@ -2,7 +2,10 @@
 end-to-end run of the pipeline (SFT warm-up -> checkpoint -> GRPO from it -> table, curves).
 
 The full demo (mini model, 1200 SFT steps, 60 GRPO steps, a few minutes) is what shows RL
-beating SFT; the short run here checks the plumbing in seconds, not the gain."""
+beating SFT. The short runs here show what a few steps must: the SFT loss falls (the same
+numbers on every run: they are deterministic for the seed), and the table reports the GRPO run's
+own validation rows. A few SFT steps on the tiny model answer nothing right yet, so every GRPO
+group scores 0, its advantages are 0 and the update is exactly zero (grad_norm 0)."""
 
 import json
 import random
@@ -11,6 +14,7 @@ import pytest
 
 from mindrl.trainer.prompts import arithmetic_options, build_streams
 from rewards.arithmetic import add_without_carry, arithmetic_reward, format_answer, make_problem
+from trainer_helpers import check_demo_run
 
 
 def test_add_without_carry_and_reversed_answers():
@@ -62,7 +66,8 @@ def test_demo_pipeline_end_to_end_short(tmp_path):
     assert (model / "config.json").is_file() and (model / "model.safetensors").is_file()
     meta = json.loads((model / "mindrl_meta.json").read_text())
     assert meta["step"] == 30
-    assert 0.0 <= result["sft_accuracy"] <= 1.0 and 0.0 <= result["rl_accuracy"] <= 1.0
+    # 30 steps: 6.908 -> 4.700 (measured, seed 3)
+    check_demo_run(tmp_path, result, 30, 3, first_sft_loss=6.9084, loss_ratio=0.72)
     assert 0.0 < result["sft_seconds"] < result["seconds"]
     assert (tmp_path / "grpo" / "curves.png").stat().st_size > 0
     # the seed reached both stages; GRPO started from the SFT checkpoint
@@ -85,7 +90,9 @@ def test_demo_other_tasks_run_both_stages(tmp_path, task):
                                          "validation.every=2", "train.seed=1"],
                       sft_overrides=quick + ["model.path=builtin:tiny", "train.steps=3",
                                              "validation.every=0"])
-    assert 0.0 <= result["sft_accuracy"] <= 1.0 and 0.0 <= result["rl_accuracy"] <= 1.0
+    # 3 steps, seed 1: kk 6.736 -> 6.522, countdown 6.948 -> 6.839 (measured)
+    first, ratio = {"kk": (6.7364, 0.975), "countdown": (6.9484, 0.99)}[task]
+    check_demo_run(tmp_path, result, 3, 2, first_sft_loss=first, loss_ratio=ratio)
     spec = "kk_compact:" if task == "kk" else "countdown_compact:"
     for stage in ("sft", "grpo"):
         assert spec in (tmp_path / stage / "config.yaml").read_text()

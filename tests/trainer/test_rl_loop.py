@@ -263,17 +263,22 @@ def test_fsdp_two_ranks_equal_one_process_and_resume(tmp_path):
         np.testing.assert_allclose(wa[k], wb[k], rtol=1e-4, atol=1e-5, err_msg=k)
 
 
+GAP_ALARM = "rollout-vs-trainer log-prob gap"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "mindspore"])
-def test_vllm_engine_in_the_loop_stays_in_sync(tmp_path, backend):
+def test_vllm_engine_in_the_loop_stays_in_sync(tmp_path, backend, caplog):
     """Trainer weights are pushed to vLLM after every update; the rollout-vs-trainer log-prob
-    gap stays at float32 noise (a stale engine shows ~0.1+ nats after one lr=1e-2 step)."""
+    gap stays at float32 noise and its alarm stays silent (a stale engine shows ~0.1+ nats
+    after one lr=1e-2 step: see the next test)."""
     from mindrl.trainer.rl import RLTrainer
 
     cfg = cfg_for(tmp_path, f"backend={backend}", "rollout.engine=vllm", "train.steps=3",
                   "train.lr=1e-2", "reward.functions=[{name: 'trainer_helpers:parity_reward'}]")
     tr = RLTrainer(cfg)
-    tr.fit()
+    with caplog.at_level("WARNING", logger="mindrl"):
+        tr.fit()
     tr.close()
     m = rows(tmp_path)
     assert len(m) == 3
@@ -281,6 +286,31 @@ def test_vllm_engine_in_the_loop_stays_in_sync(tmp_path, backend):
         assert r["rollout/logprob_gap_mean"] < 2e-4, r["rollout/logprob_gap_mean"]
         assert r["grad_norm"] > 0
     assert m[-1]["time/weight_sync"] > 0
+    assert not [r for r in caplog.records if GAP_ALARM in r.getMessage()]
+
+
+@pytest.mark.slow
+def test_a_skipped_weight_sync_raises_the_gap_alarm(tmp_path, caplog, monkeypatch):
+    """The same run with the engine's ``load_weights`` made a no-op: vLLM keeps sampling from
+    the step-0 weights. Step 1 still agrees (nothing was updated yet); from step 2 the gap
+    exceeds ``rollout.logprob_gap_warn`` and the warning names each stale step."""
+    from mindrl.rollout.vllm_engine import VLLMEngine
+    from mindrl.trainer.rl import RLTrainer
+
+    syncs = []
+    monkeypatch.setattr(VLLMEngine, "load_weights", lambda self, weights: syncs.append(1))
+    cfg = cfg_for(tmp_path, "rollout.engine=vllm", "train.steps=3", "train.lr=1e-2",
+                  "reward.functions=[{name: 'trainer_helpers:parity_reward'}]")
+    tr = RLTrainer(cfg)
+    with caplog.at_level("WARNING", logger="mindrl"):
+        tr.fit()
+    tr.close()
+    assert len(syncs) >= 2                 # the trainer did ask for a sync after each update
+    gaps = [r["rollout/logprob_gap_mean"] for r in rows(tmp_path)]
+    warn = cfg.rollout.logprob_gap_warn
+    assert gaps[0] < 2e-4 and min(gaps[1:]) > warn, gaps
+    alarms = [r.getMessage() for r in caplog.records if GAP_ALARM in r.getMessage()]
+    assert [a.split(":")[0] for a in alarms] == ["step 2", "step 3"], alarms
 
 
 @pytest.mark.slow

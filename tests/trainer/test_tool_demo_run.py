@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from trainer_helpers import check_demo_run
+
 
 @pytest.mark.slow
 def test_tool_demo_recipes_run_two_steps(tmp_path, capsys):
@@ -18,8 +20,10 @@ def test_tool_demo_recipes_run_two_steps(tmp_path, capsys):
                                          "validation.every=2", "train.seed=1"],
                       sft_overrides=quick + ["model.path=builtin:tiny", "train.steps=2",
                                              "validation.every=0"])
-    assert 0.0 <= result["sft_accuracy"] <= 1.0 and 0.0 <= result["rl_accuracy"] <= 1.0
-    assert 0.0 <= result["sft_calls"] <= 1.0 and 0.0 <= result["rl_calls"] <= 1.0
+    # 2 SFT steps, seed 1: loss 6.833 -> 6.817 (measured); no held-out answer is right and none
+    # calls the tool yet, so the table's both rows are 0
+    check_demo_run(tmp_path, result, 2, 2, first_sft_loss=6.8329, loss_ratio=0.998)
+    assert result["sft_calls"] == result["rl_calls"] == 0.0
     out = capsys.readouterr().out
     assert "sandbox isolation:" in out and "| tool calls per sample |" in out
     sft = [json.loads(x) for x in (tmp_path / "sft" / "metrics.jsonl").read_text().splitlines()]

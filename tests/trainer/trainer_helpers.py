@@ -1,4 +1,5 @@
-"""Rewards used by the trainer tests (importable by dotted path: trainer_helpers:...)."""
+"""Rewards used by the trainer tests (importable by dotted path: trainer_helpers:...), and checks
+shared by their runs."""
 
 
 def parity_reward(completions, problem, **_):
@@ -54,3 +55,28 @@ def hang_reward(completions, completion_lengths=(), **_):
     Path(os.environ["MINDRL_TEST_HANG_MARKER"]).touch()
     while True:
         time.sleep(0.05)
+
+
+def check_demo_run(run_dir, result, sft_steps, grpo_steps, first_sft_loss, loss_ratio):
+    """What a short demo run must show (see the module docstring), measured for its seed: SFT
+    loss from ``first_sft_loss`` at step 1 down to below ``loss_ratio`` of it at the last step,
+    falling at every step; the table's accuracies are the GRPO run's step-0 and last
+    validation; no GRPO sample is rewarded, so no GRPO update moves the weights."""
+    import pytest
+
+    from mindrl.trainer.logger import read_metrics
+
+    sft = [r for r in read_metrics(run_dir / "sft") if r["step"] > 0]
+    losses = [r["loss"] for r in sft]
+    assert [r["step"] for r in sft] == list(range(1, sft_steps + 1))
+    assert losses[0] == pytest.approx(first_sft_loss, abs=2e-3), losses
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert losses[-1] < loss_ratio * losses[0], losses
+    grpo = read_metrics(run_dir / "grpo")
+    val = [r for r in grpo if r.get("val/accuracy") is not None]
+    assert [r["step"] for r in val] == [0, grpo_steps]
+    assert (result["sft_accuracy"], result["rl_accuracy"]) == (val[0]["val/accuracy"],
+                                                                val[-1]["val/accuracy"]) == (0, 0)
+    steps = [r for r in grpo if r["step"] > 0 and "reward/mean" in r]
+    assert [r["step"] for r in steps] == list(range(1, grpo_steps + 1))
+    assert all(r["reward/mean"] == 0 and r["grad_norm"] == 0 for r in steps), steps
