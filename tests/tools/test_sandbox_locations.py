@@ -180,8 +180,13 @@ def test_the_snippet_runs_and_sees_only_the_installation(location, isolation, el
     assert "SECRET" not in r.stdout
     seen = out["seen"]
     allowed = {"work", place.name}                      # work: the snippet's own directory
-    if REPO.is_relative_to("/tmp"):
-        allowed.add(REPO.relative_to("/tmp").parts[0])   # the runner's folder is bound
+    # the runner's folder and this interpreter's installation are bound (a checkout or venv
+    # that itself lives under /tmp, as in CI's copy, whose venv reaches the packages of the
+    # checkout's venv through a .pth file): the path down to them shows, nothing beside it
+    for p in [REPO, Path(sys.prefix), Path(sys.base_prefix)] + [Path(x) for x in sys.path if x]:
+        for q in {p, p.resolve()}:
+            if q.is_absolute() and q.is_relative_to("/tmp") and q != Path("/tmp"):
+                allowed.add(q.relative_to("/tmp").parts[0])
     assert set(seen["/tmp"]) <= allowed, seen["/tmp"]
     if kind == "home":
         assert seen[str(place)] == [".local"]            # not .ssh, not secret.txt
