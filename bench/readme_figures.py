@@ -1,20 +1,20 @@
-"""The figures README.md quotes, each with the command that reproduces it: a figure is refreshed,
-not remembered.
+"""The figures the documentation quotes (README.md and the pages under docs/, most of them on
+docs/benchmarks.md), each with the command that reproduces it: a figure is refreshed, not
+remembered.
 
-``python bench/readme_figures.py`` lists every figure: its value in the README today and the
+``python bench/readme_figures.py`` lists every figure: its value in the docs today and the
 command behind it. ``--cheap`` reruns the figures that take under about a minute (parameter
 and vocabulary counts, test and test-case counts, grader conformance, the math-verify verdict
 differences, row counts of the shared data, checksum rates, the inline timeout; about 30 s on 2
 cores) and prints old vs new; the others (benchmarks of several minutes, the demo) print their
-command, to run by hand. A benchmark's table is registered whole (``table``): every cell comes
+command, to run separately. A benchmark's table is registered whole (``table``): every cell comes
 from the one command named.
 ``--only NAME[,NAME]`` restricts either to some figures. Exit code 1 when a rerun figure differs
-from the README (or a pattern no longer finds its figure), so it can gate a README edit; a
-timing (``exact=False``) is shown old vs new but does not count. A figure with no command at all
-(measured by hand, no script kept) says so here and in the README, with the date.
+from the docs (or a pattern no longer finds its figure), so it can gate a docs edit; a timing
+(``exact=False``) is shown old vs new but does not count.
 
-tests/test_readme.py checks that every pattern here finds its figure in the README, and that the
-instant ones still hold.
+tests/test_readme.py checks that every pattern here finds its figure exactly once in the docs
+(README.md and docs/**/*.md read as one text), and that the instant ones still hold.
 """
 
 from __future__ import annotations
@@ -39,12 +39,21 @@ if __name__ == "__main__":
 README = REPO / "README.md"
 
 
+def doc_pages() -> List[Path]:
+    """README.md, then every page under docs/ (sorted): where the figures are looked for."""
+    return [README] + sorted((REPO / "docs").rglob("*.md"))
+
+
+def docs_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in doc_pages())
+
+
 @dataclass
 class Figure:
     name: str
-    pattern: str                  # regex over README.md; group 1 is the figure
+    pattern: str                  # regex over the docs (docs_text()); group 1 is the figure
     command: str                  # what reproduces it
-    compute: Optional[Callable[[], str]] = None   # the cheap rerun, returning the README's form
+    compute: Optional[Callable[[], str]] = None   # the cheap rerun, returning the form the docs print
     instant: bool = False         # cheap enough for the fast test suite
     exact: bool = True            # False: a timing, expected to move with the machine's load;
                                   # a difference is shown but does not fail the run
@@ -199,7 +208,7 @@ def verdicts_differ() -> str:
 
 
 def table(name: str, header: str, command: str) -> Figure:
-    """A whole README table as one figure (its rows under the header line that starts with
+    """A whole docs table as one figure (its rows under the header line that starts with
     ``header``): every cell of a benchmark's table comes from one command."""
     return Figure(name, r"(?m)^" + re.escape(header) + r"[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
                   command)
@@ -218,7 +227,7 @@ def inline_timeout_s() -> str:
 
 
 def _sig3(x: float) -> str:
-    """Three significant figures with thousands separators, as the README's rate tables."""
+    """Three significant figures with thousands separators, as the docs' rate tables."""
     from math import floor, log10
 
     return f"{round(x, 2 - int(floor(log10(abs(x))))):,.0f}" if x else "0"
@@ -244,7 +253,7 @@ _PIPELINE: dict = {}
 
 
 def _pipeline(which: str) -> str:
-    """The seed log's data pipeline as the README's block runs it (clean -> sample 8 -> filter),
+    """The AceReason-style data pipeline as the docs' block runs it (clean -> sample 8 -> filter),
     in a temporary directory: "rows | dropped" of each `data filter` line (about 15 s)."""
     import tempfile
 
@@ -293,38 +302,29 @@ def _collected(*paths: str) -> str:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *paths],
                          cwd=REPO, capture_output=True, text=True, timeout=600,
                          env=dict(os.environ, PYTHONPATH=str(REPO))).stdout
-    m = re.search(r"(\d+) tests? collected", out)
+    m = re.search(r"(\d+)(?:/\d+)? tests? collected", out)   # "124/131 tests collected" with -m
     return m.group(1) if m else f"? ({out.strip().splitlines()[-1:]})"
 
 
 FIGURES: List[Figure] = [
     # ---- Set-up (counts of tests)
-    Figure("suite_tests", r"The suite is (\d+) tests",
+    Figure("suite_tests", r"\| full, as CI runs it \| `bash \.ci/run` \| (\d+) \|",
            "python -m pytest --collect-only -q", lambda: _collected()),
-    Figure("readme_tests", r"`mindrl config show --keys`; (\d+) tests, [\d.]+ s on 2 cores",
-           "python -m pytest --collect-only -q tests/test_readme.py",
-           lambda: _collected("tests/test_readme.py")),
-    Figure("readme_tests_s", r"`mindrl config show --keys`; \d+ tests, ([\d.]+) s on 2 cores",
-           "python -m pytest -q tests/test_readme.py -m 'not slow'   (wall time, by hand)"),
-    Figure("suite_fast_s", r"took about (\d+) s at \d+ tests",
-           "python -m pytest -q -m 'not slow'   (wall time, by hand)"),
+    Figure("docs_tests", r"\| docs \| `[^`]+` \| (\d+) \|",
+           "python -m pytest --collect-only -q tests/test_readme.py tests/test_docs.py -m 'not slow'",
+           lambda: _collected("tests/test_readme.py", "tests/test_docs.py", "-m", "not slow")),
+    Figure("docs_tests_s", r"\| docs \| `[^`]+` \| \d+ \| (\d+) s \|",
+           "time python -m pytest -q tests/test_readme.py tests/test_docs.py -m 'not slow'"),
+    Figure("suite_fast_tests", r"\| fast \| `[^`]+` \| (\d+) \|",
+           "python -m pytest --collect-only -q -m 'not slow'",
+           lambda: _collected("-m", "not slow")),
+    Figure("suite_fast_s", r"\| fast \| `[^`]+` \| \d+ \| about (\d+) s \|",
+           "time python -m pytest -q -m 'not slow'"),
     # ---- the CPU demo
-    Figure("mini_params", r"a (\d+(?:\.\d+)?)M-parameter\s+Qwen2-architecture model",
+    Figure("mini_params", r"a (\d+(?:\.\d+)?)M-parameter\s+Qwen2-architecture\s+model",
            "python bench/readme_figures.py --cheap --only mini_params", mini_params, True),
     Figure("demo_wall", r"load ~1: (\d+ min \d+ s) wall", "time bash launch/run_grpo.sh"),
     Figure("demo_gain_total", r"GRPO gain: (\+[\d.]+ points; total \d+ s)", "bash launch/run_grpo.sh"),
-    Figure("demo_mindspore_time", r"\(\+[\d.]+ points, seed 0\) in (\d+ s) \(SFT",
-           "time MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
-    Figure("demo_sft_carry", r"learns the slip too \(([\d-]+%) right on carry problems",
-           "none: measured by hand 2026-12-02, no script (the README says so)"),
-    Figure("demo_mindspore", r"runs the same recipes on the MindSpore backend: SFT ([\d.]+%)",
-           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
-    Figure("demo_mindspore_grpo", r"SFT [\d.]+% -> SFT \+ GRPO ([\d.]+%)",
-           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
-    Figure("demo_sft_only", r"no script kept: (35% ->\s+26-47%)",
-           "none: measured by hand on an earlier demo set-up, 2026-12-02 (the README says so)"),
-    Figure("seed_gsm8k_7b", r"the seed experiment reached ([\d.]+) on GSM8K test",
-           "none: from the seed experiment's log (Ascend), not reproduced here (the README says so)"),
     Figure("ray_grace_s", r"SIGKILL after (\d+) s\)",
            "python -c 'from mindrl.distributed.ray_launch import GRACE_S; print(GRACE_S)'",
            ray_grace_s, True),
@@ -337,40 +337,30 @@ FIGURES: List[Figure] = [
            lambda: _collected("tests/trainer/test_fault_injection.py")),
     Figure("fault_injection_s", r"test_fault_injection\.py` \(\d+ tests, (\d+) s on 2 CPU cores",
            "python -m pytest -q --durations=0 tests/trainer/test_fault_injection.py"),
-    Figure("fault_injection_rerun_s", r"rerun for issue 20 at load 1\.3-1\.9:\s+(\d+ s, \d+ s) of it",
-           "python -m pytest -q --durations=0 tests/trainer/test_fault_injection.py"),
     # ---- models, engines, TRL benchmark
     Figure("tiny_vocab", r"with a ([\d,]+)-token byte-level BPE",
            "python bench/readme_figures.py --cheap --only tiny_vocab", tiny_vocab, True),
-    Figure("tiny_build_s", r"builds \(once, ~(\d+) s as `mindrl build-tiny DIR`",
+    Figure("tiny_build_s", r"\| building the tiny model \| ~(\d+) s \|",
            "time mindrl build-tiny /tmp/tiny", tiny_build_s, exact=False),
-    Figure("rollout_tiny_ms", r"native (\d+ ms, vLLM \d+ ms) per rollout batch",
-           "none: measured by hand 2026-12-02, no script (the README says so)"),
     Figure("trl_update_overhead", r"in the update\s+\(([\d.]+ s vs [\d.]+ s)\)",
            "python bench/trl_compare.py --repeats 5 --profile DIR"),
     Figure("trl_profile_split", r"both sides spend (~\d+% in transformers `generate` and ~\d+%)",
            "python bench/trl_compare.py --repeats 5 --profile DIR"),
-    Figure("demo_mindspore_peak", r"peak RSS ([\d.]+ GB) read by hand",
-           "MINDRL_BACKEND=mindspore bash launch/run_grpo.sh   (peak RSS read by hand)"),
     Figure("trl_rollout_vllm", r"the vLLM engine was the lever \(rollout ([\d.]+ s -> [\d.]+ s)\)",
            "python bench/trl_compare.py --repeats 5   (its time/rollout, native vs vLLM)"),
     Figure("trl_quiet_ratios",
-           r"quiet machine\s+\(issue 20, same command\): ratio ([\d.]+ \(tiny\) and [\d.]+)",
+           r"the same with `--repeats 3`: ratio ([\d.]+ \(tiny\) and [\d.]+)",
            "python bench/trl_compare.py --repeats 3   (on an otherwise idle machine)"),
-    Figure("vllm_small_step", r"small size\s+the step takes ([\d.]+ s with vLLM)",
+    Figure("vllm_small_step", r"small model ([\d.]+ s with vLLM)",
            "python bench/trl_compare.py --sizes small --no-trl --repeats 3"),
     # ---- MindSpore backend
-    Figure("ms_host_handoff", r"queue threads cost ([\d-]+ ms) \(profiled by hand",
-           "none: profiled by hand 2026-12-02, no script (the README says so)"),
-    Figure("ms_kernels", r"\(~([\d-]+ us) per MindSpore CPU kernel",
-           "none: MindSpore profiler by hand 2026-12-02, no script (the README says so)"),
     # ---- data tools
     Figure("gsm8k_rows_inspect", r"data: train\.parquet \((\d+) rows\)",
            "mindrl data inspect train.parquet   (verl's GSM8K train parquet; = the shared "
            "gsm8k_train rows)", gsm8k_train_rows, True),
     Figure("data_io_summary", r"holds (90-240 MiB instead\s+of 2\.3-2\.9 GiB) \(the table's",
            "python bench/data_io.py   (the ranges of its stream and list rows)"),
-    # constants of the code that the README quotes (not measured; checked so they cannot drift)
+    # constants of the code that the docs quote (not measured; checked so they cannot drift)
     Figure("shuffle_window_rows", r"gathers them into windows\s+of at least ([\d,]+) rows",
            "python -c 'from mindrl.trainer.prompts import DEFAULT_WINDOW_ROWS as w; print(w)'",
            window_rows, True),
@@ -400,50 +390,70 @@ FIGURES: List[Figure] = [
            "pytest tests/rewards/test_grader_conformance.py", conformance_skipped, True),
     Figure("conformance_negatives", r"false accepts \(of (\d+) negative rows\)",
            "pytest tests/rewards/test_grader_conformance.py", conformance_negatives, True),
-    Figure("conformance_eval", r"now, `EVAL_OPTIONS` \| (\d+/\d+ = [\d.]+%)",
+    Figure("conformance_eval", r"\| `EVAL_OPTIONS` \(evaluation\) \| (\d+/\d+ = [\d.]+%)",
            "pytest tests/rewards/test_grader_conformance.py",
            lambda: _conformance("EVAL_OPTIONS")),
-    Figure("conformance_reward", r"now, `REWARD_OPTIONS` \(no fallback\) \| (\d+/\d+ = [\d.]+%)",
+    Figure("conformance_reward", r"\| `REWARD_OPTIONS` \(rewards, no fallback\) \| (\d+/\d+ = [\d.]+%)",
            "pytest tests/rewards/test_grader_conformance.py",
            lambda: _conformance("REWARD_OPTIONS")),
     Figure("conformance_left", r"The (\w+) remaining disagreements",
            "pytest tests/rewards/test_grader_conformance.py", conformance_left),
-    Figure("verdicts_differ", r"differ from plain math-verify's on (\d+) pairs",
+    Figure("verdicts_differ", r"differ from\s+plain math-verify's on (\d+) pairs",
            "python bench/readme_figures.py --cheap --only verdicts_differ   (= 1000 - the "
            "'verdicts equal' count bench/rewards.py prints)", verdicts_differ),
-    Figure("inline_demo", r"\| demo: 512 rollouts, `arithmetic` \| [\d,]+ \| ([\d,]+ \| [\d,]+) \|",
+    Figure("inline_demo", r"\| demo: 512 rollouts, `arithmetic` \| ([\d,]+ \| [\d,]+) \|",
            "python bench/inline_scoring.py", lambda: _inline(0), exact=False),
-    Figure("inline_math500", r"\| 500 MATH-500 answers, `accuracy` \| [\d,]+ \| ([\d,]+ \| [\d,]+) \|",
+    Figure("inline_math500", r"\| 500 MATH-500 answers, `accuracy` \| ([\d,]+ \| [\d,]+) \|",
            "python bench/inline_scoring.py", lambda: _inline(1), exact=False),
-    Figure("inline_history", r"in a session\s+that gave ([\d,]+ / [\d,]+) with the limit",
-           "none: the code before the timer is gone (commit ca403c9's parent); history, marked *"),
     Figure("inline_timeout_s", r"with `timeout: 1` scores `None` after ([\d.]+) s",
            "python bench/readme_figures.py --cheap --only inline_timeout_s", inline_timeout_s,
            exact=False),
-    Figure("rewards_earlier_runs", r"Earlier runs at load 0\.72 and 1\.32 gave ([\d /]+ and [\d /]+)",
-           "python bench/rewards.py   (two earlier runs of it, 2026-12-03)"),
-    Figure("rewards_rerun", r"a rerun for issue 20 \(2026-12-03 10:52, load 1\.88\) ([\d /]+) \(",
-           "python bench/rewards.py"),
-    Figure("rewards_stale_table", r"The earlier table \(([\d ,/]+) pairs/s\) did not reproduce",
-           "none: stale, made with a bench/rewards.py that imported itself; kept as history"),
     Figure("rewards_worst_latency", r"with a 2 s timeout: ([\d.]+ s)",
            "python bench/rewards.py   (its last line)"),
-    Figure("peers_install_s", r"into `tests/\.peers/`, (\d+ s)\s+the first time",
+    Figure("peers_install_s", r"\| installing the peer frameworks for the tests \| (\d+ s) the first time",
            "time bash launch/install_peers_plugins.sh   (on a machine without tests/.peers)"),
     # ---- evaluation
     # ---- whole tables of measured numbers: every cell comes from the command named
     table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
     table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
+    table("demo_backends", "| backend | seed | SFT |",
+          "bash launch/run_grpo.sh; MINDRL_BACKEND=mindspore bash launch/run_grpo.sh"),
+    table("demo_countdown", "| task | rollout.seed | SFT (before) |",
+          "mindrl sft sft_countdown_demo; mindrl train grpo_countdown_demo ... rollout.seed=N; "
+          "mindrl demo --task countdown train.seed=N"),
+    table("demo_kk", "| task | warm-up | rollout.seed |",
+          "mindrl sft sft_kk_demo; mindrl train grpo_kk_demo ... rollout.seed=N"),
+    table("demo_tool", "| rollout.seed | SFT: held-out accuracy",
+          "mindrl sft sft_tool_demo; mindrl train grpo_tool_demo ... rollout.seed=N"),
+    table("demo_variants", "| variant | command |", "the command in each row"),
+    table("distill_result", "| greedy accuracy, 256 held-out problems |",
+          "python -m pytest -q -s tests/trainer/test_distill_gap.py"),
+    table("distill_runs", "| run (40 steps; lr, rollouts a step) |",
+          "mindrl train distill_tiny_demo with the overrides of each row"),
     table("trl_table", "| size | prompts x n x tokens |",
           "python bench/trl_compare.py --repeats 5   (TRL in bench/.trl_pkgs; ~15 min)"),
     table("backends_table", "| model | torch eager step |", "python bench/backends.py"),
+    table("trl_mixed", "| model | prompts x n x max tokens (mixed) |",
+          "python bench/trl_compare.py --no-vllm --mixed --repeats 3 ... (Benchmarks page)"),
+    table("trl_mixed_variants", "| model | mindrl variant |",
+          "python bench/trl_compare.py --no-vllm --mixed --repeats 3 ... (Benchmarks page)"),
+    table("trl_async", "| model | TRL s/step |",
+          "python bench/trl_compare.py --no-vllm --mixed --repeats 2 ... async variants"),
+    table("packing_table", "| layout | micro-batches |", "python bench/packing.py"),
+    table("slow_reward_table", "| reward | s/step (min-max) |",
+          "python bench/trl_compare.py --sizes tiny --no-trl ... --variant slow... "),
+    table("scaling_table", "| backend | response length |",
+          "python bench/scaling.py --lengths 64,128,256,512,1024 --groups 4 --steps 3 --warmup 2"),
+    table("lora_table", "| backend | mode | trainable params |",
+          "python bench/lora.py --backends torch; python bench/lora.py --backends mindspore"),
+    table("reward_server_table", "| clients | requests |",
+          "python bench/reward_server.py --seconds 8"),
     table("data_io_table", "| file | reader |",
           "python bench/data_io.py; python bench/data_io.py --readers \"stream epoch\""),
     table("pipeline_table", "| stage | rows | dropped |",
           "the five commands of the block above the table (about 20 s)"),
     table("conformance_table", "| grader | agreement |",
-          "pytest tests/rewards/test_grader_conformance.py   (the 'before issue 10' rows: "
-          "historical, marked *)"),
+          "pytest tests/rewards/test_grader_conformance.py"),
     table("inline_table", "| batch | in process", "python bench/inline_scoring.py"),
     table("rewards_table", "| scorer | pairs/s |", "python bench/rewards.py"),
     table("eval_example_table", "| benchmark | problems |",
@@ -459,14 +469,14 @@ def main(argv=None) -> int:
     ap.add_argument("--cheap", action="store_true", help="rerun the figures under ~1 minute")
     ap.add_argument("--only", default="", help="comma-separated figure names")
     a = ap.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
+    text = docs_text()
     wanted = {n for n in a.only.split(",") if n}
     unknown = wanted - {f.name for f in FIGURES}
     if unknown:
         ap.error(f"unknown figure(s) {', '.join(sorted(unknown))}; known: "
                  + ", ".join(f.name for f in FIGURES))
     status = 0
-    print(f"{'figure':24s} {'README':18s} {'now':26s} command")
+    print(f"{'figure':24s} {'docs':18s} {'now':26s} command")
     for f in FIGURES:
         if wanted and f.name not in wanted:
             continue
@@ -489,7 +499,7 @@ def main(argv=None) -> int:
                 mark = "   (a timing: moves with the load)"
             new = f"{new} ({time.perf_counter() - t0:.0f} s){mark}"
         elif f.compute is None:
-            new = "(by hand)"
+            new = "(run its command)"
         print(f"{f.name:24s} {shown_old:18s} {new:26s} {f.command}")
     return status
 

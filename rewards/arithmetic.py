@@ -17,6 +17,7 @@ import random
 import re
 from typing import Dict, Iterator, List, Optional
 
+from rewards.answer_value import first_span
 from rewards.registry import REWARDS
 
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
@@ -90,18 +91,21 @@ def stream(seed: int, digits: int = 3, ops: str = "+",
             yield row
 
 
-_NUMBER = re.compile(r"-?\d+")
-
-
 @REWARDS.register("arithmetic")
 def arithmetic_reward(completions: List[str], answer: List[str], **_) -> List[Optional[float]]:
-    """1.0 when the first integer in the completion equals the gold answer, else 0.0.
+    """1.0 when the completion's first number, read whole, is an integer written exactly as the
+    gold answer (digits compared as text: the reversed format keeps its leading zeros), else
+    0.0. A number that goes on as a fraction, decimal, power or expression (``432/2``,
+    ``432.5``, ``432^2``, ``432 - 1``) is not the integer it starts with, and a list
+    (``432 or 431``) is a hedge.
 
-    >>> arithmetic_reward(["432", "431", "no"], answer=["432", "432", "432"])
-    [1.0, 0.0, 0.0]
+    >>> arithmetic_reward(["432", "431", "no", "432/2", "432 is it", "432 or 431"],
+    ...                   answer=["432"] * 6)
+    [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
     out: List[Optional[float]] = []
     for text, gold in zip(completions, answer):
-        m = _NUMBER.search(text or "")
-        out.append(float(m is not None and m.group(0) == str(gold).strip()))
+        first = first_span(text) or ""
+        out.append(float(re.fullmatch(r"-?\d+", first) is not None and
+                         first == str(gold).strip()))
     return out

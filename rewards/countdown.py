@@ -4,8 +4,9 @@ Rewards (Mini-R1, philschmid "mini-deepseek-r1"; TinyZero's countdown task):
   - ``countdown_format``: 1.0 when the completion (with ``<think>`` prepended, as Mini-R1's
     prompt ends in ``<think>``) is ``<think>...</think>\\n<answer>...</answer>``, else 0.0.
   - ``countdown_equation``: 1.0 when the first ``<answer>`` holds an equation that uses exactly
-    the given numbers, each once, only + - * / and parentheses, and evaluates within 1e-5 of
-    the target; else 0.0.
+    the given numbers, each once, only + - * / and parentheses, and equals the target exactly
+    (Mini-R1 accepts anything within 1e-5; exact fractions make that tolerance unnecessary, and
+    it pays near misses such as ``7 + 1/(50*50*50)`` for 7); else 0.0.
 
 The equation is evaluated by ``safe_eval`` on the Python AST with exact fractions: only integer
 literals, the four binary operators and parentheses are accepted (no names, calls, powers,
@@ -70,8 +71,19 @@ def safe_eval(equation: str) -> Tuple[Fraction, List[int]]:
     return value, used
 
 
-def check_equation(equation: str, nums: Sequence[int], target: Union[int, float]) -> bool:
-    """True when ``equation`` uses exactly ``nums`` (each once) and equals ``target`` (1e-5)."""
+def check_equation(equation: str, nums: Sequence[int], target: Union[int, float, str]) -> bool:
+    """True when ``equation`` uses exactly ``nums`` (each once) and equals ``target`` exactly.
+
+    Exact, not within Mini-R1's 1e-5: ``7 + 1/(50*50*50)`` is 8e-6 away from 7, and a policy
+    would be paid for it.
+
+    >>> check_equation("7 + 1 / (50 * 50 * 50)", [7, 1, 50, 50, 50], 7)
+    False
+    """
+    try:
+        goal = Fraction(str(target).strip())
+    except ValueError:
+        raise ValueError(f"countdown: target {target!r} is not a number") from None
     try:
         value, used = safe_eval(equation)
     except (UnsafeExpression, SyntaxError, ZeroDivisionError, ValueError, RecursionError,
@@ -79,7 +91,7 @@ def check_equation(equation: str, nums: Sequence[int], target: Union[int, float]
         return False
     if sorted(used) != sorted(int(n) for n in nums):
         return False
-    return abs(float(value) - float(target)) < 1e-5
+    return value == goal
 
 
 def _nums(x) -> List[int]:
@@ -131,7 +143,7 @@ def countdown_equation(completions: Sequence[str], nums: Sequence, target: Seque
     out: List[Optional[float]] = []
     for text, ns, tgt in zip(completions, nums, target):
         m = _ANSWER.search(text)
-        out.append(1.0 if m and check_equation(m.group(1).strip(), _nums(ns), float(tgt)) else 0.0)
+        out.append(1.0 if m and check_equation(m.group(1).strip(), _nums(ns), tgt) else 0.0)
     return out
 
 

@@ -121,15 +121,24 @@ def kk_logic_rl_text(answer: str, names: Sequence[str]) -> str:
 
 
 _ROLES = re.compile(r"[01]+")
+_DIGITS = re.compile(r"\d+")
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
 def kk_answer_roles(text: str) -> Optional[str]:
-    """The roles a compact K&K completion answers: the first run of 0/1 digits inside its first
-    ``<answer>`` block, or in the whole text when it has none; None when there are none."""
+    """The roles a compact K&K completion answers: the digits of its first ``<answer>`` block,
+    or of the whole text when it has none, when they are one run of 0/1 (other characters
+    around it allowed); None otherwise: ``101 or 100`` and ``101,100`` are hedges, and a text
+    without a block whose chain of thought starts ``000:...`` does not answer ``000``.
+
+    >>> kk_answer_roles("000:1</think>\\n<answer>101</answer>"), kk_answer_roles("10x")
+    ('101', '10')
+    >>> kk_answer_roles("<answer>101 or 100</answer>"), kk_answer_roles("000:110,001:1")
+    (None, None)
+    """
     m = _ANSWER.search(text or "")
-    digits = _ROLES.search(m.group(1) if m else (text or ""))
-    return digits.group(0) if digits else None
+    runs = _DIGITS.findall(m.group(1) if m else (text or ""))
+    return runs[0] if len(runs) == 1 and _ROLES.fullmatch(runs[0]) else None
 
 
 @REWARDS.register("kk_roles")

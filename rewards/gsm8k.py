@@ -1,7 +1,9 @@
 """GSM8K: the reference after ``#### ``, the answer in free text, and two rewards.
 
-  - ``gsm8k_accuracy``: 1.0 when the number extracted from the completion equals the reference
-    number (exact rational comparison), else 0.0; None when the reference has no number.
+  - ``gsm8k_accuracy``: 1.0 when the value of the completion's final answer equals the
+    reference value exactly, else 0.0; None when the reference has no single number. Both are
+    read as whole expressions by :mod:`rewards.answer_value` (``2/3`` is two thirds, never 2;
+    ``2 or 3`` is no value), so no prefix of a fraction, decimal or power is ever paid.
   - ``gsm8k_format``: +1.0 for ``<think>...</think>`` followed by ``<answer>...</answer>`` whose
     answer contains a number, else -1.0 (the +1/-1 format reward of GSM8K R1-Zero
     reproductions, which punish a missing structure instead of ignoring it).
@@ -10,69 +12,78 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import List, Optional, Sequence
 
-from rewards.math_grader import extract_answer, normalize_answer, parse_number
+from rewards.answer_value import answer_value, format_value, last_value
+from rewards.math_grader import extract_answer
 from rewards.registry import REWARDS
 
-_NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+
+def gsm8k_gold_value(answer: str) -> Optional[Fraction]:
+    r"""The value of a GSM8K reference: the text after the last ``#### `` (else the whole
+    reference) read as one answer (:func:`rewards.answer_value.answer_value`); None when it holds
+    no single number.
+
+    >>> gsm8k_gold_value("Natalia sold 48/2 = <<48/2=24>>24 clips.\\n#### 1,024")
+    Fraction(1024, 1)
+    >>> gsm8k_gold_value(r"\frac{3}{7}")
+    Fraction(3, 7)
+    """
+    text = str(answer)
+    idx = text.rfind("####")
+    return answer_value(text[idx + 4:] if idx >= 0 else text)
 
 
 def gsm8k_gold(answer: str) -> Optional[str]:
-    """The number after the last ``#### `` in a GSM8K rationale, commas stripped.
+    """The reference's value as text (``1024``, ``2.5``, ``3/7``), or None.
 
     >>> gsm8k_gold("Natalia sold 48/2 = <<48/2=24>>24 clips.\\n#### 1,024")
     '1024'
     """
-    idx = str(answer).rfind("####")
-    tail = str(answer)[idx + 4:] if idx >= 0 else str(answer)
-    m = _NUM.search(tail)
-    if m is None:
-        return None
-    return normalize_answer(m.group(0))
+    return format_value(gsm8k_gold_value(answer))
+
+
+def gsm8k_answer_value(text: str) -> Optional[Fraction]:
+    r"""The value a completion gives as its answer. The marked answer (``####``, ``<answer>``,
+    ``\boxed{}``, "the answer is") when there is one, read whole: ``2/3`` is 2/3, ``2^2`` is 4,
+    ``2 or 3`` and ``5!`` are unreadable (None). Without a marked answer, the last numeric
+    expression of the text, read whole.
+
+    >>> gsm8k_answer_value("#### 2/3"), gsm8k_answer_value(r"\boxed{\frac{3}{8}}")
+    (Fraction(2, 3), Fraction(3, 8))
+    """
+    ans = extract_answer(text, mode="gsm8k")
+    if ans is not None:
+        return answer_value(ans)
+    return last_value(text)
 
 
 def extract_gsm8k_answer(text: str) -> Optional[str]:
-    """The number a completion gives as its answer: ``<answer>``/``\\boxed{}``/``####``/"the
-    answer is" when present (first number inside), else the last number in the text.
+    """:func:`gsm8k_answer_value` as text, or None.
 
     >>> extract_gsm8k_answer("She has 3 + 4 = 7 apples, so $7.00 in total.")
     '7'
     >>> extract_gsm8k_answer("<answer>The answer is 1,234 dollars</answer>")
     '1234'
     """
-    ans = extract_answer(text, mode="gsm8k")
-    if ans is not None:
-        nums = _NUM.findall(ans.replace("\\!", "").replace("$", ""))
-        if nums:
-            return normalize_answer(nums[-1] if "=" in ans else nums[0])
-    nums = _NUM.findall(text.replace("\\!", ""))
-    nums = [n for n in nums if re.search(r"\d", n)]
-    return normalize_answer(nums[-1].rstrip(",")) if nums else None
-
-
-def _equal(a: Optional[str], b: Optional[str]) -> bool:
-    if a is None or b is None:
-        return False
-    x, y = parse_number(a), parse_number(b)
-    if x is not None and y is not None:
-        return x == y
-    return a == b
+    return format_value(gsm8k_answer_value(text))
 
 
 @REWARDS.register("gsm8k_accuracy")
 def gsm8k_accuracy(completions: Sequence[str], answer: Sequence[str], **columns
                    ) -> List[Optional[float]]:
-    """1.0 when the completion's number equals the reference (a rationale ending in ``####`` or
-    a bare number), 0.0 otherwise, None when the reference holds no number.
+    """1.0 when the value of the completion's answer equals the reference's (a rationale ending
+    in ``####`` or a bare answer) exactly, 0.0 otherwise, None when the reference holds no
+    single number.
 
     >>> gsm8k_accuracy(["so 18 dollars", "<answer>17</answer>"], answer=["... #### 18"] * 2)
     [1.0, 0.0]
     """
     out: List[Optional[float]] = []
     for text, gold in zip(completions, answer):
-        g = gsm8k_gold(gold)
-        out.append(None if g is None else float(_equal(extract_gsm8k_answer(text), g)))
+        g = gsm8k_gold_value(gold)
+        out.append(None if g is None else float(gsm8k_answer_value(text) == g))
     return out
 
 

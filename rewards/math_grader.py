@@ -34,9 +34,11 @@ every function takes ``options=`` plus keyword overrides):
   number written with a point, so that the list "3,5" still equals "5,3".
 - ``percent`` ("strip"): ``28\\%``, ``28 percent``, ``28 pct`` all equal 28; "either" also
   accepts the fraction (28% equals 0.28).
-- ``float_rounding`` (6): a decimal written with a point equals an exact value (a fraction, a
-  radical) when both agree after rounding to this many decimals (math-verify's
-  ``float_rounding``); None: exact comparison only (0.333333 never equals 1/3).
+- ``float_rounding`` (6): a decimal written with a point equals an exact value whose decimal
+  never ends (1/3) when it is that value rounded to its own places, or to this many when it
+  has fewer (0.333333 and 0.3333333 are 1/3; 0.33 and 0.3333334 are not); two numbers with
+  finite decimals are equal only when equal (2.0000001 is not 2). None: exact comparison only
+  (0.333333 never equals 1/3).
 
 Time limits: math-verify enforces its own limit with ``signal.alarm``, which only works in the
 main thread. In the main thread we pass the limit through (rounded up to whole seconds, as
@@ -917,9 +919,36 @@ def _numbers_equal(p: Fraction, g: Fraction, p_txt: str, g_txt: str, opts: Grade
         for pv in preds:
             if gv == pv:
                 return True
-            if digits is not None and _round_half_up(gv, digits) == _round_half_up(pv, digits):
+            if digits is not None and (_approximates(pv, gv, digits) or
+                                       _approximates(gv, pv, digits)):
                 return True
     return False
+
+
+def _decimal_places(x: Fraction) -> Optional[int]:
+    """Digits after the point of ``x`` written exactly, or None when its decimal never ends."""
+    d = x.denominator
+    for f in (2, 5):
+        while d % f == 0:
+            d //= f
+    if d != 1:
+        return None
+    k = 0
+    while (x * 10 ** k).denominator != 1:
+        k += 1
+    return k
+
+
+def _approximates(dec: Fraction, exact: Fraction, digits: int) -> bool:
+    """Whether the decimal ``dec`` stands for ``exact``, a value whose decimal never ends
+    (1/3, a radical): ``exact`` rounded to ``dec``'s own places, or to ``digits`` places when
+    it has fewer (0.26087 is 6/23 = 0.2608695... at 6 places, its last zero dropped), is
+    ``dec``. Two values with finite decimals are equal only when equal: 2.0000001 is not 2;
+    and 0.3333334 is not 1/3."""
+    k = _decimal_places(dec)
+    if k is None or _decimal_places(exact) is not None:
+        return False
+    return _round_half_up(exact, max(k, digits)) == dec
 
 
 def _as_number(s: str, other: str, opts: GraderOptions) -> Optional[Fraction]:

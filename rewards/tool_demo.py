@@ -24,9 +24,10 @@ call the tool every time). ``teacher_calls`` says which kind a row's demonstrati
 taken 70/30 after SFT at ``call=0.3``: greedy decoding then answers from the head, sampling
 calls the tool in about 30% of the samples.
 
-The reward ``tool_final_answer`` reads the answer after the tool's output: the last integer
-outside the ```python and ```output blocks (so the operands in the call and the number the tool
-printed do not count; a trace that stops after the output earns nothing).
+The reward ``tool_final_answer`` reads the answer after the tool's output: the last number
+outside the ```python and ```output blocks, read whole (``2/56088`` is not 56088), so the
+operands in the call and the number the tool printed do not count, and a trace that stops
+after the output earns nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import random
 import re
 from typing import Dict, List, Optional, Sequence
 
+from rewards.answer_value import answer_value, format_value, last_value
 from rewards.registry import REWARDS
 
 CALL_FENCE = "```python\n"
@@ -72,32 +74,35 @@ def make_tool_mult(rng: random.Random, digits: int = 3, call: float = 0.3) -> Di
 
 
 _BLOCK = re.compile(r"```(?:python|output)\n.*?(?:```|\Z)", re.DOTALL)
-_INT = re.compile(r"-?\d+")
 
 
 def final_answer(text: str) -> Optional[str]:
-    """The last integer outside ```python / ```output blocks (an unclosed block runs to the
-    end), or None.
+    """The value of the last number outside ```python / ```output blocks (an unclosed block
+    runs to the end), read whole (``2/56088`` is not 56088; ``56,088`` is), as text; None when
+    there is none or it does not read as one number.
 
     >>> final_answer("```python\\nprint(12*3)\\n```\\n```output\\n36\\n```\\n36")
     '36'
     >>> final_answer("```python\\nprint(12*3)\\n```\\n```output\\n36\\n```\\n") is None
     True
     """
-    outside = _BLOCK.sub(" ", text or "")
-    found = _INT.findall(outside)
-    return found[-1] if found else None
+    return format_value(last_value(_BLOCK.sub(" ", text or "")))
 
 
 @REWARDS.register("tool_final_answer")
 def tool_final_answer(completions: Sequence[str], answer: Sequence[str], **_
                       ) -> List[Optional[float]]:
-    """1.0 when the last integer outside the ```python / ```output blocks equals the gold
-    answer, else 0.0 (the tool-use demo).
+    """1.0 when the last number outside the ```python / ```output blocks, read whole, equals
+    the gold answer exactly, else 0.0 (the tool-use demo).
 
     >>> tool_final_answer(["56088", "```python\\nprint(123*456)\\n```\\n```output\\n56088\\n```\\n",
     ...                    "```python\\nprint(123*456)\\n```\\n```output\\n56088\\n```\\n56088"],
     ...                   answer=["56088"] * 3)
     [1.0, 0.0, 1.0]
     """
-    return [float(final_answer(t) == str(g).strip()) for t, g in zip(completions, answer)]
+    out: List[Optional[float]] = []
+    for text, gold in zip(completions, answer):
+        want = answer_value(str(gold))
+        got = last_value(_BLOCK.sub(" ", text or ""))
+        out.append(float(want is not None and got == want))
+    return out

@@ -1,5 +1,5 @@
-"""README.md read as a test plan: its fenced blocks, the commands in them, and the cheap form of
-each command declared in an HTML comment just above the block.
+"""README.md and every page under docs/ read as a test plan: their fenced blocks, the commands in
+them, and the cheap form of each command declared in an HTML comment just above the block.
 
 An annotation is an HTML comment that opens with ``readme-test`` and sits above a fenced block
 (blank lines between are fine). Each further line is ``KEY => FORM``: KEY is the start of a
@@ -43,12 +43,13 @@ class Block:
     section: str                  # the heading above it
     annotation: Optional[str] = None   # the readme-test comment's body, if any
     annotation_line: int = 0
+    page: str = "README.md"       # the file, relative to the checkout root
 
 
 @dataclass
 class Command:
     block: Block
-    line: int                     # 1-based README line where the command starts
+    line: int                     # 1-based line of its page where the command starts
     text: str                     # comments, continuations and repeated spaces removed
     expected: List[str] = field(default_factory=list)   # transcript: the lines it prints
 
@@ -61,8 +62,14 @@ class Form:
     key: str = ""
 
 
-def read_blocks(path: Path) -> List[Block]:
+def doc_pages(repo: Path) -> List[Path]:
+    """README.md, then every markdown page under docs/ (sorted): the files read as test plans."""
+    return [Path(repo) / "README.md"] + sorted((Path(repo) / "docs").rglob("*.md"))
+
+
+def read_blocks(path: Path, page: str = "") -> List[Block]:
     text = Path(path).read_text(encoding="utf-8")
+    page = page or Path(path).name
     lines = text.splitlines()
     by_end = {}                                  # last line of an annotation -> (body, first line)
     for m in ANNOTATION.finditer(text):
@@ -80,7 +87,7 @@ def read_blocks(path: Path) -> List[Block]:
         j = i + 1
         while j < len(lines) and not lines[j].startswith(fence):
             j += 1
-        block = Block(lang, i + 1, "\n".join(lines[i + 1:j]), section)
+        block = Block(lang, i + 1, "\n".join(lines[i + 1:j]), section, page=page)
         k = i                                    # the annotation: just above, blank lines between
         while k >= 1 and not lines[k - 1].strip():
             k -= 1

@@ -1,8 +1,8 @@
-"""README.md stays true: every fenced command runs in a cheap form, every recipe in its tables
-resolves, every option it names exists, and its figures are still found (and the instant ones
-still hold).
+"""README.md and the docs/ pages stay true: every fenced command runs in a cheap form, every recipe
+in their tables resolves, every option they name exists, and their figures are still found (and
+the instant ones still hold).
 
-How a command is run is declared in the README itself, in an HTML comment above its block
+How a command is run is declared in the page itself, in an HTML comment above its block
 (``<!-- readme-test ... -->``; the syntax is in tests/readme_doc.py). A command without a
 declared form FAILS, with the exact line to add to the comment: new sections cannot slip in
 untested, and a mindrl command is never silently reduced to ``--help``. ``mindrl`` commands run
@@ -29,7 +29,13 @@ import readme_doc as doc
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-BLOCKS = doc.read_blocks(README)
+PAGES = doc.doc_pages(REPO)
+BLOCKS = [b for p in PAGES for b in doc.read_blocks(p, p.relative_to(REPO).as_posix())]
+
+
+def _all_text() -> str:
+    """README.md and every docs page, one after the other."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
 SECTIONS = ("model", "data", "rollout", "algorithm", "reward", "train", "checkpoint", "validation",
             "logging", "distributed", "preference", "mindformers")
 SMALL = ("model.path=builtin:tiny train.steps=1 train.prompts_per_step=2 rollout.n=2 "
@@ -45,14 +51,15 @@ def _cases():
         for cmd in doc.commands(block):
             form = doc.form_for(cmd, forms)
             marks = [pytest.mark.slow] if form is not None and form.slow else []
-            out.append(pytest.param(cmd, form, marks=marks, id=f"L{cmd.line}:{cmd.text[:50]}"))
+            out.append(pytest.param(cmd, form, marks=marks,
+                                    id=f"{block.page}:L{cmd.line}:{cmd.text[:40]}"))
     return out
 
 
 # ------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def readme_files(tmp_path_factory):
-    """Small stand-ins for the files the README's commands name."""
+    """Small stand-ins for the files the docs' commands name."""
     import json
 
     from mindrl.cli import main
@@ -69,7 +76,9 @@ def readme_files(tmp_path_factory):
                                                        "chosen": r["answer"],
                                                        "rejected": r["answer"] + "0"}) + "\n"
                                            for r in rows))
-    # the README's example of a duplicated key: lr on lines 3 and 4 under train:
+    # Troubleshooting's example of a file without an answer field
+    (d / "bad.jsonl").write_text(json.dumps({"question": "1+1=", "answr": "2"}) + "\n")
+    # the docs' example of a duplicated key: lr on lines 3 and 4 under train:
     (d / "mine_dup.yaml").write_text("extends: grpo_tiny_demo\ntrain:\n  lr: 1.0e-6\n"
                                      "  lr: 2.0e-6\n")
     return d
@@ -120,7 +129,9 @@ def _run(command: str, capsys):
         return rc, out, err
     if argv[0] == "mindrl":
         command = f"{shlex.quote(sys.executable)} -m {command}"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # the docs assume the venv is active (`source .venv/bin/activate`): its bin/ first on PATH
+    env = dict(os.environ, PYTHONPATH=str(REPO),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     res = subprocess.run(["bash", "-c", command], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=600)
     return res.returncode, res.stdout, res.stderr
@@ -143,7 +154,7 @@ def _no_paths(line: str) -> str:
 # ------------------------------------------------------------------------------- commands
 @pytest.mark.parametrize("cmd, form", _cases())
 def test_readme_command_runs(cmd, form, request, capsys):
-    where = f"README.md line {cmd.line} ({cmd.block.section})"
+    where = f"{cmd.block.page} line {cmd.line} ({cmd.block.section})"
     if form is None:
         pytest.fail(
             f"{where}: `{cmd.text}` has no cheap form. Add this line to the "
@@ -152,8 +163,7 @@ def test_readme_command_runs(cmd, form, request, capsys):
             f"exists (`$ COMMAND` with {{small}}, {{run}}, {{ckpt}}, {{evalrun}}, {{files}}, "
             f"{{tmp}}; see tests/test_readme.py):\n    {doc.suggestion(cmd)}")
     if form.kind == "skip":
-        print(f"{where}: `{cmd.text}` not run: {form.arg}")
-        return
+        pytest.skip(f"{where}: `{cmd.text}` not run: {form.arg}")
     if form.kind == "run":
         missing = doc.placeholders(cmd.text)
         assert not missing, (f"{where}: `{cmd.text}` has placeholders {missing}; its form must "
@@ -182,14 +192,14 @@ def test_readme_command_runs(cmd, form, request, capsys):
     if not errors:
         assert rc == 0, f"{where}: `{command}` exited {rc}:\n{tail}"
         return
-    assert rc == 2, f"{where}: `{command}` should fail as the README shows, exited {rc}:\n{tail}"
+    assert rc == 2, f"{where}: `{command}` should fail as the page shows, exited {rc}:\n{tail}"
     got = err.strip().splitlines()[-1]
     if form.kind == "run":
         assert got == cmd.expected[0], \
-            f"{where}: README shows\n  {cmd.expected[0]}\nit prints\n  {got}"
+            f"{where}: the page shows\n  {cmd.expected[0]}\nit prints\n  {got}"
     else:
         assert _no_paths(got) == _no_paths(cmd.expected[0]), \
-            f"{where}: README shows\n  {cmd.expected[0]}\nit prints\n  {got}"
+            f"{where}: the page shows\n  {cmd.expected[0]}\nit prints\n  {got}"
 
 
 def test_annotations_are_well_formed_and_all_used():
@@ -198,24 +208,23 @@ def test_annotations_are_well_formed_and_all_used():
         if block.annotation is None:
             continue
         forms, bad = doc.parse_annotation(block.annotation)
-        problems += [f"README.md line {block.annotation_line}: {b}" for b in bad]
+        problems += [f"{block.page} line {block.annotation_line}: {b}" for b in bad]
         if block.lang == "yaml":
             continue
         cmds = doc.commands(block)
         for key in forms:
             if not any(c.text == key or c.text.startswith(key + " ") for c in cmds):
-                problems.append(f"README.md line {block.annotation_line}: `{key} =>` matches "
+                problems.append(f"{block.page} line {block.annotation_line}: `{key} =>` matches "
                                 f"no command of the block at line {block.line}; update it")
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("block", [pytest.param(b, id=f"L{b.line}") for b in BLOCKS
+@pytest.mark.parametrize("block", [pytest.param(b, id=f"{b.page}:L{b.line}") for b in BLOCKS
                                    if b.lang == "yaml"])
 def test_readme_yaml_block_is_a_valid_config(block, tmp_path, capsys):
     forms, _ = doc.parse_annotation(block.annotation or "")
     if "yaml" in forms and forms["yaml"].kind == "skip":
-        print(f"README.md line {block.line}: not loaded: {forms['yaml'].arg}")
-        return
+        pytest.skip(f"{block.page} line {block.line}: not loaded: {forms['yaml'].arg}")
     from mindrl.cli import main
 
     path = tmp_path / "block.yaml"
@@ -242,25 +251,25 @@ def _recipe_tables(text):
 def test_every_recipe_in_the_tables_resolves_and_every_recipe_is_listed():
     from mindrl.config.stages import load_stages
 
-    names = _recipe_tables(README.read_text(encoding="utf-8"))
+    names = _recipe_tables(_all_text())
     assert "grpo_tiny_demo" in names and len(names) >= 7, names
     for name in names:
         load_stages(name)                # raises ConfigError naming the problem (any stage)
     on_disk = sorted(p.stem for p in (REPO / "yaml_configs").glob("*.yaml"))
     unlisted = sorted(set(on_disk) - set(names))
     assert not unlisted, \
-        f"recipes in yaml_configs/ missing from the README's recipe table: {unlisted}"
+        f"recipes in yaml_configs/ missing from the recipe tables of the docs: {unlisted}"
 
 
 NESTED = {"kl": "algorithm.kl", "dynamic_sampling": "algorithm.dynamic_sampling"}   # short forms
-# other frameworks' own config keys that the README quotes (verl, in "Using mindrl rewards from
-# other frameworks"); they share a section name with ours but are not mindrl options
+# other frameworks' own config keys that the docs quote (verl, on the Integrations page); they
+# share a section name with ours but are not mindrl options
 FOREIGN = ("reward.custom_reward_function.", "reward.reward_manager.")
 
 
 def _named_options(text):
-    """Dotted option names in the README outside transcripts (whose error examples misspell
-    keys on purpose); ``kl.x`` is read as ``algorithm.kl.x``."""
+    """Dotted option names in a page outside transcripts (whose error examples misspell keys on
+    purpose); ``kl.x`` is read as ``algorithm.kl.x``."""
     text = doc.ANNOTATION.sub("", text)
     for block in BLOCKS:
         if block.lang == "" and any(c.expected for c in doc.commands(block)):
@@ -278,16 +287,19 @@ def _named_options(text):
     return found
 
 
-def test_every_option_the_readme_names_exists():
+def test_every_option_the_docs_name_exists():
     from mindrl.config.loader import describe
 
     keys = {k for k, *_ in describe()}
     prefixes = {k.rsplit(".", i)[0] for k in keys for i in range(1, k.count(".") + 1)}
-    named = _named_options(README.read_text(encoding="utf-8"))
+    named, missing = set(), []
+    for page in PAGES:
+        here = _named_options(page.read_text(encoding="utf-8"))
+        named |= here
+        missing += [f"{page.relative_to(REPO)}: {n}" for n, _ in sorted(here)
+                    if n not in keys and n not in prefixes and not n.startswith(FOREIGN)]
     assert ("train.lr", False) in named and ("algorithm.kl.value_clip", False) in named
-    missing = sorted(n for n, _ in named
-                     if n not in keys and n not in prefixes and not n.startswith(FOREIGN))
-    assert not missing, ("options named in README.md that `mindrl config show --keys` does "
+    assert not missing, ("options named in the docs that `mindrl config show --keys` does "
                          f"not list: {missing}")
 
 
@@ -303,31 +315,31 @@ def _figures():
     return module
 
 
-def test_every_figure_is_found_once_in_the_readme():
+def test_every_figure_is_found_once_in_the_docs():
     figs = _figures()
-    text = README.read_text(encoding="utf-8")
+    text = figs.docs_text()
     bad = [f"{f.name}: {len(f.old(text))} matches of {f.pattern!r}" for f in figs.FIGURES
            if len(f.old(text)) != 1]
-    assert not bad, ("bench/readme_figures.py patterns out of step with README.md:\n"
+    assert not bad, ("bench/readme_figures.py patterns out of step with the docs:\n"
                      + "\n".join(bad))
 
 
 def test_instant_figures_hold(tiny_dir, shared_data):   # row counts read ../shared/data
     figs = _figures()
-    text = README.read_text(encoding="utf-8")
+    text = figs.docs_text()
     for f in figs.FIGURES:
         if f.instant:
-            assert f.compute() == f.old(text)[0], f"{f.name}: README {f.old(text)[0]}; now " \
+            assert f.compute() == f.old(text)[0], f"{f.name}: docs {f.old(text)[0]}; now " \
                                                   f"{f.compute()} (command: {f.command})"
 
 
 @pytest.mark.slow
 def test_eval_example_table_is_what_its_command_prints(readme_env, capsys):
-    """The table under 'Evaluation' is the whole output of the README's tiny eval command."""
-    text = README.read_text(encoding="utf-8")
+    """The example table of docs/evaluation.md is the whole output of its tiny eval command."""
+    text = (REPO / "docs" / "evaluation.md").read_text(encoding="utf-8")
     cmd = next(c for b in BLOCKS for c in doc.commands(b)
                if c.text.startswith("mindrl eval builtin:tiny --benchmarks math500"))
-    lines = text[text.index("## Evaluation"):].splitlines()
+    lines = text.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("| benchmark | problems"))
     shown = []
     for ln in lines[head:]:
@@ -337,7 +349,7 @@ def test_eval_example_table_is_what_its_command_prints(readme_env, capsys):
     rc, out, err = _run(cmd.text, capsys)
     assert rc == 0, err[-2000:]
     printed = [ln for ln in out.splitlines() if ln.startswith("|")]
-    assert printed == shown, ("README table:\n" + "\n".join(shown) + "\nprinted:\n"
+    assert printed == shown, ("docs table:\n" + "\n".join(shown) + "\nprinted:\n"
                               + "\n".join(printed))
 
 

@@ -292,7 +292,19 @@ def load_config(recipe: Optional[str] = None, overrides: Sequence[str] = (), *,
     if "stages" in data:
         raise staged_recipe_error(recipe, data["stages"])
     data = apply_overrides(data, overrides, sources)
-    return config_from_data(data, sources, require_model=require_model)
+    cfg = config_from_data(data, sources, require_model=require_model)
+    check_no_from_stage(cfg, sources)
+    return cfg
+
+
+def check_no_from_stage(cfg: RunConfig, sources: Dict[str, str], label: str = "") -> None:
+    """``data.from_stage`` rates problems with the model of the stage before: only a stage
+    after the first of a multi-stage recipe has one."""
+    if cfg.data.from_stage:
+        raise ConfigError(f"{label + ': ' if label else ''}data.from_stage="
+                          f"{cfg.data.from_stage} ({_where('data.from_stage', sources)}) needs "
+                          "a previous stage: use it in a stage after the first of a recipe with "
+                          "stages")
 
 
 def read_recipe(recipe: Optional[str], sources: Dict[str, str]) -> Dict:

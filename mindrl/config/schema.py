@@ -68,6 +68,16 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class ResampleConfig:
+    n: int = opt(8, "Samples per training problem when the previous stage's model rates them.")
+    lo: float = opt(0.0, "Keep problems whose pass rate is above this (exclusive).")
+    hi: float = opt(1.0, "Keep problems whose pass rate is below this (exclusive): 0 < p < 1 "
+                    "by default, the problems the model solves sometimes but not always.")
+    temperature: float = opt(1.0, "Sampling temperature of the rating run.")
+    max_new_tokens: int = opt(0, "Response limit of the rating run (0 = rollout.max_new_tokens).")
+
+
+@dataclass(frozen=True)
 class DataConfig:
     train_file: str = opt("", "Training prompts: a JSONL/parquet path, a built-in name "
                           "('gsm8k', 'gsm8k_test', 'math_l3to5', 'countdown', 'kk') or a generator "
@@ -111,6 +121,13 @@ class DataConfig:
     step_max_unscorable: float = opt(0.5, "RL: stop when a reward is None (unscorable) for "
                                      "more than this share of a step's rollouts.")
     shuffle: bool = opt(True, "Shuffle the training prompts each epoch (seeded).")
+    from_stage: str = opt("", "Multi-stage recipes, a stage after the first: 'eval+filter' "
+                          "rates this stage's train_file with the previous stage's final model "
+                          "(data.resample.n samples each) and trains on the problems whose pass "
+                          "rate lies in (data.resample.lo, data.resample.hi); '' = train_file "
+                          "as it is.", ["", "eval+filter"])
+    resample: ResampleConfig = section(ResampleConfig, "data.from_stage=eval+filter: how the "
+                                       "previous stage's model rates the problems.")
     trace_select: str = opt("first_correct", "SFT format 'traces': which trace of a list "
                             "column to train on: the first marked correct "
                             "(correctness_math_verify; rows with none are dropped), or the "
@@ -139,9 +156,9 @@ class RolloutConfig:
                          "only the adapter each sync (a LoRARequest, written to "
                          "<run>/rollout_adapter/); 'merged': it gets the full merged weights "
                          "W + s*B*A each sync; 'auto': merged on device=cpu (vLLM's CPU LoRA "
-                         "kernels slow the rollout more than the smaller sync saves: README, "
-                         "LoRA), elsewhere adapter when this vLLM supports LoRA and rank <= 512, "
-                         "else merged.",
+                         "kernels slow the rollout more than the smaller sync saves: see the "
+                         "Benchmarks page, LoRA), elsewhere adapter when this vLLM supports "
+                         "LoRA and rank <= 512, else merged.",
                          ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "
@@ -778,6 +795,15 @@ class RunConfig:
             errors.append(f"train.betas={t.betas} must be two numbers in [0, 1)")
         if not self.reward.functions:
             errors.append("reward.functions is empty: at least one reward is needed")
+        rs = self.data.resample
+        if rs.n < 1:
+            errors.append(f"data.resample.n={rs.n} must be >= 1")
+        if not 0 <= rs.lo < rs.hi <= 1:
+            errors.append(f"data.resample.lo={rs.lo} and data.resample.hi={rs.hi} must satisfy "
+                          "0 <= lo < hi <= 1 (both exclusive)")
+        if rs.temperature < 0 or rs.max_new_tokens < 0:
+            errors.append("data.resample.temperature and data.resample.max_new_tokens must be "
+                          ">= 0")
         if self.reward.timeout <= 0:
             errors.append(f"reward.timeout={self.reward.timeout} must be > 0")
         if self.distributed.nproc < 1 or self.distributed.nnodes < 1:

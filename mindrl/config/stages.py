@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mindrl.config.loader import (CLI, _merge, _record_sources, apply_overrides,
-                                  config_from_data, parse_override, read_recipe, resolve_recipe)
+                                  check_no_from_stage, config_from_data, parse_override,
+                                  read_recipe, resolve_recipe)
 from mindrl.config.schema import ConfigError, RunConfig
 
 RUNS = ("train", "sft", "dpo", "simpo", "pref")
@@ -118,6 +119,7 @@ def load_stages(recipe: Optional[str], overrides: Sequence[str] = (), *,
     if items is None:
         data = apply_overrides(data, overrides, sources)
         cfg = config_from_data(data, sources, require_model=require_model)
+        check_no_from_stage(cfg, sources)
         return [Stage(1, "", "train", cfg, 1)]
     origin = str(resolve_recipe(recipe).resolve())
     if not isinstance(items, list) or not items:
@@ -156,6 +158,11 @@ def load_stages(recipe: Optional[str], overrides: Sequence[str] = (), *,
             cfg = config_from_data(merged, src, require_model=require_model and i == 1)
         except ConfigError as e:
             raise ConfigError(f"{label} of {len(parsed)}: {e}") from None
+        if i == 1:
+            check_no_from_stage(cfg, src, label)
+        elif cfg.data.from_stage and run != "train":
+            raise ConfigError(f"{label}: data.from_stage={cfg.data.from_stage} rates RL "
+                              f"prompts; this stage runs `mindrl {run}`")
         if i < len(parsed) and not cfg.checkpoint.save_final:
             raise ConfigError(f"{label}: checkpoint.save_final=false, but stage {i + 1} starts "
                               "from this stage's final checkpoint")

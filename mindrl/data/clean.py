@@ -24,7 +24,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from mindrl.command import DefaultsHelpFormatter
-from mindrl.data.io import DataError, read_rows
+from mindrl.data.io import DataError
 
 URL_RE = re.compile(r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+"
                     r"|\b[a-z][a-z0-9-]*\.(?:com|org|net|edu|gov|io|cn|uk|de|jp)(?![\w-])")
@@ -78,24 +78,89 @@ def clean_rows(rows: List[Dict], drop_urls: bool = True, drop_cjk: bool = True,
 
 
 def clean_file(src, dst, drop_urls: bool = True, drop_cjk: bool = True,
-               fields: Optional[Sequence[str]] = None):
-    """Read ``src`` (JSONL/JSON/parquet), write the kept rows to ``dst`` (JSONL, atomically);
-    returns (counts, examples)."""
-    from mindrl.data.tools import write_jsonl  # noqa: PLC0415
+               fields: Optional[Sequence[str]] = None, length=None,
+               length_field: str = "response", chunk: int = 512):
+    """Stream ``src`` (JSONL/JSON/parquet) in chunks of ``chunk`` rows, write the kept rows to
+    ``dst`` (JSONL, atomically); returns (counts, examples). ``length`` (a
+    :class:`mindrl.data.tools.LengthFilter`) also drops rows whose ``length_field`` chain of
+    thought is out of its bounds (counts ``cot_too_short``, ``cot_too_long``)."""
+    from mindrl.data.fields import FieldMissing, get_field  # noqa: PLC0415
+    from mindrl.data.io import iter_rows, where  # noqa: PLC0415
+    from mindrl.data.tools import TokenCounter, write_jsonl  # noqa: PLC0415
 
-    rows = read_rows(src)
-    kept, counts, shown = clean_rows(rows, drop_urls, drop_cjk, fields, source=str(src))
-    write_jsonl(kept, dst)
+    use_length = length is not None and length.active
+    if not (drop_urls or drop_cjk or use_length):
+        raise DataError("nothing to clean: give --drop-urls, --drop-cjk and/or a "
+                        "--cot-longer-than / --cot-shorter-than bound")
+    counter = TokenCounter(length.tokenizer) if use_length else None
+    counts = {"rows": 0, "kept": 0, "dropped": 0, "url": 0, "cjk": 0, "both": 0,
+              "cot_too_short": 0, "cot_too_long": 0}
+    shown: Dict[str, List[str]] = {}
+
+    def batches():
+        buf = []
+        for pos, row in iter_rows(src):
+            buf.append((pos, row))
+            if len(buf) >= chunk:
+                yield buf
+                buf = []
+        if buf:
+            yield buf
+
+    def kept_rows():
+        for buf in batches():
+            rows = [r for _, r in buf]
+            if drop_urls or drop_cjk:
+                kept, c, ex = clean_rows(rows, drop_urls, drop_cjk, fields, source=str(src))
+                for k in ("url", "cjk", "both", "dropped"):
+                    counts[k] += c[k]
+                for k, items in ex.items():
+                    shown.setdefault(k, [])
+                    shown[k] += items[:max(0, 3 - len(shown[k]))]
+                keep_ids = {id(r) for r in kept}
+                buf = [(p, r) for p, r in buf if id(r) in keep_ids]
+            counts["rows"] += len(rows)
+            if use_length:
+                texts = []
+                for pos, row in buf:
+                    try:
+                        texts.append(str(get_field(row, length_field)))
+                    except FieldMissing as e:
+                        raise DataError(f"{where(src, pos)}: --length-field {length_field}: "
+                                        f"{e}") from None
+                verdict = length.keep(texts, counter)
+                out = []
+                for (pos, row), (ok, n) in zip(buf, verdict):
+                    if ok:
+                        out.append((pos, row))
+                    else:
+                        counts["dropped"] += 1
+                        counts["cot_too_short" if n <= length.longer_than else "cot_too_long"] += 1
+                buf = out
+            counts["kept"] += len(buf)
+            yield from (r for _, r in buf)
+
+    write_jsonl(kept_rows(), dst)
     return counts, shown
 
 
 def _clean_command(args: argparse.Namespace) -> int:
+    from mindrl.data.cli import length_filter  # noqa: PLC0415
+
     fields = [f.strip() for x in args.field or [] for f in x.split(",") if f.strip()]
-    counts, shown = clean_file(args.input, args.output, args.drop_urls, args.drop_cjk,
-                               fields or None)
+    try:
+        counts, shown = clean_file(args.input, args.output, args.drop_urls, args.drop_cjk,
+                                   fields or None, length=length_filter(args),
+                                   length_field=args.length_field)
+    except DataError as e:
+        import sys  # noqa: PLC0415
+
+        print(f"mindrl data clean: error: {e}", file=sys.stderr)
+        return 2
     print(f"data clean: {counts['kept']} of {counts['rows']} rows kept -> {args.output}")
     print(f"  dropped {counts['dropped']}: web link {counts['url']}, CJK text {counts['cjk']} "
-          f"(both {counts['both']})")
+          f"(both {counts['both']}), chain of thought too short {counts['cot_too_short']}, "
+          f"too long {counts['cot_too_long']}")
     for reason, items in shown.items():
         for s in items:
             print(f"  e.g. [{reason}] {s}")
@@ -115,6 +180,11 @@ def add_clean_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--field", action="append", default=None,
                    help="field(s) to search, repeatable or comma-separated (default: every "
                         "top-level string field)")
+    from mindrl.data.cli import length_options  # noqa: PLC0415
+
+    length_options(c)
+    c.add_argument("--length-field", default="response",
+                   help="field path of the response whose chain of thought --cot-* measure")
     c.set_defaults(func=_clean_command)
     return c
 

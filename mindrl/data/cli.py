@@ -1,14 +1,19 @@
 """The ``mindrl data`` command line: training sets curated from an eval run's samples.
 
-    mindrl data filter    SAMPLES --lo 0.1 --hi 0.9 -o prompts.jsonl
-    mindrl data pairs     SAMPLES -o pairs.jsonl [--max-pairs 1] [--seed 0] [--prefer-shorter]
-    mindrl data rejection SAMPLES -o sft.jsonl [--max-per-problem 0] [--no-dedupe]
+    mindrl data filter    SAMPLES... --lo 0.1 --hi 0.9 -o prompts.jsonl
+    mindrl data pairs     SAMPLES... -o pairs.jsonl [--max-pairs 1] [--solved-pairs 2]
+                          [--pair-format standard|pairwise] [--seed 0] [--prefer-shorter]
+    mindrl data rejection SAMPLES... -o sft.jsonl [--lo 0 --hi 1] [--max-per-problem 0]
+    mindrl data sample    IN -o OUT --n 2446 [--seed 0] [--by level]
     mindrl data inspect   FILE [--rows 2] [--template NAME] [field options]
     mindrl data convert   FILE -o OUT.parquet|OUT.jsonl --to verl|mindrl|pairs|sft [field options]
     mindrl data clean     IN OUT --drop-urls --drop-cjk [--field problem]   (mindrl.data.clean)
     python -m mindrl.data.cli ...            (the same, without the top-level CLI)
 
-SAMPLES is an eval run directory or its ``samples.jsonl``. Field options (``--format``,
+SAMPLES is an eval run directory or its ``samples.jsonl``; several are pooled (the samples of
+each problem across runs, e.g. three models). ``--tokenizer T --cot-longer-than N`` (and
+``--cot-shorter-than``) keep only samples whose chain of thought (before ``</think>``) has more
+(fewer) than N tokens of T, on filter, pairs, rejection and clean. Field options (``--format``,
 ``--problem-field``, ``--answer-field``, ``--id-field``, and for inspect/convert
 ``--response-field``, ``--chosen-field``, ``--rejected-field``) take the paths of
 :mod:`mindrl.data.fields` (``reward_model.ground_truth``, ``prompt[-1].content``,
@@ -26,8 +31,8 @@ from typing import List, Optional
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("samples", metavar="SAMPLES",
-                   help="an eval run directory or its samples.jsonl")
+    p.add_argument("samples", metavar="SAMPLES", nargs="+",
+                   help="eval run directories or samples.jsonl files (several: pooled)")
     p.add_argument("-o", "--output", required=True, help="JSONL file to write (atomically)")
     p.add_argument("--problems", default=None,
                    help="benchmark specs the samples answer, comma-separated (default: the "
@@ -38,6 +43,30 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settings-hash", default=None,
                    help="which samples to use when the file holds several settings")
     _field_options(p, sft_pref=False)
+    length_options(p)
+
+
+def length_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", default="", help="tokenizer that counts chain-of-thought "
+                   "tokens: a model directory, a tokenizer.json or builtin:NAME")
+    p.add_argument("--cot-longer-than", type=int, default=0, help="keep samples whose chain of "
+                   "thought has more than N tokens (0 = no bound; the seed log kept > 32768)")
+    p.add_argument("--cot-shorter-than", type=int, default=0, help="keep samples whose chain of "
+                   "thought has fewer than N tokens (0 = no bound)")
+
+
+def length_filter(args: argparse.Namespace):
+    """The LengthFilter of the --cot-* options (None without them); DataError when a bound is
+    given without --tokenizer."""
+    from mindrl.data.io import DataError  # noqa: PLC0415
+    from mindrl.data.tools import LengthFilter  # noqa: PLC0415
+
+    if not (args.cot_longer_than or args.cot_shorter_than):
+        return None
+    if not args.tokenizer:
+        raise DataError("--cot-longer-than / --cot-shorter-than count tokens: name the "
+                        "tokenizer with --tokenizer (a model directory or builtin:NAME)")
+    return LengthFilter(args.tokenizer, args.cot_longer_than, args.cot_shorter_than)
 
 
 def _field_options(p: argparse.ArgumentParser, sft_pref: bool = True) -> None:
@@ -92,6 +121,12 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
                     help="choose the shortest correct samples")
     pr.add_argument("--keep-truncated", action="store_true",
                     help="keep samples cut off at max_new_tokens")
+    pr.add_argument("--solved-pairs", type=int, default=2,
+                    help="problems every sample solves: their K shortest correct samples "
+                         "(chosen) against their K longest (rejected), K x K pairs (0 = off)")
+    pr.add_argument("--pair-format", default="standard", choices=["standard", "pairwise"],
+                    help="standard: prompt/chosen/rejected; pairwise: id, prompt, "
+                         "completion_1, completion_2, preferred (1 or 2)")
     pr.set_defaults(func=data_command)
 
     rj = sub.add_parser("rejection", formatter_class=fmt,
@@ -103,6 +138,11 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
                     help="keep samples whose text repeats another's")
     rj.add_argument("--keep-truncated", action="store_true",
                     help="keep samples cut off at max_new_tokens")
+    rj.add_argument("--lo", type=float, default=None, help="keep problems whose pass rate is "
+                    "above this (pooled over all SAMPLES; exclusive unless --inclusive)")
+    rj.add_argument("--hi", type=float, default=None, help="keep problems whose pass rate is "
+                    "below this (--lo 0 --hi 1: solved sometimes, not always)")
+    rj.add_argument("--inclusive", action="store_true", help="--lo/--hi bounds are inclusive")
     rj.set_defaults(func=data_command)
 
     ins = sub.add_parser("inspect", formatter_class=fmt,
@@ -130,8 +170,10 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     cv.set_defaults(func=data_command)
 
     from mindrl.data.clean import add_clean_parser  # noqa: PLC0415
+    from mindrl.data.sample import add_sample_parser  # noqa: PLC0415
 
     add_clean_parser(sub)
+    add_sample_parser(sub)
     return p
 
 
@@ -161,22 +203,34 @@ def data_command(args: argparse.Namespace) -> int:
         fields = {"problem_field": args.problem_field, "answer_field": args.answer_field,
                   "id_field": args.id_field,
                   "format": "" if args.format == "auto" else args.format}
-        samples = tools.load_eval_samples(args.samples, problems=args.problems,
-                                          data_dir=args.data_dir,
-                                          settings_hash=args.settings_hash, fields=fields)
+        runs = [tools.load_eval_samples(src, problems=args.problems, data_dir=args.data_dir,
+                                        settings_hash=args.settings_hash, fields=fields)
+                for src in args.samples]
+        samples = tools.pool_samples(runs)
+        samples, length_counts = tools.filter_lengths(samples, length_filter(args))
+        if length_counts:
+            print(f"data {args.data_command}: chain-of-thought length filter: dropped "
+                  f"{length_counts['cot_too_short']} too short, {length_counts['cot_too_long']} "
+                  f"too long ({args.tokenizer})")
         if args.data_command == "filter":
             res = tools.filter_by_difficulty(samples, args.lo, args.hi, out=args.output)
         elif args.data_command == "pairs":
             res = tools.build_preference_pairs(
                 samples, args.max_pairs, seed=args.seed, prefer_shorter=args.prefer_shorter,
-                drop_truncated=not args.keep_truncated, out=args.output)
+                drop_truncated=not args.keep_truncated, out=args.output,
+                solved_pairs=args.solved_pairs, pair_format=args.pair_format)
         else:
             res = tools.build_rejection_sampling_set(
                 samples, args.max_per_problem, dedupe=not args.no_dedupe,
-                drop_truncated=not args.keep_truncated, out=args.output)
+                drop_truncated=not args.keep_truncated, out=args.output, lo=args.lo,
+                hi=args.hi, inclusive=args.inclusive)
     except (DataError, ValueError) as e:
         print(f"mindrl data {args.data_command}: error: {e}", file=sys.stderr)
         return 2
+    if len(args.samples) > 1:
+        print(f"data {args.data_command}: pooled {len(args.samples)} runs "
+              f"({sum(len(r) for g in (samples.groups,) for r in g.values())} samples of "
+              f"{len(samples.groups)} problems)")
     print(res.summary(f"data {args.data_command}"))
     return 0
 

@@ -145,7 +145,8 @@ def _load_problem_rows(specs: Sequence[str], data_dir, fields: Dict[str, Any]
         name = benchmark_name(spec)
         for r in load_benchmark(spec, data_dir, problem_field=fields.get("problem_field"),
                                 answer_field=fields.get("answer_field"),
-                                id_field=fields.get("id_field"), fmt=fields.get("format")):
+                                id_field=fields.get("id_field"), fmt=fields.get("format"),
+                                limit=fields.get("limit") or None):
             out[(name, str(r["id"]))] = {"problem": r["problem"], "answer": r["answer"]}
     return out
 
@@ -188,8 +189,9 @@ def load_eval_samples(source: Union[str, Path], problems: Union[str, Sequence[st
             raise DataError(f"{path}: no {SETTINGS_FILE} beside it to say which benchmarks the "
                             f"samples answer; pass problems= (--problems) with their specs")
         problems = settings["benchmarks"]
-    specs = [s.strip() for s in problems.split(",") if s.strip()] \
-        if isinstance(problems, str) else list(problems)
+    from mindrl.eval.settings import split_benchmarks  # noqa: PLC0415
+
+    specs = split_benchmarks(problems) if isinstance(problems, str) else list(problems)
     mapping = {**settings, **{k: v for k, v in (fields or {}).items() if v}}
     table = _load_problem_rows(specs, data_dir or settings.get("data_dir"), mapping)
 
@@ -206,8 +208,146 @@ def load_eval_samples(source: Union[str, Path], problems: Union[str, Sequence[st
     return EvalSamples(path, groups, {k: table[k] for k in groups})
 
 
-def _as_samples(samples: Union[EvalSamples, str, Path]) -> EvalSamples:
-    return samples if isinstance(samples, EvalSamples) else load_eval_samples(samples)
+def _as_samples(samples: Union[EvalSamples, str, Path, Sequence]) -> EvalSamples:
+    if isinstance(samples, EvalSamples):
+        return samples
+    if isinstance(samples, (list, tuple)):
+        return pool_samples([_as_samples(x) for x in samples])
+    return load_eval_samples(samples)
+
+
+def pool_samples(runs: Sequence[EvalSamples]) -> EvalSamples:
+    """Several eval runs of the same problems as one (the seed log pooled the samples of three
+    models): each problem's samples are those of every run, in run order; each record gains
+    ``run`` (its run's index) and ``run_path``. A problem's text and answer must agree across
+    runs (else DataError naming the problem)."""
+    if len(runs) == 1:
+        return runs[0]
+    groups: "OrderedDict[ProblemKey, List[Row]]" = OrderedDict()
+    problems: Dict[ProblemKey, Row] = {}
+    for i, run in enumerate(runs):
+        for key, recs in run.groups.items():
+            prob = run.problems[key]
+            if key in problems and problems[key]["answer"] != prob["answer"]:
+                raise DataError(f"{run.path}: problem {key[0]}/{key[1]} has answer "
+                                f"{prob['answer']!r}, but an earlier run has "
+                                f"{problems[key]['answer']!r}: pool runs of the same problems")
+            problems.setdefault(key, prob)
+            groups.setdefault(key, []).extend(
+                {**r, "run": i, "run_path": str(run.path)} for r in recs)
+    return EvalSamples(runs[0].path, groups, problems)
+
+
+def cot_text(text: str) -> str:
+    """The chain of thought of a response: the text before ``</think>`` (without a leading
+    ``<think>``) when the response closes a think block, else the whole response."""
+    text = str(text)
+    head, sep, _ = text.partition("</think>")
+    if not sep:
+        return text
+    head = head.lstrip()
+    return head[len("<think>"):] if head.startswith("<think>") else head
+
+
+class TokenCounter:
+    """Token counts of texts under a named tokenizer (a model directory, a tokenizer.json, or
+    builtin:NAME), batched; the tokenizer loads once, on first use."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._tok = None
+
+    def _load(self):
+        if self._tok is None:
+            from mindrl.models.tiny import BUILTIN_PREFIX, resolve_model_path  # noqa: PLC0415
+
+            path = self.name
+            if path.startswith(BUILTIN_PREFIX):
+                path = resolve_model_path(path)
+            p = Path(path).expanduser()
+            if p.is_file() and p.suffix == ".json":
+                from tokenizers import Tokenizer  # noqa: PLC0415
+
+                tok = Tokenizer.from_file(str(p))
+                self._tok = lambda texts: [len(e.ids) for e in
+                                           tok.encode_batch(texts, add_special_tokens=False)]
+            else:
+                if not p.is_dir():
+                    raise DataError(f"--tokenizer: '{self.name}' is not a model directory, a "
+                                    "tokenizer.json or builtin:NAME")
+                from transformers import AutoTokenizer  # noqa: PLC0415
+
+                tok = AutoTokenizer.from_pretrained(str(p))
+                self._tok = lambda texts: [len(x) for x in
+                                           tok(texts, add_special_tokens=False)["input_ids"]]
+        return self._tok
+
+    def __call__(self, texts: Sequence[str]) -> List[int]:
+        return self._load()(list(texts)) if texts else []
+
+
+@dataclass(frozen=True)
+class LengthFilter:
+    """Keep a response when its chain of thought (:func:`cot_text`) has more than
+    ``longer_than`` and fewer than ``shorter_than`` tokens of ``tokenizer`` (0 = no bound)."""
+
+    tokenizer: str
+    longer_than: int = 0
+    shorter_than: int = 0
+
+    def __post_init__(self):
+        if self.longer_than < 0 or self.shorter_than < 0:
+            raise DataError("--cot-longer-than / --cot-shorter-than must be >= 0")
+        if self.shorter_than and self.shorter_than <= self.longer_than + 1:
+            raise DataError(f"--cot-shorter-than {self.shorter_than} leaves no length above "
+                            f"--cot-longer-than {self.longer_than}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.longer_than or self.shorter_than)
+
+    def keep(self, texts: Sequence[str], counter: TokenCounter) -> List[Tuple[bool, int]]:
+        out = []
+        for n in counter([cot_text(t) for t in texts]):
+            ok = n > self.longer_than and (not self.shorter_than or n < self.shorter_than)
+            out.append((ok, n))
+        return out
+
+
+def filter_lengths(samples: EvalSamples, lf: Optional[LengthFilter]
+                   ) -> Tuple[EvalSamples, Dict[str, int]]:
+    """The samples whose chain of thought passes ``lf``; counts ``cot_too_short``,
+    ``cot_too_long`` (none when ``lf`` is None or has no bound). Each kept record gains
+    ``cot_tokens``."""
+    if lf is None or not lf.active:
+        return samples, {}
+    counter = TokenCounter(lf.tokenizer)
+    groups: "OrderedDict[ProblemKey, List[Row]]" = OrderedDict()
+    short = long_ = 0
+    for key, recs in samples.groups.items():
+        kept = []
+        for r, (ok, n) in zip(recs, lf.keep([r["text"] for r in recs], counter)):
+            if ok:
+                kept.append({**r, "cot_tokens": n})
+            elif n <= lf.longer_than:
+                short += 1
+            else:
+                long_ += 1
+        if kept:
+            groups[key] = kept
+    return (EvalSamples(samples.path, groups, {k: samples.problems[k] for k in groups}),
+            {"cot_too_short": short, "cot_too_long": long_})
+
+
+def pass_rate(recs: Sequence[Row]) -> float:
+    """Mean score of a problem's samples (None, ungradeable, counts as 0)."""
+    return sum(float(r["score"] or 0.0) for r in recs) / len(recs)
+
+
+def _in_bounds(rate: float, lo: Optional[float], hi: Optional[float], inclusive: bool) -> bool:
+    if inclusive:
+        return (lo is None or rate >= lo) and (hi is None or rate <= hi)
+    return (lo is None or rate > lo) and (hi is None or rate < hi)
 
 
 # --------------------------------------------------------------------------- writing
@@ -251,7 +391,7 @@ def filter_by_difficulty(samples: Union[EvalSamples, str, Path], lo: float, hi: 
     s = _as_samples(samples)
     rows, easy, hard = [], 0, 0
     for key, recs in s.groups.items():
-        rate = sum(float(r["score"] or 0.0) for r in recs) / len(recs)
+        rate = pass_rate(recs)
         if rate > hi:
             easy += 1
         elif rate < lo:
@@ -265,22 +405,40 @@ def filter_by_difficulty(samples: Union[EvalSamples, str, Path], lo: float, hi: 
 
 def build_preference_pairs(samples: Union[EvalSamples, str, Path], max_pairs_per_problem: int = 1,
                            seed: int = 0, prefer_shorter: bool = False,
-                           drop_truncated: bool = True, out: Union[str, Path, None] = None
+                           drop_truncated: bool = True, out: Union[str, Path, None] = None,
+                           solved_pairs: int = 2, pair_format: str = "standard"
                            ) -> ToolResult:
     """(correct, wrong) pairs per problem; see the module docstring for the row format.
 
     ``drop_truncated`` removes truncated samples from both sides (a cut-off response is neither
-    a finished answer to imitate nor a fair one to reject). Counts: ``problems``,
-    ``problems_paired``, ``pairs``, ``no_correct``, ``no_wrong`` (problems lacking a side),
-    ``dropped_truncated``.
+    a finished answer to imitate nor a fair one to reject).
+
+    ``solved_pairs`` = k > 0 adds the seed log's rule for problems every sample solves (no
+    wrong side): the k shortest correct samples (chosen) against the k longest (rejected), all
+    k x k combinations (k = 2: 4 pairs), taking k down to half the correct samples when fewer
+    than 2k, and never a pair of equal lengths. Those rows have ``pair_type`` "short_vs_long";
+    the others "correct_vs_wrong".
+
+    ``pair_format``: ``standard`` (prompt/chosen/rejected) or ``pairwise`` (the seed log's
+    ``id, prompt, completion_1, completion_2, preferred``; which side is completion_1 is drawn
+    per pair from the seeded per-problem RNG). Both keep the provenance fields.
+
+    Counts: ``problems``, ``problems_paired``, ``pairs``, ``no_correct``, ``no_wrong``
+    (problems lacking a side), ``solved_problems`` (every sample correct: paired by length, no
+    pair when all lengths are equal), ``solved_pairs``, ``dropped_truncated``.
     """
+    if pair_format not in ("standard", "pairwise"):
+        raise ValueError(f"pair_format must be standard or pairwise, got {pair_format!r}")
+    if solved_pairs < 0:
+        raise ValueError(f"solved_pairs={solved_pairs} must be >= 0 (0 = off)")
     if max_pairs_per_problem < 0:
         raise ValueError(f"max_pairs_per_problem={max_pairs_per_problem} must be >= 0 "
                          f"(0 = no cap)")
     s = _as_samples(samples)
     rows: List[Row] = []
-    paired = no_correct = no_wrong = truncated = 0
+    paired = no_correct = no_wrong = truncated = solved = solved_rows = 0
     for key, recs in s.groups.items():
+        all_correct = bool(recs) and all(_is_correct(r) for r in recs)
         if drop_truncated:
             truncated += sum(_is_truncated(r) for r in recs)
             recs = [r for r in recs if not _is_truncated(r)]
@@ -289,6 +447,13 @@ def build_preference_pairs(samples: Union[EvalSamples, str, Path], max_pairs_per
         no_correct += not good
         no_wrong += not bad
         rng = random.Random(f"pairs-{seed}-{key[0]}-{key[1]}")
+        if solved_pairs and all_correct and len(good) >= 2:
+            mine = _short_vs_long(s, key, good, solved_pairs, rng, pair_format)
+            solved += 1
+            solved_rows += len(mine)
+            paired += bool(mine)
+            rows += mine
+            continue
         if prefer_shorter:
             good.sort(key=lambda r: (r["length"], r["sample_index"]))
         else:
@@ -300,29 +465,75 @@ def build_preference_pairs(samples: Union[EvalSamples, str, Path], max_pairs_per
         paired += k > 0
         base = s.problem_row(key)
         for c, r in zip(good[:k], bad[:k]):
-            rows.append({"prompt": base["problem"], "chosen": c["text"], "rejected": r["text"],
-                         **base, "benchmark": key[0], "problem_id": key[1],
-                         "chosen_index": c["sample_index"], "rejected_index": r["sample_index"],
-                         "chosen_length": c["length"], "rejected_length": r["length"]})
+            rows.append(_pair_row(base, key, c, r, "correct_vs_wrong", len(rows), rng,
+                                  pair_format))
     return _finish(rows, {"problems": len(s.groups), "problems_paired": paired,
                           "pairs": len(rows), "no_correct": no_correct, "no_wrong": no_wrong,
+                          "solved_problems": solved, "solved_pairs": solved_rows,
                           "dropped_truncated": truncated}, out)
+
+
+def _short_vs_long(s: EvalSamples, key: ProblemKey, good: List[Row], k: int,
+                   rng: random.Random, pair_format: str) -> List[Row]:
+    by_len = sorted(good, key=lambda r: (r["length"], r["sample_index"]))
+    k = min(k, len(by_len) // 2)
+    short, long_ = by_len[:k], by_len[len(by_len) - k:]
+    base = s.problem_row(key)
+    out = []
+    for c in short:
+        for r in long_:
+            if c["length"] < r["length"]:
+                out.append(_pair_row(base, key, c, r, "short_vs_long", len(out), rng,
+                                     pair_format))
+    return out
+
+
+def _pair_row(base: Row, key: ProblemKey, c: Row, r: Row, kind: str, i: int,
+              rng: random.Random, pair_format: str) -> Row:
+    prov = {**base, "benchmark": key[0], "problem_id": key[1], "pair_type": kind,
+            "chosen_index": c["sample_index"], "rejected_index": r["sample_index"],
+            "chosen_length": c["length"], "rejected_length": r["length"]}
+    for side, rec in (("chosen", c), ("rejected", r)):
+        if "run" in rec:
+            prov[f"{side}_run"] = rec["run"]
+    if pair_format == "standard":
+        return {"prompt": base["problem"], "chosen": c["text"], "rejected": r["text"], **prov}
+    first = rng.random() < 0.5
+    return {"id": f"{key[0]}-{key[1]}-{kind}-{c['sample_index']}-{r['sample_index']}",
+            "prompt": base["problem"],
+            "completion_1": c["text"] if first else r["text"],
+            "completion_2": r["text"] if first else c["text"],
+            "preferred": 1 if first else 2, **prov}
 
 
 def build_rejection_sampling_set(samples: Union[EvalSamples, str, Path], max_per_problem: int = 0,
                                  dedupe: bool = True, drop_truncated: bool = True,
-                                 out: Union[str, Path, None] = None) -> ToolResult:
+                                 out: Union[str, Path, None] = None, lo: Optional[float] = None,
+                                 hi: Optional[float] = None, inclusive: bool = False
+                                 ) -> ToolResult:
     """Correct samples as SFT rows ``{problem, response, answer, ...}``, in sample order.
 
-    Counts: ``problems``, ``problems_kept``, ``correct``, ``dropped_truncated``,
-    ``dropped_duplicates``, ``dropped_cap``, ``rows``.
+    ``lo``/``hi`` bound the problem's pass rate (over all its samples, pooled across runs when
+    several are given): exclusive by default, so ``lo=0, hi=1`` keeps the problems solved
+    sometimes but not always (pass-rate SFT, the seed log's best recipe); ``inclusive`` makes
+    them ``<=``. Counts: ``problems``, ``out_of_bounds``, ``problems_kept``, ``correct``,
+    ``dropped_truncated``, ``dropped_duplicates``, ``dropped_cap``, ``rows``.
     """
     if max_per_problem < 0:
         raise ValueError(f"max_per_problem={max_per_problem} must be >= 0 (0 = no cap)")
+    for name, v in (("lo", lo), ("hi", hi)):
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ValueError(f"--{name} {v} must lie in [0, 1]")
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and not inclusive)):
+        raise ValueError(f"--lo {lo} --hi {hi} keep no pass rate"
+                         + ("" if inclusive else " (bounds are exclusive; --inclusive)"))
     s = _as_samples(samples)
     rows: List[Row] = []
-    kept_problems = correct = truncated = dupes = capped = 0
+    kept_problems = correct = truncated = dupes = capped = outside = 0
     for key, recs in s.groups.items():
+        if not _in_bounds(pass_rate(recs), lo, hi, inclusive):
+            outside += 1
+            continue
         seen, mine = set(), []
         for r in recs:
             if not _is_correct(r):
@@ -339,13 +550,18 @@ def build_rejection_sampling_set(samples: Union[EvalSamples, str, Path], max_per
             if max_per_problem and len(mine) >= max_per_problem:
                 capped += 1
                 continue
-            mine.append({"problem": s.problems[key]["problem"], "response": r["text"],
-                         "answer": s.problems[key]["answer"], "benchmark": key[0],
-                         "problem_id": key[1], "sample_index": r["sample_index"],
-                         "length": r["length"]})
+            row = {"problem": s.problems[key]["problem"], "response": r["text"],
+                   "answer": s.problems[key]["answer"], "benchmark": key[0],
+                   "problem_id": key[1], "sample_index": r["sample_index"],
+                   "length": r["length"], "pass_rate": pass_rate(recs)}
+            for extra in ("run", "cot_tokens"):
+                if extra in r:
+                    row[extra] = r[extra]
+            mine.append(row)
         kept_problems += bool(mine)
         rows += mine
-    return _finish(rows, {"problems": len(s.groups), "problems_kept": kept_problems,
+    return _finish(rows, {"problems": len(s.groups), "out_of_bounds": outside,
+                          "problems_kept": kept_problems,
                           "correct": correct, "dropped_truncated": truncated,
                           "dropped_duplicates": dupes, "dropped_cap": capped,
                           "rows": len(rows)}, out)

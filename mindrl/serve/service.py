@@ -24,14 +24,19 @@ than ``num_workers + max_burst_workers`` stragglers run at once. (Killing stragg
 would score them wrongly; preempting them is not possible mid-call: extra processes are the
 one way to bound clean latency independently of pathological items.)
 
-Results are :class:`rewards.pool.RewardResult` objects with the same total as the pool:
-``total_i = sum_k w_k * (r_k,i if not None else none_as)``.
+Results are :class:`ServiceResult` objects (a :class:`rewards.pool.RewardResult`) with the same
+total as the pool: ``total_i = sum_k w_k * (r_k,i if not None else none_as)``. A None score has
+one of three causes, counted apart and kept per item: ``timeout`` (cut at the limit), ``error``
+(the reward raised, crashed its worker, or returned NaN / inf) and ``unscored`` (the reward
+itself returned None, e.g. a gold answer it cannot parse); ``messages`` says why, per component.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
+import math
 import multiprocessing as mp
 import os
 import threading
@@ -47,11 +52,30 @@ from rewards.pool import _PRELOAD, RewardResult, _Worker, build_components
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ScoringService", "ServiceStats"]
+__all__ = ["ColumnError", "ScoringService", "ServiceResult", "ServiceStats"]
 
 _WARMUP = -1            # task id of a new worker's warm-up call
 STARTUP_TIMEOUT = 120.0  # seconds a new worker may take to answer its warm-up call
 MAX_FAILED_STARTS = 5    # workers that die before answering, in a row, before requests fail
+MAX_MESSAGES = 5         # distinct failure messages kept per component of one request
+
+#: Why an item of a component scored None (``ServiceResult.status``).
+TIMEOUT, ERROR, UNSCORED = "timeout", "error", "unscored"
+
+
+class ColumnError(ValueError):
+    """A column the service refuses; ``column`` is its name."""
+
+    def __init__(self, column: str, message: str):
+        super().__init__(message)
+        self.column = column
+
+
+def _bound_settings(fn) -> List[str]:
+    """Keyword arguments the configuration binds to a function reward (``params`` become a
+    ``functools.partial``): a column of the same name would override them in the call."""
+    fn = getattr(fn, "fn", fn)                      # AnyOfGold wraps the reward
+    return list(fn.keywords) if isinstance(fn, functools.partial) else []
 
 
 @dataclass
@@ -63,8 +87,23 @@ class ServiceStats:
     tasks: int = 0
     timeouts: int = 0
     errors: int = 0
+    unscored: int = 0
     restarts: int = 0
     deprioritized: int = 0
+
+
+@dataclass
+class ServiceResult(RewardResult):
+    """A :class:`RewardResult` that also says why each None is None.
+
+    status:      key -> N entries: None (scored), "timeout", "error" or "unscored"
+    num_unscored: key -> count of "unscored" (the reward returned None by itself)
+    messages:    key -> up to MAX_MESSAGES distinct one-line reasons for the Nones
+    """
+
+    status: Dict[str, List[Optional[str]]] = field(default_factory=dict)
+    num_unscored: Dict[str, int] = field(default_factory=dict)
+    messages: Dict[str, List[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,9 +113,14 @@ class _Job:
     weights: Dict[int, float]
     future: cf.Future
     scores: Dict[int, List[Optional[float]]] = field(default_factory=dict)
-    timeouts: Dict[int, int] = field(default_factory=dict)
-    errors: Dict[int, int] = field(default_factory=dict)
+    status: Dict[int, List[Optional[str]]] = field(default_factory=dict)
+    messages: Dict[int, List[str]] = field(default_factory=dict)
     left: int = 0
+
+    def note(self, comp: int, message: str) -> None:
+        msgs = self.messages[comp]
+        if message not in msgs and len(msgs) < MAX_MESSAGES:
+            msgs.append(message)
 
 
 @dataclass
@@ -141,6 +185,12 @@ class ScoringService:
         if start_method == "forkserver":
             self._ctx.set_forkserver_preload(_PRELOAD)
         self._fns = [c.fn for c in self.components]
+        #: column names a request may not use -> why (the rewards' first argument, settings)
+        self.reserved_columns = {"completions": "rewards take the completions as their first "
+                                                "argument"}
+        for comp in self.components:
+            for name in _bound_settings(comp.fn):
+                self.reserved_columns[name] = f"it is a setting of reward '{comp.key}'"
         self._workers: List[_Worker] = [self._spawn() for _ in range(self.num_workers)]
         self._failed_starts = 0
         self._queue: Deque[_Task] = deque()
@@ -165,13 +215,27 @@ class ScoringService:
         compute (a list, or a mapping key -> weight, None = the configured weight); default all.
         Raises ValueError for an unknown key or a misaligned column.
         """
+        return self.submit_columns(completions, columns, rewards)
+
+    def submit_columns(self, completions: Sequence[str], columns: Mapping[str, Sequence[Any]],
+                       rewards: Optional[Any] = None) -> cf.Future:
+        """:meth:`submit` with the columns as one mapping. A column may have any name but those
+        in ``reserved_columns`` (``completions``, which the rewards take as their first
+        argument, and the settings the configuration binds to a function reward, which a column
+        would override): ColumnError for those."""
         if self._closed:
             raise RuntimeError("ScoringService is closed")
         n = len(completions)
-        completions = [str(c) for c in completions]
+        for i, c in enumerate(completions):
+            if not isinstance(c, str):
+                raise TypeError(f"completions[{i}] must be a string, got {type(c).__name__}")
+        completions = list(completions)
         for k, v in columns.items():
-            if v is None or len(v) != n:
-                raise ValueError(f"column '{k}' must be a list of {n} values")
+            if k in self.reserved_columns:
+                raise ColumnError(k, f"'{k}' cannot be a column name: "
+                                     f"{self.reserved_columns[k]}")
+            if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) != n:
+                raise ColumnError(k, f"column '{k}' must be a list of {n} values")
         columns = {k: list(v) for k, v in columns.items()}
         comps, weights = self._select(rewards)
         fut: cf.Future = cf.Future()
@@ -181,8 +245,8 @@ class ScoringService:
                        else self.timeout * max(n, 1))
         for c in comps:
             job.scores[c] = [None] * n
-            job.timeouts[c] = 0
-            job.errors[c] = 0
+            job.status[c] = [None] * n
+            job.messages[c] = []
             if self.components[c].batch_level:
                 tasks.append(_Task(job, c, list(range(n)), batch_limit, (c, completions, columns)))
             else:
@@ -200,12 +264,14 @@ class ScoringService:
         self._wake_w.send_bytes(b"x")
         return fut
 
-    def score(self, completions: Sequence[str], rewards=None, **columns) -> RewardResult:
+    def score(self, completions: Sequence[str], rewards=None, **columns) -> "ServiceResult":
         """``submit(...).result()``."""
         return self.submit(completions, rewards=rewards, **columns).result()
 
-    def close(self) -> None:
-        """Stop the dispatcher and every worker; pending requests fail with RuntimeError."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop the dispatcher and every worker within about ``timeout`` seconds: idle workers
+        are asked to exit, busy ones (their item's answer would go nowhere) and any that do not
+        exit in time are killed. Pending requests fail with RuntimeError."""
         if self._closed:
             return
         self._closed = True
@@ -213,12 +279,30 @@ class ScoringService:
             self._wake_w.send_bytes(b"x")
         except OSError:
             pass
-        self._thread.join(timeout=10)
-        for w in self._workers:
-            w.stop()
+        self._thread.join(timeout=timeout)
         with self._lock:
+            workers = list(self._workers)
             pending = {id(t.job): t.job for t in self._queue}
             self._queue.clear()
+        for w in workers:
+            pending.update({id(t.job): t.job for t in w.chunk})
+            if w.chunk:
+                w.proc.kill()
+            else:
+                try:
+                    w.conn.send(None)
+                except (OSError, BrokenPipeError, ValueError):
+                    pass
+        deadline = time.monotonic() + timeout
+        for w in workers:
+            w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+            if w.proc.is_alive():
+                w.proc.kill()
+                w.proc.join(timeout=1.0)
+            try:
+                w.conn.close()
+            except OSError:
+                pass
         for job in pending.values():
             if not job.future.done():
                 job.future.set_exception(RuntimeError("ScoringService closed"))
@@ -246,7 +330,7 @@ class ScoringService:
             raise ValueError("'rewards' selects no reward")
         return comps, weights
 
-    def _result(self, job: _Job) -> RewardResult:
+    def _result(self, job: _Job) -> ServiceResult:
         total = np.zeros(job.n, dtype=np.float64)
         comps: Dict[str, List[Optional[float]]] = {}
         for c in job.comps:
@@ -254,28 +338,47 @@ class ScoringService:
             comps[self.keys[c]] = vals
             total += job.weights[c] * np.array([self.none_as if v is None else v for v in vals],
                                                dtype=np.float64)
-        return RewardResult(
+        keys = {c: self.keys[c] for c in job.comps}
+        return ServiceResult(
             components=comps, total=total,
-            weights={self.keys[c]: job.weights[c] for c in job.comps},
-            num_none={self.keys[c]: sum(v is None for v in job.scores[c]) for c in job.comps},
-            num_timeouts={self.keys[c]: job.timeouts[c] for c in job.comps},
-            num_errors={self.keys[c]: job.errors[c] for c in job.comps})
+            weights={keys[c]: job.weights[c] for c in job.comps},
+            num_none={keys[c]: sum(v is None for v in job.scores[c]) for c in job.comps},
+            num_timeouts={keys[c]: job.status[c].count(TIMEOUT) for c in job.comps},
+            num_errors={keys[c]: job.status[c].count(ERROR) for c in job.comps},
+            status={keys[c]: job.status[c] for c in job.comps},
+            num_unscored={keys[c]: job.status[c].count(UNSCORED) for c in job.comps},
+            messages={keys[c]: job.messages[c] for c in job.comps if job.messages[c]})
 
     def _finish(self, t: _Task, values=None, failure: Optional[str] = None) -> None:
-        job = t.job
+        """Record a task's scores, or its failure (``"timeout"`` or a one-line error) on each
+        of its items; a None score is "unscored", a NaN / inf score an error."""
+        job, c = t.job, t.comp
         self.stats.tasks += 1
-        if failure == "timeout":
-            job.timeouts[t.comp] += 1
-            self.stats.timeouts += 1
-        elif failure is not None:
-            job.errors[t.comp] += 1
-            self.stats.errors += 1
+        where = f"item {t.items[0]}" if len(t.items) == 1 else f"batch of {len(t.items)}"
+        if failure is not None:
+            kind = TIMEOUT if failure == "timeout" else ERROR
+            for i in t.items:
+                job.status[c][i] = kind
+            if kind == TIMEOUT:
+                self.stats.timeouts += 1
+                job.note(c, f"timed out after {t.limit:g} s (the server's per-item timeout)")
+            else:
+                self.stats.errors += 1
+                job.note(c, failure)
+            logger.warning("reward '%s' %s on %s; scored None", self.keys[c], failure, where)
         else:
             for i, v in zip(t.items, values):
-                job.scores[t.comp][i] = v
-        if failure is not None:
-            where = f"item {t.items[0]}" if len(t.items) == 1 else f"batch of {len(t.items)}"
-            logger.warning("reward '%s' %s on %s; scored None", self.keys[t.comp], failure, where)
+                if v is None:
+                    job.status[c][i] = UNSCORED
+                    self.stats.unscored += 1
+                    job.note(c, "returned null: the reward could not score the item (for "
+                                "a gold-answer reward: a gold answer it cannot parse)")
+                elif not math.isfinite(v):
+                    job.status[c][i] = ERROR
+                    self.stats.errors += 1
+                    job.note(c, f"returned a non-finite score ({v}); scored null")
+                else:
+                    job.scores[c][i] = v
         job.left -= 1
         if job.left == 0 and not job.future.done():
             job.future.set_result(self._result(job))

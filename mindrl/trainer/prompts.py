@@ -463,9 +463,22 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         from mindrl.data.preflight import preflight
 
         preflight(cfg, job, plan, head, count=count)
-    val = _load(data_cfg, data_cfg.val_file, data_cfg.max_val_samples)[1] \
-        if data_cfg.val_file else []
-    return train, val
+    return train, _val_rows(data_cfg)
+
+
+def _val_rows(data_cfg) -> List[Dict]:
+    """Validation rows of ``data.val_file``; a built-in set there (``gsm8k_test``) keeps its
+    own field names, so ``data.prompt_field``/``answer_field`` given for the user's training
+    file do not break the recipe's default validation set."""
+    from mindrl.data.prompts import PROMPT_SETS, load_prompt_source
+
+    spec = data_cfg.val_file
+    if not spec:
+        return []
+    if spec in PROMPT_SETS:
+        return load_prompt_source(spec, data_dir=data_cfg.data_dir,
+                                  max_rows=data_cfg.max_val_samples or 0)[1]
+    return _load(data_cfg, spec, data_cfg.max_val_samples)[1]
 
 
 INDEXED_SUFFIXES = (".jsonl", ".ndjson", ".parquet")

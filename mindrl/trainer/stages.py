@@ -15,6 +15,7 @@ the stage it was in, from its last checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -57,6 +58,85 @@ def _write_plan(stages: List[Stage], run_dir: Path) -> None:
     os.replace(tmp, run_dir / "stages.json")
 
 
+RESAMPLED = "resample/train.jsonl"
+RESAMPLE_DONE = "resample/done.json"
+
+
+def resolve_from_stage(stage: Stage) -> Stage:
+    """The stage as it trains when ``data.from_stage`` is set: on the rated problems written to
+    ``STAGE_DIR/resample/train.jsonl`` (columns problem, answer, pass_rate). Deterministic, so a
+    rerun compares the same config (and resumes)."""
+    cfg = stage.cfg
+    if not cfg.data.from_stage:
+        return stage
+    data = dataclasses.replace(cfg.data, from_stage="",
+                               train_file=str(Path(cfg.logging.output_dir) / RESAMPLED),
+                               prompt_field="problem", answer_field="answer", id_field="",
+                               format="auto", max_train_samples=0)
+    return dataclasses.replace(stage, cfg=dataclasses.replace(cfg, data=data))
+
+
+def prepare_from_stage(stage: Stage, prev: Stage) -> Dict[str, int]:
+    """Rate ``stage``'s training problems with ``prev``'s final model (``data.resample.n``
+    samples each, the eval grader) and write those whose pass rate lies strictly between
+    ``data.resample.lo`` and ``hi``. Resumable: the rating is an eval run (its samples are
+    reused), and a finished selection (``resample/done.json``) is not redone. Returns counts."""
+    from mindrl.data.io import DataError
+    from mindrl.data.tools import load_eval_samples, pass_rate, write_jsonl
+    from mindrl.eval.runner import run_eval
+    from mindrl.eval.settings import EvalSettings
+
+    cfg, rs = stage.cfg, stage.cfg.data.resample
+    root = Path(cfg.logging.output_dir)
+    done = root / RESAMPLE_DONE
+    asked = {"model": str(prev.final_model), "train_file": cfg.data.train_file,
+             "resample": dataclasses.asdict(rs)}
+    if done.is_file():
+        counts = json.loads(done.read_text())
+        if counts.get("asked") == asked:
+            print(f"[stages] {stage.label}: rated problems from earlier ({root / RESAMPLED}: "
+                  f"{counts['kept']} of {counts['problems']} kept)", flush=True)
+            return counts
+        done.unlink()                    # other settings: rate again (the eval reuses samples)
+    print(f"[stages] {stage.label}: rating {cfg.data.train_file} with {prev.final_model} "
+          f"({rs.n} samples each; keeping {rs.lo} < pass rate < {rs.hi})", flush=True)
+    settings = EvalSettings(
+        model=str(prev.final_model), benchmarks=[cfg.data.train_file], n=rs.n,
+        temperature=rs.temperature, top_p=1.0,
+        max_new_tokens=rs.max_new_tokens or cfg.rollout.max_new_tokens, seed=cfg.rollout.seed,
+        template=cfg.model.chat_template, system_prompt=cfg.data.system_prompt or None,
+        engine=cfg.rollout.engine, backend="mindspore" if cfg.backend == "mindspore" else "torch",
+        dtype=cfg.model.dtype, device=cfg.device, data_dir=cfg.data.data_dir,
+        problem_field=cfg.data.prompt_field or None, answer_field=cfg.data.answer_field or None,
+        id_field=cfg.data.id_field or None, limit=cfg.data.max_train_samples,
+        output_dir=str(root / "resample" / "eval"), grade_workers=0, plot=False)
+    run_eval(settings, echo_table=False)
+    samples = load_eval_samples(root / "resample" / "eval")
+    rows, easy, hard = [], 0, 0
+    for key, recs in samples.groups.items():
+        rate = pass_rate(recs)
+        if rate >= rs.hi:
+            easy += 1
+        elif rate <= rs.lo:
+            hard += 1
+        else:
+            rows.append({**samples.problem_row(key), "pass_rate": rate, "n": len(recs),
+                         "benchmark": key[0], "problem_id": key[1]})
+    counts = {"problems": len(samples.groups), "kept": len(rows), "too_easy": easy,
+              "too_hard": hard, "asked": asked}
+    if not rows:
+        raise DataError(f"{stage.label}: data.from_stage={cfg.data.from_stage}: none of the "
+                        f"{counts['problems']} problems of {cfg.data.train_file} has a pass rate "
+                        f"in ({rs.lo}, {rs.hi}) under {prev.final_model} ({easy} always solved, "
+                        f"{hard} never): nothing to train on; widen data.resample.lo/hi or "
+                        "raise data.resample.n")
+    write_jsonl(rows, root / RESAMPLED)
+    done.write_text(json.dumps(counts) + "\n")
+    print(f"[stages] {stage.label}: kept {len(rows)} of {counts['problems']} problems "
+          f"({easy} always solved, {hard} never) -> {root / RESAMPLED}", flush=True)
+    return counts
+
+
 def check_finished_stage(stage: Stage) -> None:
     """A finished stage is skipped only when it ran with this configuration: its final
     checkpoint's stored config is compared as a resume compares it (the keys a resume may
@@ -95,6 +175,8 @@ def run_stages(stages: List[Stage]) -> Dict[str, float]:
     trainers = _trainers()
     if len(stages) == 1 and not stages[0].name:
         return trainers[stages[0].run](stages[0].cfg)
+    asked = list(stages)                       # data.from_stage as written, for preparing it
+    stages = [resolve_from_stage(s) for s in stages]
     for s in stages:
         if stage_status(s) == "done":
             check_finished_stage(s)
@@ -109,6 +191,8 @@ def run_stages(stages: List[Stage]) -> Dict[str, float]:
             print(f"[stages] {s.label}: finished earlier ({s.cfg.logging.output_dir}), skipped",
                   flush=True)
             continue
+        if asked[s.index - 1].cfg.data.from_stage:
+            prepare_from_stage(asked[s.index - 1], stages[s.index - 2])
         how = "resuming" if status == "started" else "starting"
         print(f"[stages] {s.label}: {how} `mindrl {s.run}`, {s.cfg.train.steps} steps from "
               f"{s.cfg.model.path} -> {s.cfg.logging.output_dir}", flush=True)

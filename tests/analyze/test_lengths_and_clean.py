@@ -1,5 +1,5 @@
 """``mindrl analyze lengths`` on eval runs with known lengths, and ``mindrl data clean`` on rows
-with known links / CJK text (plus the counts the README quotes for the shared training file)."""
+with known links / CJK text (plus the counts docs/analysis.md quotes for the shared training file)."""
 
 import json
 
@@ -107,7 +107,7 @@ def test_clean_cli(tmp_path, capsys):
 
 
 def test_clean_counts_on_shared_training_files(shared_data):
-    """The counts the README's pipeline walk-through quotes: both shared training files are
+    """The counts the pipeline walk-through of docs/analysis.md quotes: both shared training files are
     already free of links and CJK text (every string field searched)."""
     from mindrl.data.io import read_rows
 

@@ -92,29 +92,68 @@ def test_filter_by_difficulty(run_dir, tmp_path):
 
 
 def test_preference_pairs(run_dir):
-    res = build_preference_pairs(run_dir, prefer_shorter=True)
+    res = build_preference_pairs(run_dir, prefer_shorter=True, solved_pairs=0)
     assert [(r["problem_id"], r["chosen"], r["rejected"]) for r in res.rows] == \
         [("p2", "A correct", "wrong1"), ("p4", "short", "oops")]
     assert res.rows[0] == {"prompt": "Q2?", "chosen": "A correct", "rejected": "wrong1",
                            "problem": "Q2?", "answer": "2", "benchmark": "probs",
-                           "problem_id": "p2", "chosen_index": 2, "rejected_index": 1,
+                           "problem_id": "p2", "pair_type": "correct_vs_wrong",
+                           "chosen_index": 2, "rejected_index": 1,
                            "chosen_length": 9, "rejected_length": 5}
     assert res.counts == {"problems": 5, "problems_paired": 2, "pairs": 2, "no_correct": 2,
-                          "no_wrong": 1, "dropped_truncated": 3}
+                          "no_wrong": 1, "solved_problems": 0, "solved_pairs": 0,
+                          "dropped_truncated": 3}
 
     # no cap, truncated kept: each sample in at most one pair; p3's ungradeable sample unused
-    every = build_preference_pairs(run_dir, 0, prefer_shorter=True, drop_truncated=False)
+    every = build_preference_pairs(run_dir, 0, prefer_shorter=True, drop_truncated=False,
+                                   solved_pairs=0)
     assert [(r["problem_id"], r["chosen_index"]) for r in every.rows] == \
         [("p2", 2), ("p2", 0), ("p3", 0), ("p4", 1)]
     assert sorted(r["rejected_index"] for r in every.rows if r["problem_id"] == "p2") == [1, 3]
     assert next(r["rejected"] for r in every.rows if r["problem_id"] == "p3") in {"bad1", "bad2"}
 
     # without prefer_shorter: seeded per-problem shuffles, reproducible
-    a = build_preference_pairs(run_dir, seed=5).rows
-    assert a == build_preference_pairs(run_dir, seed=5).rows
+    a = build_preference_pairs(run_dir, seed=5, solved_pairs=0).rows
+    assert a == build_preference_pairs(run_dir, seed=5, solved_pairs=0).rows
     assert {r["chosen"] for r in a if r["problem_id"] == "p4"} <= {"long", "short", "mid"}
-    chosen_p4 = {build_preference_pairs(run_dir, seed=s).rows[1]["chosen"] for s in range(12)}
+    chosen_p4 = {build_preference_pairs(run_dir, seed=s, solved_pairs=0).rows[1]["chosen"]
+                 for s in range(12)}
     assert chosen_p4 == {"long", "short", "mid"}
+
+
+def test_solved_problems_pair_short_against_long(run_dir):
+    """The seed log's rule: p0 (every sample correct; lengths 3, 3, 2, 5 for samples 0-3) gives
+    its 2 shortest (2: "x=1", 3: "x = 1") against its 2 longest (3: "x =  1", 5: "x = 2 so 1"),
+    2 x 2 combinations less the equal-length one: (2,3), (2,5), (3,5)."""
+    res = build_preference_pairs(run_dir, prefer_shorter=True)       # default solved_pairs=2
+    solved = [r for r in res.rows if r["pair_type"] == "short_vs_long"]
+    assert [(r["chosen_index"], r["rejected_index"]) for r in solved] == [(2, 1), (2, 3), (0, 3)]
+    assert all(r["problem_id"] == "p0" and r["chosen_length"] < r["rejected_length"]
+               for r in solved)
+    assert res.counts["solved_problems"] == 1 and res.counts["solved_pairs"] == 3
+    assert res.counts["pairs"] == 5                  # + p2 and p4's correct-vs-wrong pairs
+    one = build_preference_pairs(run_dir, prefer_shorter=True, solved_pairs=1)
+    assert [(r["chosen_index"], r["rejected_index"]) for r in one.rows
+            if r["pair_type"] == "short_vs_long"] == [(2, 3)]
+
+
+def test_pairwise_format_is_what_the_pairwise_loader_reads(run_dir, tmp_path):
+    from mindrl.data.formats import load_file
+
+    res = build_preference_pairs(run_dir, prefer_shorter=True, pair_format="pairwise",
+                                 out=tmp_path / "pw.jsonl")
+    std = build_preference_pairs(run_dir, prefer_shorter=True)
+    for r, s in zip(res.rows, std.rows):
+        assert {"id", "prompt", "completion_1", "completion_2", "preferred"} <= set(r)
+        chosen = r["completion_1"] if r["preferred"] == 1 else r["completion_2"]
+        rejected = r["completion_2"] if r["preferred"] == 1 else r["completion_1"]
+        assert (chosen, rejected) == (s["chosen"], s["rejected"])
+    assert {r["preferred"] for r in res.rows} == {1, 2}          # the side is drawn per pair
+    assert len({r["id"] for r in res.rows}) == len(res.rows)
+    plan, rows = load_file(tmp_path / "pw.jsonl", "pref", "auto", {}, 0)
+    assert plan.format.name == "pairwise"
+    assert [(x["chosen"], x["rejected"]) for x in rows] == \
+        [(s["chosen"], s["rejected"]) for s in std.rows]
 
 
 def test_rejection_sampling_set(run_dir):
@@ -124,8 +163,8 @@ def test_rejection_sampling_set(run_dir):
         ("p4", "long"), ("p4", "short"), ("p4", "mid")]
     assert res.rows[3] == {"problem": "Q2?", "response": "A  correct", "answer": "2",
                            "benchmark": "probs", "problem_id": "p2", "sample_index": 0,
-                           "length": 10}
-    assert res.counts == {"problems": 5, "problems_kept": 3, "correct": 10,
+                           "length": 10, "pass_rate": 0.5}
+    assert res.counts == {"problems": 5, "out_of_bounds": 0, "problems_kept": 3, "correct": 10,
                           "dropped_truncated": 1, "dropped_duplicates": 2, "dropped_cap": 0,
                           "rows": 7}
     capped = build_rejection_sampling_set(run_dir, max_per_problem=1)
@@ -183,7 +222,8 @@ def test_cli_one_line_summaries(run_dir, tmp_path, capsys):
     assert _cli(["data", "pairs", str(run_dir / "samples.jsonl"), "-o", str(out),
                  "--max-pairs", "0", "--keep-truncated", "--prefer-shorter"]) == 0
     line = capsys.readouterr().out
-    assert line.startswith("data pairs: 4 rows") and "pairs=4" in line and line.count("\n") == 1
+    assert line.startswith("data pairs: 7 rows") and "pairs=7" in line and line.count("\n") == 1
+    assert "solved_pairs=3" in line
     assert {"prompt", "chosen", "rejected", "answer"} <= set(_read(out)[0])
 
     out = tmp_path / "r.jsonl"

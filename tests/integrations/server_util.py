@@ -38,9 +38,9 @@ def http(method, url, body=None, headers=None, raw=None, timeout=30):
         return status, text
 
 
-@contextmanager
-def reward_server(*args, env=None, ready_s=60.0):
-    """Yield the base URL of a running server started with ``args``; kill it afterwards."""
+def spawn_server(*args, env=None, ready_s=60.0):
+    """``(process, base URL)`` of a server started with ``args``, once /health answers; its
+    stdout and stderr go to ``process.stdout`` (text)."""
     port = free_port()
     full_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE)]),
                     OMP_NUM_THREADS="1", **(env or {}))
@@ -61,11 +61,29 @@ def reward_server(*args, env=None, ready_s=60.0):
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not answer /health in time")
             time.sleep(0.1)
-        yield base
-    finally:
+    except BaseException:
+        stop_server(proc)
+        raise
+    return proc, base
+
+
+def stop_server(proc, timeout=15.0):
+    """SIGTERM, then SIGKILL after ``timeout`` seconds; returns the exit status."""
+    if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+    return proc.returncode
+
+
+@contextmanager
+def reward_server(*args, env=None, ready_s=60.0):
+    """Yield the base URL of a running server started with ``args``; stop it afterwards."""
+    proc, base = spawn_server(*args, env=env, ready_s=ready_s)
+    try:
+        yield base
+    finally:
+        stop_server(proc)

@@ -24,7 +24,10 @@ def test_openrlhf_client_against_server_and_reward_file():
     resp = out["http"][0]
     # right (1/2 == 0.5) and well formatted: 1 + 0.5; wrong, unformatted: 0
     assert resp["rewards"] == resp["scores"] == [1.5, 0.0]
-    assert resp["extra_logs"] == {"accuracy": [1.0, 0.0], "format": [1.0, 0.0]}
+    assert resp["extra_logs"] == {"accuracy": [1.0, 0.0], "format": [1.0, 0.0],
+                                  "reward_timeouts": [0.0, 0.0], "reward_errors": [0.0, 0.0],
+                                  "reward_unscored": [0.0, 0.0]}
+    assert resp["timeouts"] == resp["errors"] == resp["unscored"] == {"accuracy": 0, "format": 0}
     # the file: OpenRLHF calls reward_func once per query (batch size 1 in its thread pool)
     assert [f["rewards"] for f in out["file"]] == [[1.5], [0.0]]
     assert [f["extra_logs"]["format"] for f in out["file"]] == [[1.0], [0.0]]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mindrl.serve.service import ScoringService
+from mindrl.serve.service import ColumnError, ScoringService
 
 pytestmark = pytest.mark.slow
 
@@ -140,3 +140,54 @@ def test_deprioritize_off_keeps_stragglers_at_normal_priority():
         assert [os.getpriority(os.PRIO_PROCESS, p) for p in svc.worker_pids] == [base]
         assert svc.stats.deprioritized == 0
         slow.result(timeout=10)
+
+
+def test_null_scores_say_why_per_item():
+    # a timeout, an exception, a NaN score, a None the reward returned itself, and a clean item:
+    # each None has its cause, counted apart, with a one-line reason per cause
+    with ScoringService([SLOW], num_workers=2, timeout=0.5) as svc:
+        r = svc.score(["sleep:30", "raise", "nan", "none", "abc"])
+        assert r.components["slow_len"] == [None, None, None, None, 3.0]
+        assert r.status["slow_len"] == ["timeout", "error", "error", "unscored", None]
+        assert (r.num_timeouts, r.num_errors, r.num_unscored) == \
+            ({"slow_len": 1}, {"slow_len": 2}, {"slow_len": 1})
+        msgs = sorted(r.messages["slow_len"])        # in the order the items ended
+        assert len(msgs) == 4
+        assert "raised (RuntimeError: asked to raise)" in msgs[0]
+        assert "non-finite score (nan)" in msgs[1] and "returned null" in msgs[2]
+        assert "timed out after 0.5 s" in msgs[3]
+        assert r.total.tolist() == [0.0, 0.0, 0.0, 0.0, 3.0]
+
+
+def test_columns_may_not_be_completions_or_a_bound_setting():
+    # a column named like a setting the configuration binds would override it in the call
+    entries = [{"name": "pathological_rewards:scaled_len", "params": {"scale": 2.0}}]
+    with ScoringService(entries, num_workers=1, timeout=5.0) as svc:
+        assert svc.score(["abc"]).total.tolist() == [6.0]
+        for name in ("completions", "scale"):
+            with pytest.raises(ColumnError, match=f"'{name}' cannot be a column name") as e:
+                svc.submit_columns(["abc"], {name: [10.0]})
+            assert e.value.column == name
+        # "rewards" is an ordinary column through the mapping form
+        assert svc.submit_columns(["abc"], {"rewards": [1]}).result(10).total.tolist() == [6.0]
+        with pytest.raises(TypeError, match=r"completions\[1\] must be a string, got int"):
+            svc.submit_columns(["abc", 42], {})
+
+
+def test_close_is_bounded_while_workers_hang():
+    # both workers busy on 30 s items: close() kills them instead of waiting, and the pending
+    # request fails instead of hanging
+    with ScoringService([SLOW], num_workers=2, timeout=60.0, max_burst_workers=0) as svc:
+        svc.score(["warm"])
+        fut = svc.submit(["sleep:30", "sleep:30", "x"])
+        time.sleep(0.3)
+        pids = svc.worker_pids
+        t0 = time.monotonic()
+        svc.close()
+        took = time.monotonic() - t0
+        assert took < 1.5, took
+        with pytest.raises(RuntimeError, match="closed"):
+            fut.result(timeout=1)
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)

@@ -15,7 +15,8 @@ from rewards.open_r1 import (Accuracy, Cosine, KimiLength, RepetitionPenalty, So
 
 @pytest.mark.parametrize("mod", ["rewards.math_grader", "rewards.open_r1", "rewards.registry",
                                  "rewards.knights_knaves", "rewards.countdown", "rewards.gsm8k",
-                                 "rewards.pool"])
+                                 "rewards.pool", "rewards.answer_value", "rewards.arithmetic",
+                                 "rewards.demo_tasks"])
 def test_doctests(mod):
     import importlib
 

@@ -86,6 +86,12 @@ def test_countdown_rewards():
     assert countdown_equation(comps, nums=nums, target=[23, 23, 23]) == [1.0, 1.0, 0.0]
     assert CountdownFormat()(comps) == [1.0, 1.0, 0.0]
     assert CountdownFormat(prepend_think=False)(comps) == [0.0, 1.0, 0.0]
+    # exact: 7 + 1/125000 is 8e-6 from 7 (inside Mini-R1's 1e-5), and not 7
+    near = "<answer>7 + 1 / (50 * 50 * 50)</answer>"
+    assert countdown_equation([near], nums=[[7, 1, 50, 50, 50]], target=[7]) == [0.0]
+    assert countdown_equation(comps[:1], nums=nums[:1], target=["23.0"]) == [1.0]
+    with pytest.raises(ValueError, match="target 'x' is not a number"):
+        countdown_equation(comps[:1], nums=nums[:1], target=["x"])
 
 
 def test_countdown_generator_solvable_and_seeded():

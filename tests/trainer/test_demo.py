@@ -75,7 +75,7 @@ def test_demo_pipeline_end_to_end_short(tmp_path):
 @pytest.mark.parametrize("task", ["kk", "countdown"])
 def test_demo_other_tasks_run_both_stages(tmp_path, task):
     """``mindrl demo --task kk|countdown``: the compact tasks' recipes run end to end (plumbing,
-    a few steps on the tiny model; the measured runs are in the README)."""
+    a few steps on the tiny model; the measured runs are on docs/benchmarks.md)."""
     from mindrl.trainer.demo import run_demo
 
     quick = ["data.max_val_samples=16", "logging.tensorboard=false", "logging.progress_bar=false",

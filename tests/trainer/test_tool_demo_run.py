@@ -1,6 +1,6 @@
 """``mindrl demo --task tool``: the tool-use demo's recipes (sft_tool_demo, grpo_tool_demo) run
 both stages end to end on the tiny model, with the real sandbox (plumbing in a few steps; the
-measured runs are in the README)."""
+measured runs are on docs/benchmarks.md)."""
 
 import json
 
