@@ -107,9 +107,8 @@ def preference_loss(ops, *, chosen_logp, chosen_mask, rejected_logp, rejected_ma
     ``cfg`` is a ``PreferenceConfig`` (duck-typed: loss, beta, label_smoothing, gamma,
     pref_ftx, sft_term (absent = mean_token)). ``global_pairs`` is the number of pairs in the
     whole batch (all micro-batches and ranks; None = this call's) so partial losses sum to the
-    full-batch loss. Metrics (no
-    gradient): pref_loss, sft_loss, reward_accuracy, reward_margin, reward_chosen,
-    reward_rejected (means over this call's pairs).
+    full-batch loss. Metrics (no gradient): pref_loss, sft_loss, reward_accuracy,
+    reward_margin, reward_chosen, reward_rejected (means over this call's pairs).
     """
     fn = PREFERENCE_LOSSES.get(cfg.loss)
     if ref_chosen_logp is not None:
