@@ -12,8 +12,12 @@ For a pair (chosen y_w, rejected y_l) with token log-probs and masks, S(y) = sum
              loss = -(1 - ls) log sigma(h) - ls log sigma(-h)          (Meng et al. 2024; no ref)
 
 Implicit rewards (metrics): DPO/IPO beta (S - S_ref); SimPO beta S/|y|. ``preference_loss`` adds
-``pref_ftx`` times the SFT term -S(y_w)/|y_w| averaged over pairs (as LLaMA-Factory's
-``pref_ftx``; the seed work needed it after plain SimPO produced garbled text).
+``pref_ftx`` times an SFT term on the chosen response, averaged over pairs (the seed work needed
+it after plain SimPO produced garbled text); ``sft_term`` picks its form:
+
+* ``mean_token``  -S(y_w)/|y_w|  (LLaMA-Factory's ``pref_ftx``: per-token NLL, length-free scale)
+* ``sum``         -S(y_w)        (the seed code's ``-policy_chosen_log_probs``: summed over the
+                                  chosen tokens, so it grows with the response length)
 Every registered loss: fn(ops, chosen_logp, chosen_mask, rejected_logp, rejected_mask,
 ref_chosen_logp, ref_rejected_logp, *, beta, label_smoothing, gamma) -> (per-pair loss (B,),
 chosen reward (B,), rejected reward (B,)).
@@ -28,6 +32,9 @@ from mindrl.registry import Registry
 from .aggregation import aggregate
 
 PREFERENCE_LOSSES: Registry[Callable] = Registry("preference loss")
+
+# preference.sft_term -> the aggregation of -log pi(y_w,t) over the chosen response's tokens
+SFT_TERMS = {"mean_token": "seq_mean_token_mean", "sum": "seq_mean_token_sum"}
 
 
 def _seq_sum(ops, logp, mask):
@@ -94,13 +101,14 @@ def sft_nll(ops, logp, mask, agg_mode: str = "token_mean", *, global_tokens=None
 def preference_loss(ops, *, chosen_logp, chosen_mask, rejected_logp, rejected_mask,
                     ref_chosen_logp=None, ref_rejected_logp=None, cfg,
                     global_pairs: Optional[float] = None):
-    """Scalar loss = sum_pairs [pref_loss + pref_ftx * (-S(y_w)/|y_w|)] / global_pairs.
+    """Scalar loss = sum_pairs [pref_loss + pref_ftx * sft(y_w)] / global_pairs, with sft(y_w) =
+    -S(y_w)/|y_w| (``sft_term: mean_token``) or -S(y_w) (``sft_term: sum``).
 
     ``cfg`` is a ``PreferenceConfig`` (duck-typed: loss, beta, label_smoothing, gamma,
-    pref_ftx). ``global_pairs`` is the number of pairs in the whole batch (all micro-batches
-    and ranks; None = this call's) so partial losses sum to the full-batch loss. Metrics (no
-    gradient): pref_loss, sft_loss, reward_accuracy, reward_margin, reward_chosen,
-    reward_rejected (means over this call's pairs).
+    pref_ftx, sft_term (absent = mean_token)). ``global_pairs`` is the number of pairs in the
+    whole batch (all micro-batches and ranks; None = this call's) so partial losses sum to the
+    full-batch loss. Metrics (no gradient): pref_loss, sft_loss, reward_accuracy,
+    reward_margin, reward_chosen, reward_rejected (means over this call's pairs).
     """
     fn = PREFERENCE_LOSSES.get(cfg.loss)
     if ref_chosen_logp is not None:
@@ -112,8 +120,10 @@ def preference_loss(ops, *, chosen_logp, chosen_mask, rejected_logp, rejected_ma
         ref_rejected_logp, beta=cfg.beta, label_smoothing=cfg.label_smoothing, gamma=cfg.gamma)
     n = float(chosen_mask.shape[0]) if global_pairs is None else float(global_pairs)
     n = max(n, 1.0)
-    # seq_mean_token_mean over chosen responses = mean over pairs of -S(y_w)/|y_w|.
-    sft = sft_nll(ops, chosen_logp, chosen_mask, "seq_mean_token_mean", global_seqs=n)
+    # over chosen responses, seq_mean_token_mean = mean over pairs of -S(y_w)/|y_w|;
+    # seq_mean_token_sum = mean over pairs of -S(y_w)
+    sft = sft_nll(ops, chosen_logp, chosen_mask, SFT_TERMS[getattr(cfg, "sft_term", "mean_token")],
+                  global_seqs=n)
     pref = ops.sum(per_pair) / n
     loss = pref + cfg.pref_ftx * sft if cfg.pref_ftx else pref
     sg = ops.stop_gradient

@@ -87,9 +87,11 @@ def fixed_batch():
     return _fixed_batch
 
 
-def _forward_logprobs(model, rollouts, temperature):
+def _forward_logprobs(model, rollouts, temperature, trunc=None):
     """Reference for the engines: one plain transformers forward of prompt+response,
-    log_softmax(logits / T), gathered at the sampled tokens -> (B, T) numpy."""
+    log_softmax(logits / T), gathered at the sampled tokens -> (B, T) numpy; with ``trunc`` (an
+    ``algorithms.truncation.Truncation``) the log-probs under its top-k / min-p / top-p, by the
+    NumPy reference."""
     import torch
 
     from mindrl.types import pad_token_batch
@@ -100,7 +102,12 @@ def _forward_logprobs(model, rollouts, temperature):
         logits = model(input_ids=ids, attention_mask=torch.from_numpy(b.attention_mask),
                        position_ids=torch.from_numpy(b.position_ids)).logits
     P, T = b.prompt_len, b.response_len
-    lp = torch.log_softmax(logits[:, P - 1:P - 1 + T].float() / temperature, -1)
+    z = logits[:, P - 1:P - 1 + T].float() / temperature
+    if trunc is not None:
+        from algorithms.truncation import truncated_token_logp
+
+        return truncated_token_logp(z.numpy(), b.input_ids[:, P:], trunc)
+    lp = torch.log_softmax(z, -1)
     return lp.gather(-1, ids[:, P:].unsqueeze(-1)).squeeze(-1).numpy()
 
 

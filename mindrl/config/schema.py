@@ -512,6 +512,9 @@ class PreferenceConfig:
     gamma: float = opt(0.5, "SimPO: target reward margin gamma (the gamma/beta ratio is the "
                        "margin in log-prob units).")
     pref_ftx: float = opt(0.0, "Weight of the SFT term added to the preference loss.")
+    sft_term: str = opt("mean_token", "Form of that SFT term on the chosen response: mean_token "
+                        "(-sum_t log pi / |y_w|, per-token NLL) or sum (-sum_t log pi, the "
+                        "sequence NLL; grows with the response length).", ["mean_token", "sum"])
 
 
 @dataclass(frozen=True)

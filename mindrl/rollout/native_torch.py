@@ -1,11 +1,12 @@
 """Engine ``native`` for the torch backend: transformers ``generate``.
 
 All prompts x n samples go through ONE batched ``generate`` call (left-padded, KV cache on).
-Log-probs of the sampled tokens come from the raw logits that ``generate`` already computed
-(``output_logits``): log_softmax(logits / temperature), the same formula the trainer uses, with
-no extra forward pass. Top-k / top-p / min-p only choose which token is sampled; the log-prob
-reported is under the full tempered distribution (what the trainer scores), so the
-rollout-vs-trainer gap stays ~1e-6 whatever the truncation.
+Temperature and top-k / min-p / top-p are applied by :class:`Truncate` (the order of
+:mod:`algorithms.truncation`, vLLM's; transformers' warpers run min-p after top-p and are
+switched off, as are the model's own generation defaults such as a repetition penalty), and
+``generate`` samples from softmax of the result. The log-prob reported for a sampled token is
+under that distribution (``output_scores``, no extra forward pass): what the trainer scores
+with the same masks, so the rollout-vs-trainer gap stays ~1e-6 whatever the truncation.
 
 Seeding (inside a forked torch RNG, so the trainer's RNG is untouched): a call with
 ``sampling.seed`` set draws exactly from that seed (same seed, same prompts -> same samples;
@@ -19,6 +20,7 @@ from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from algorithms.truncation import Truncation
 from mindrl.rollout.base import ENGINES
 from mindrl.types import Rollouts, SamplingParams
 
@@ -32,6 +34,26 @@ def stop_ids(tokenizer, generation_config=None, extra=()) -> List[int]:
         if e is not None and int(e) not in ids:
             ids.append(int(e))
     return ids
+
+
+class Truncate:
+    """A transformers logits processor: scores / temperature, then the rollout's top-k / min-p /
+    top-p masks (:func:`mindrl.backends.torch.truncation.truncated_logits`)."""
+
+    def __init__(self, temperature: float, trunc):
+        self.temperature, self.trunc = temperature, trunc
+
+    def __call__(self, input_ids, scores):
+        from mindrl.backends.torch.truncation import truncated_logits
+
+        return truncated_logits(scores.float() / self.temperature, self.trunc)
+
+
+# transformers fills unset (None) generation options from the model's generation_config:
+# these values switch every sampling warper and penalty off explicitly
+_NEUTRAL = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=None, typical_p=1.0,
+                epsilon_cutoff=0.0, eta_cutoff=0.0, repetition_penalty=1.0,
+                no_repeat_ngram_size=0, encoder_repetition_penalty=1.0)
 
 
 class NativeTorchEngine:
@@ -90,14 +112,12 @@ class NativeTorchEngine:
         eos = stop_ids(self.tokenizer, getattr(self.model, "generation_config", None),
                        sampling.stop_token_ids)
         gen = GenerationConfig(
-            do_sample=not greedy, temperature=None if greedy else sampling.temperature,
-            top_k=None if greedy or sampling.top_k < 1 else sampling.top_k,
-            top_p=None if greedy or sampling.top_p >= 1 else sampling.top_p,
-            min_p=None if greedy or sampling.min_p <= 0 else sampling.min_p,
+            do_sample=not greedy, **_NEUTRAL,
             max_new_tokens=sampling.max_new_tokens, eos_token_id=eos, pad_token_id=self.pad_id,
             bos_token_id=None, use_cache=True, return_dict_in_generate=True,
-            output_logits=True, num_return_sequences=1)
+            output_scores=True, num_return_sequences=1)
         temp = sampling.temperature if not greedy else 1.0
+        trunc = None if greedy else Truncation(sampling.top_k, sampling.top_p, sampling.min_p)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -107,20 +127,20 @@ class NativeTorchEngine:
                     torch.no_grad():
                 seed = 1_000_003 * self.calls if sampling.seed is None else int(sampling.seed)
                 torch.manual_seed(seed % (2 ** 63))
-                extra = {}
-                if on_group_done is not None:
-                    from transformers import LogitsProcessorList
+                from transformers import LogitsProcessorList
 
+                procs = [Truncate(temp, trunc if trunc is not None and trunc.active else None)]
+                if on_group_done is not None:
                     from mindrl.rollout.finished import GroupWatcher
 
-                    extra["logits_processor"] = LogitsProcessorList(
-                        [GroupWatcher(P, n, eos, on_group_done)])
+                    procs.append(GroupWatcher(P, n, eos, on_group_done))
+                extra = {"logits_processor": LogitsProcessorList(procs)}
                 out = self.model.generate(input_ids=ids.to(self.device),
                                           attention_mask=att.to(self.device), generation_config=gen,
                                           **extra)
                 seqs = out.sequences[:, P:]                          # (B, L)
-                logits = torch.stack(out.logits, dim=1).float()      # (B, L, V) raw
-                logp = torch.log_softmax(logits / temp, dim=-1)
+                scores = torch.stack(out.scores, dim=1).float()      # (B, L, V) processed
+                logp = torch.log_softmax(scores, dim=-1)
                 logp = torch.gather(logp, -1, seqs.unsqueeze(-1)).squeeze(-1).cpu().numpy()
                 seqs = seqs.cpu().numpy()
         finally:

@@ -7,7 +7,8 @@ Choices that keep rollout and trainer on the same distribution:
   ``raw_logprobs``, is the T=1 distribution), so they equal the trainer's
   log_softmax(logits / T). vLLM applies min-p / top-k / top-p before taking them: with those
   on, the reported log-prob is that of the truncated, renormalised distribution the token was
-  drawn from (>= the trainer's value); the gap metric shows it.
+  drawn from, and the trainer scores the policy under the same masks
+  (:mod:`algorithms.truncation`), so the two agree to float error either way.
 * On CPU, vLLM repacks linear weights for oneDNN and leaves empty parameters behind, so
   ``reload_weights`` silently skips every linear layer (../shared/PLATFORM.md). We set
   ``vllm._custom_ops._supports_onednn = False`` before the model loads. ``MINDRL_VLLM_ONEDNN=1``

@@ -55,6 +55,20 @@ class RLTrainer(Trainer):
         super().__init__(effective_config(cfg))
         # rollout.async_ahead: the next batch is sampled while this step updates
         self.ahead = AheadRollout(self) if cfg.rollout.async_ahead else None
+        self.truncation = self.check_truncation()
+
+    def check_truncation(self):
+        """The rollout's top-k / min-p / top-p (or None). Engines report log-probs under that
+        truncated distribution; a backend that cannot score it is warned about once, here."""
+        from algorithms.truncation import Truncation
+
+        trunc = Truncation.from_rollout(self.cfg.rollout)
+        if trunc is not None and not hasattr(self.backend, "truncation") and self.is_main:
+            log.warning("%s: backend=%s scores the untruncated distribution; the engine samples "
+                        "(and reports log-probs) under the truncation, so importance ratios and "
+                        "the rollout-vs-trainer gap will be off (set them to off: top_p=1, "
+                        "top_k=-1, min_p=0)", trunc.describe(), self.cfg.backend)
+        return trunc
 
     # ----------------------------------------------------------------- one step
     def collect(self) -> Tuple[List[Dict], Rollouts, Scored, Dict[str, float]]:
@@ -170,7 +184,9 @@ class RLTrainer(Trainer):
                                                                                    self.world))
         t0 = time.perf_counter()
         if cfg.train.recompute_old_logp or not single_pass:
-            old_logp = self.backend.logprobs(tokens, temperature=temp, micro_batch_size=mb)
+            kw = {"truncated": True} if self.truncation is not None and \
+                hasattr(self.backend, "truncation") else {}
+            old_logp = self.backend.logprobs(tokens, temperature=temp, micro_batch_size=mb, **kw)
             gap = np.abs(old_logp - rollout_logp) * mask
             tok = self.allsum(mask.sum())
             metrics["rollout/logprob_gap_mean"] = float(self.allsum(gap.sum()) / max(tok, 1))
@@ -272,8 +288,10 @@ class RLTrainer(Trainer):
                 and self.ahead is None:     # async: the gap is one update's drift, by design
             log.warning("step %d: rollout-vs-trainer log-prob gap %.4f nats exceeds "
                         "rollout.logprob_gap_warn=%.3f: the engine and the trainer disagree "
-                        "(stale weights or mismatched sampling)", self.step + 1, gap,
-                        cfg.rollout.logprob_gap_warn)
+                        "(stale weights or mismatched sampling%s)", self.step + 1, gap,
+                        cfg.rollout.logprob_gap_warn,
+                        f"; truncated sampling: {self.truncation.describe()}"
+                        if self.truncation is not None else "")
         return metrics
 
     def teacher_logprobs(self, tokens, old_logp, rollout_logp, metrics):

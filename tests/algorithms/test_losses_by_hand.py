@@ -177,6 +177,24 @@ def test_dpo_ipo_simpo_by_hand():
     assert sorted(PREFERENCE_LOSSES) == ["dpo", "ipo", "simpo"]
 
 
+def test_simpo_sft_term_sum_is_the_sequence_nll():
+    # the seed's SFT term -S(y_w) summed over the chosen tokens: S(y_w) = -1 over 2 tokens
+    inp = pref_inputs()
+    loss, m = preference_loss(NP, cfg=PreferenceConfig(loss="simpo", beta=2.0, gamma=0.5,
+                                                       pref_ftx=0.3, sft_term="sum"), **inp)
+    pref = math.log1p(math.exp(-(1 / 3 - 0.5)))
+    assert loss == pytest.approx(pref + 0.3 * 1.0)
+    assert m["sft_loss"] == pytest.approx(1.0)
+    # two pairs of lengths 2 and 3: mean over pairs of the sums, not of the per-token means
+    two = {k: np.concatenate([v, v[:, ::-1]]) for k, v in inp.items()}
+    two["chosen_mask"] = np.array([[1, 1, 0], [1, 1, 1]])
+    two["chosen_logp"] = np.array([[-0.5, -0.5, -9.0], [-1.0, -2.0, -3.0]])
+    for term, sft in (("sum", (1.0 + 6.0) / 2), ("mean_token", (0.5 + 2.0) / 2)):
+        _, m = preference_loss(NP, cfg=PreferenceConfig(loss="simpo", pref_ftx=1.0,
+                                                        sft_term=term), **two)
+        assert m["sft_loss"] == pytest.approx(sft), term
+
+
 def test_dpo_needs_reference():
     inp = pref_inputs()
     inp.pop("ref_chosen_logp")

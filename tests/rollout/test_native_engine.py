@@ -29,8 +29,17 @@ def engine(backend, make_cfg, tiny_dir):
 @pytest.mark.parametrize("opts", [dict(temperature=0.7), dict(temperature=1.3, top_k=20,
                                                                 top_p=0.9, min_p=0.01)])
 def test_logprobs_equal_a_plain_forward(engine, backend, opts, forward_logprobs):
+    """Log-probs of the distribution sampled from: under top-k / min-p / top-p, the truncated
+    and renormalised one (never a cut token: every sampled token is in the kept set)."""
+    from algorithms.truncation import Truncation
+
     r = engine.generate(PROMPTS, SamplingParams(n=4, max_new_tokens=12, seed=0, **opts))
-    want = forward_logprobs(backend.model, r, opts["temperature"])
+    trunc = Truncation(opts.get("top_k", -1), opts.get("top_p", 1.0), opts.get("min_p", 0.0))
+    want = forward_logprobs(backend.model, r, opts["temperature"],
+                            trunc if trunc.active else None)
+    if trunc.active:       # the truncation moved the log-probs (not the untruncated ones)
+        full = forward_logprobs(backend.model, r, opts["temperature"])
+        assert np.abs(full - want).max() > 0.05
     for i, lp in enumerate(r.logprobs):
         assert lp.dtype == np.float32 and len(lp) == len(r.response_ids[i])
         np.testing.assert_allclose(lp, want[i, :len(lp)], atol=1e-5)

@@ -26,7 +26,9 @@ def write_pairs(path: Path) -> Path:
 def test_there_is_a_smoke_for_every_system():
     assert set(SMOKES) >= {"deepscaler_smoke", "skywork_or1_smoke", "simplerl_zoo_smoke",
                            "logic_rl_smoke", "countdown_mini_r1_smoke", "grpo_gsm8k_smoke",
-                           "openthinker3_smoke", "dpo_seed_smoke", "simpo_sft_seed_smoke"}
+                           "openthinker3_smoke", "dpo_seed_smoke", "simpo_sft_seed_smoke",
+                           "open_r1_smoke", "open_r1_zero_smoke", "logic_rl_schedule_smoke",
+                           "simplerl_sft_distill_smoke"}
 
 
 @pytest.mark.slow

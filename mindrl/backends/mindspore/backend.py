@@ -32,6 +32,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import Tensor, ops
 
+from algorithms.truncation import Truncation
 from mindrl.backends.base import BACKENDS
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps  # noqa: F401  (re-exported)
 from mindrl.backends.mindspore import weights as W
@@ -41,6 +42,7 @@ from mindrl.backends.mindspore.compiled import CompiledStepMixin
 from mindrl.backends.mindspore.compiled import step_vector as _vector  # noqa: F401
 from mindrl.backends.mindspore.compiled import token_logp as _token_logp
 from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec, recompute_layers
+from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
 from mindrl.backends.mindspore.optim import AdamW
 from mindrl.backends.mindspore.preference_step import PreferenceStepMixin
 from mindrl.backends.mindspore.rl_step import RLStepMixin
@@ -178,7 +180,10 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
                                       requires_grad=False)
         self.train_mode = train_mode           # "fused" (rl_loss in the graph) or "split"
         self.fallback_reason: Optional[str] = None
+        # the rollout's top-k / min-p / top-p: the policy scores rollouts under the same masks
+        self.truncation = Truncation.from_rollout(cfg.rollout)
         self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
+                          "truncated": ms.jit(self._make_logp_fn(self.model, self.truncation)),
                           True: ms.jit(self._make_logp_fn(self.reference))
                           if self.reference is not None else None,
                           "teacher": ms.jit(self._make_logp_fn(self.teacher))
@@ -225,22 +230,29 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         return rows, bucket(P, self.prompt_buckets), bucket(T, self.response_buckets)
 
     # ------------------------------------------------------------------ scoring
-    def _make_logp_fn(self, model):
+    def _make_logp_fn(self, model, trunc=None):
         if model is None:
             return None
 
         def logp_fn(ids, pos, att, targets, mask, inv_temp):
             T = targets.shape[1]
             logits = model.response_logits(ids, pos, att, T) * inv_temp
+            if trunc is not None:
+                return truncated_logits_and_logp(logits, targets, trunc)[1] * mask
             return _token_logp(logits, targets) * mask
         return logp_fn
 
     def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
-                 micro_batch_size: int = 8, teacher: bool = False) -> np.ndarray:
+                 micro_batch_size: int = 8, teacher: bool = False,
+                 truncated: bool = False) -> np.ndarray:
         """(B, T) float32 log-probs of the response tokens under logits / temperature
         (temperature 0 = 1); 0 at padding. Scored in micro-batches padded to buckets.
-        ``reference`` / ``teacher``: of the reference / distillation teacher model."""
-        fn = self._logp_fns["teacher" if teacher else bool(reference)]
+        ``reference`` / ``teacher``: of the reference / distillation teacher model.
+        ``truncated``: the policy's under the rollout's top-k / min-p / top-p
+        (``self.truncation``, :mod:`algorithms.truncation`)."""
+        truncated = truncated and not (reference or teacher) and self.truncation is not None
+        fn = self._logp_fns["teacher" if teacher else "truncated" if truncated
+                            else bool(reference)]
         if fn is None and teacher:
             raise RuntimeError("teacher log-probs need algorithm.distill.teacher")
         if fn is None:
@@ -253,7 +265,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         for s in range(0, len(batch), rows):
             mb = batch.rows(slice(s, s + rows))
             tb = repad(mb, rows, P, T, self.pad_id)
-            name = "teacher_logprobs" if teacher else "ref_logprobs" if reference else "logprobs"
+            name = "teacher_logprobs" if teacher else "ref_logprobs" if reference else \
+                "truncated_logprobs" if truncated else "logprobs"
             if self.lora and reference and not teacher:
                 from mindrl.backends.mindspore.lora import adapters_off
 

@@ -15,7 +15,7 @@ import mindspore as ms
 from mindspore import Tensor, ops
 
 from mindrl.backends.mindspore.buckets import pad2, repad
-from mindrl.backends.mindspore.compiled import token_logp
+from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
 from mindrl.types import LossNormalizers, TrainBatch
 
 
@@ -64,9 +64,11 @@ class RLStepMixin:
         full, teacher = self._full_kl(), self.teacher
         inv_t_temp = 1.0 / acfg.distill.teacher_temperature
 
+        trunc = self.truncation          # the rollout's top-k / min-p / top-p (or None)
+
         def scored(ids, pos, att, targets):
             logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
-            logp = token_logp(logits, targets)                                # (B, T)
+            logits, logp = truncated_logits_and_logp(logits, targets, trunc)  # (B, T)
             entropy = entropy_from_logits(o, logits if ent_grad else ops.stop_gradient(logits))
             return logits, logp, entropy
 

@@ -16,10 +16,11 @@ actor/kernel thread hand-offs that each wait a scheduler slice on a busy machine
 
 Sampling runs on the host in NumPy from the graph's float32 logits: log-softmax(logits /
 temperature) in float64, then top_k, then min_p (keep p >= min_p * max p), then top_p (the
-smallest set whose mass reaches top_p), renormalised. The log-prob reported for a sampled token
-is the UNFILTERED log-softmax(logits / temperature) -- the quantity the trainer recomputes -- so
-rollout and trainer log-probs agree up to float error (tested to 1e-4). Temperature 0 is greedy
-and reports log-probs at temperature 1.
+smallest set whose mass reaches top_p), renormalised (:mod:`algorithms.truncation`'s masks).
+The log-prob reported for a sampled token is under that filtered distribution, the one it was
+drawn from -- the quantity the trainer recomputes with the same masks -- so rollout and trainer
+log-probs agree up to float error (tested to 1e-4). Temperature 0 is greedy and reports
+log-probs at temperature 1.
 """
 
 from __future__ import annotations
@@ -283,6 +284,7 @@ class MindSporeSampler:
         write[0, 0, np.arange(P), np.arange(P)] = 1.0
         greedy = sp.temperature <= 0
         inv_temp = 1.0 if greedy else 1.0 / sp.temperature
+        truncated = not greedy and (sp.top_k >= 1 or sp.top_p < 1.0 or sp.min_p > 0.0)
         stop = set(self.eos_ids) | set(int(t) for t in sp.stop_token_ids)
         cache = self._bucket(Bp, S)
         if P not in cache.prefill:
@@ -314,6 +316,9 @@ class MindSporeSampler:
                 probs = filter_probs(np.exp(lp), sp.top_k, sp.top_p, sp.min_p)
                 u = rng.random((B, 1))
                 tok = np.minimum((probs.cumsum(-1) < u).sum(-1), probs.shape[-1] - 1)
+                if truncated:
+                    with np.errstate(divide="ignore"):
+                        lp = np.log(probs)
             for i in np.nonzero(~finished)[0]:
                 out_tokens[i].append(int(tok[i]))
                 out_logp[i].append(float(lp[i, tok[i]]))

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from algorithms.truncation import Truncation
 from mindrl.backends.base import BACKENDS
 from mindrl.backends.metrics import Clock, MetricMerger, finish
 from mindrl.backends.torch.optim import make_adamw
@@ -77,6 +78,8 @@ class TorchBackend:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.cfg = cfg
+        # the rollout's top-k / min-p / top-p: the policy scores rollouts under the same masks
+        self.truncation = Truncation.from_rollout(cfg.rollout)
         torch.set_num_threads(max(1, cfg.train.threads))
         self.device = _device(cfg)
         self.rank, self.world = _init_distributed(self.device)
@@ -180,11 +183,14 @@ class TorchBackend:
     @torch.no_grad()
     def logprobs_and_entropy(self, batch: TokenBatch, *, temperature: float,
                              reference: bool = False, micro_batch_size: int = 8,
-                             with_entropy: bool = True, teacher: bool = False
+                             with_entropy: bool = True, teacher: bool = False,
+                             truncated: bool = False
                              ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         """(B, T) float32 log-probs (and token entropies) of the response tokens under
         logits / temperature; 0 at padding. ``reference`` / ``teacher``: of the frozen
-        reference / distillation teacher instead of the policy."""
+        reference / distillation teacher instead of the policy. ``truncated``: the policy's
+        under the rollout's top-k / min-p / top-p (``self.truncation``; the sampling
+        distribution, :mod:`algorithms.truncation`)."""
         import contextlib
 
         model = (self.teacher if teacher
@@ -206,7 +212,8 @@ class TorchBackend:
                 scope = scoring(model, reference)
             with scope:
                 logp, ent = packing.score(self, model, mb, temperature,
-                                          "no_grad" if with_entropy else None)
+                                          "no_grad" if with_entropy else None,
+                                          truncated and model is self.model and not reference)
             mask = torch.from_numpy(mb.response_mask).to(self.device)
             logps.append(packing.pad_columns((logp * mask).cpu().numpy(), T))
             if with_entropy:
@@ -215,10 +222,12 @@ class TorchBackend:
         return logp, (np.concatenate(ents).astype(np.float32) if with_entropy else None)
 
     def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
-                 micro_batch_size: int = 8, teacher: bool = False) -> np.ndarray:
+                 micro_batch_size: int = 8, teacher: bool = False,
+                 truncated: bool = False) -> np.ndarray:
         return self.logprobs_and_entropy(batch, temperature=temperature, reference=reference,
                                          micro_batch_size=micro_batch_size,
-                                         with_entropy=False, teacher=teacher)[0]
+                                         with_entropy=False, teacher=teacher,
+                                         truncated=truncated)[0]
 
     # ---------------------------------------------------------------- training
     def _const(self, a):
@@ -244,7 +253,7 @@ class TorchBackend:
                 self, mb.tokens, self.cfg.rollout.temperature, ent_mode)
         else:
             logp, entropy = packing.score(self, self.model, mb.tokens,
-                                          self.cfg.rollout.temperature, ent_mode)
+                                          self.cfg.rollout.temperature, ent_mode, truncated=True)
         mask = self._const(mb.tokens.response_mask)
         rollout_logp = self._const(mb.rollout_logp)
         # old_logp None = strictly on-policy: the ratio is 1 in value, exp(logp - sg(logp))

@@ -78,6 +78,14 @@ def packed_logits(model, packed: Packed, temperature: float) -> torch.Tensor:
     return logits / (temperature if temperature > 0 else 1.0)
 
 
+def packed_truncated(backend, logits: torch.Tensor, packed: Packed, truncated: bool
+                     ) -> torch.Tensor:
+    """(N, V) ``logits`` under the rollout's truncation when ``truncated`` (targets kept)."""
+    from mindrl.backends.torch.truncation import truncated_logits
+
+    return truncated_logits(logits, backend.truncation if truncated else None, packed.targets)
+
+
 def packed_token_logp(logits: torch.Tensor, packed: Packed) -> torch.Tensor:
     """(N,) log p of each response token under its logits."""
     return torch.gather(torch.log_softmax(logits, dim=-1), -1,
@@ -91,8 +99,8 @@ def unpack(values: torch.Tensor, packed: Packed) -> torch.Tensor:
 
 
 def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
-                     entropy: Optional[str] = "no_grad") -> Tuple[torch.Tensor,
-                                                                  Optional[torch.Tensor]]:
+                     entropy: Optional[str] = "no_grad", truncation=None
+                     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """(B, T) log-probs and token entropies of the response tokens, computed packed.
     ``entropy``: "grad" (differentiable), "no_grad" (a metric) or None (not computed)."""
     from algorithms.entropy import entropy_from_logits
@@ -102,7 +110,10 @@ def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
     if packed.keep.numel() == 0:
         zero = torch.zeros(packed.shape, device=device)
         return zero, (zero if entropy else None)
-    logits = packed_logits(model, packed, temperature)
+    from mindrl.backends.torch.truncation import truncated_logits
+
+    logits = truncated_logits(packed_logits(model, packed, temperature), truncation,
+                              packed.targets)
     logp = unpack(packed_token_logp(logits, packed), packed)
     ent = None
     if entropy == "grad":
@@ -146,14 +157,20 @@ def pad_columns(a: np.ndarray, T: int) -> np.ndarray:
 
 
 def score(backend, model, batch: TokenBatch, temperature: float,
-          entropy: Optional[str]) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+          entropy: Optional[str], truncated: bool = False
+          ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """The backend's hook: (B, t) log-probs [and entropies] of ``batch`` (already trimmed),
-    packed when ``train.padding_free``, else through the backend's padded forward."""
+    packed when ``train.padding_free``, else through the backend's padded forward;
+    ``truncated``: under the rollout's top-k / min-p / top-p (``backend.truncation``)."""
+    trunc = backend.truncation if truncated else None
     if backend.cfg.train.padding_free:
-        return logp_and_entropy(model, batch, temperature, backend.ops, entropy)
+        return logp_and_entropy(model, batch, temperature, backend.ops, entropy, trunc)
     from algorithms.entropy import entropy_from_logits
 
-    logits = backend._response_logits(model, batch, temperature)
+    from mindrl.backends.torch.truncation import truncated_logits
+
+    logits = truncated_logits(backend._response_logits(model, batch, temperature), trunc,
+                              _targets(backend, batch))
     logp = backend._token_logp(logits, batch)
     ent = None
     if entropy == "grad":
@@ -162,6 +179,11 @@ def score(backend, model, batch: TokenBatch, temperature: float,
         with torch.no_grad():
             ent = entropy_from_logits(backend.ops, logits.detach())
     return logp, ent
+
+
+def _targets(backend, batch: TokenBatch) -> torch.Tensor:
+    """(B, T) int64 response token ids of a padded batch."""
+    return torch.from_numpy(batch.input_ids[:, batch.prompt_len:]).to(backend.device)
 
 
 def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optional[str]
@@ -180,14 +202,18 @@ def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optio
         if packed.keep.numel() == 0:
             zero = torch.zeros(packed.shape, device=backend.device)
             return zero, (zero if entropy else None), zero
-        logits = packed_logits(backend.model, packed, temperature)
+        logits = packed_truncated(backend, packed_logits(backend.model, packed, temperature),
+                                  packed, True)
         with torch.no_grad():
             t_logits = packed_logits(backend.teacher, packed, t_temp)
         logp = unpack(packed_token_logp(logits, packed), packed)
         kl = unpack(full_reverse_kl(ops, logits, t_logits), packed)
         to_rows = lambda x: unpack(x, packed)  # noqa: E731
     else:
-        logits = backend._response_logits(backend.model, batch, temperature)
+        from mindrl.backends.torch.truncation import truncated_logits
+
+        logits = truncated_logits(backend._response_logits(backend.model, batch, temperature),
+                                  backend.truncation, _targets(backend, batch))
         with torch.no_grad():
             t_logits = backend._response_logits(backend.teacher, batch, t_temp)
         logp = backend._token_logp(logits, batch)

@@ -110,3 +110,31 @@ def test_dpo_trainer_runs_on_mindspore(tmp_path):
     assert m[0]["pref_loss"] == pytest.approx(np.log(2), abs=1e-5)
     assert m[-1]["pref_loss"] < 0.5 * np.log(2)
     assert m[-1]["reward_accuracy"] > 0.9
+
+
+@pytest.mark.parametrize("backend", ["mindspore", "torch"])
+def test_simpo_sft_sum_loss_by_hand(backend, tiny_dir):
+    """preference.sft_term=sum (the seed's -policy_chosen_log_probs): the step's loss equals
+    SimPO + pref_ftx x mean over pairs of the chosen response's summed NLL, computed by hand
+    from the backend's own token log-probs before the step."""
+    from mindrl.backends.torch.backend import TorchBackend
+
+    beta, gamma, ftx = 2.0, 1.0, 0.7
+    cfg = ms_config(f"model.path={tiny_dir}", "preference.loss=simpo", f"preference.beta={beta}",
+                    f"preference.gamma={gamma}", f"preference.pref_ftx={ftx}",
+                    "preference.sft_term=sum", "train.lr=1e-3", "train.warmup_steps=0")
+    be = MindSporeBackend(cfg, model_path=tiny_dir) if backend == "mindspore" \
+        else TorchBackend(cfg)
+    chosen, rejected = _pairs(np.random.default_rng(11), 6)
+    lc = be.logprobs(chosen, temperature=1.0).astype(np.float64)
+    lr = be.logprobs(rejected, temperature=1.0).astype(np.float64)
+    mc, mr = chosen.response_mask, rejected.response_mask
+    s_c, s_r = (lc * mc).sum(1), (lr * mr).sum(1)
+    h = beta * s_c / mc.sum(1) - beta * s_r / mr.sum(1) - gamma
+    pref = np.log1p(np.exp(-h)).mean()
+    sft = (-s_c).mean()                       # summed over tokens, averaged over pairs
+    assert sft > 2 * (-(s_c / mc.sum(1))).mean()     # differs from the per-token mean
+    m = be.preference_step(_micro(chosen, rejected, None, None, 6), 6.0)
+    assert m["sft_loss"] == pytest.approx(sft, rel=1e-4)
+    assert m["pref_loss"] == pytest.approx(pref, rel=1e-4)
+    assert m["loss"] == pytest.approx(pref + ftx * sft, rel=1e-4)

@@ -25,16 +25,21 @@ def test_filter_probs_top_k_top_p_min_p():
 @pytest.mark.slow
 def test_sampler_logprobs_greedy_eos_and_static_shapes(hf_untied):
     directory, hf = hf_untied
-    be = MindSporeBackend(ms_config(), model_path=directory)
+    # the sampler reports log-probs under the truncation; the trainer scores with the same
+    be = MindSporeBackend(ms_config("rollout.temperature=0.7", "rollout.top_p=0.9",
+                                    "rollout.top_k=50", "rollout.min_p=0.01"),
+                          model_path=directory)
     eng = be.native_engine()
     sp = SamplingParams(n=2, temperature=0.7, top_p=0.9, top_k=50, min_p=0.01,
                         max_new_tokens=12, seed=1)
     ro = eng.generate(PROMPTS, sp)
     assert len(ro) == 6 and list(ro.group_index) == [0, 0, 1, 1, 2, 2]
     tb = pad_token_batch(ro.prompt_ids, ro.response_ids, 0)
-    lp = be.logprobs(tb, temperature=0.7)
+    lp = be.logprobs(tb, temperature=0.7, truncated=True)
+    full = be.logprobs(tb, temperature=0.7)
     for i, r in enumerate(ro.response_ids):
         np.testing.assert_allclose(ro.logprobs[i], lp[i, :len(r)], atol=1e-4)
+    assert np.abs(full - lp).max() > 0.05          # the truncation moved them
     again = eng.generate(PROMPTS, sp)                    # same seed, same samples
     assert again.response_ids == ro.response_ids
     assert eng.compile_counts == {"prefill": 1, "decode": 1}
