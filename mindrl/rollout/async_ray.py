@@ -122,7 +122,8 @@ class WeightStore:
 class RolloutWorker:
     """One engine and one reward scorer (a Ray actor): samples and scores a group per call."""
 
-    def __init__(self, cfg, model_path: str, index: int, store, sys_path: List[str]):
+    def __init__(self, args, index: int):
+        cfg, model_path, store, sys_path = args
         for p in sys_path:              # the driver's imports (dotted reward paths, tests)
             if p not in sys.path:
                 sys.path.append(p)
@@ -186,8 +187,9 @@ class RayRollout:
         self.store = ray.remote(num_cpus=0)(WeightStore).remote()
         actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=r.max_restarts,
                                                   max_task_retries=0)
-        self.workers = [actor.remote(cfg, str(trainer.model_path), i, self.store,
-                                     list(sys.path)) for i in range(r.workers)]
+        # the constructor's arguments stay referenced here: a restart re-reads them
+        self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path)))
+        self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
         self.version: Optional[int] = None      # the version published last
         self._weights_ref = None
@@ -202,6 +204,7 @@ class RayRollout:
         self.dropped = self.reissued = self.restarts = 0
         self.step_dropped, self.step_idle = 0, 0.0
         self.lags: List[np.ndarray] = []       # per step: each sample's version lag
+        self.sources: List[List[Tuple[int, int]]] = []  # per step: (worker, pid) of each group
 
     # ----------------------------------------------------------------- one step
     def collect(self):
@@ -232,6 +235,7 @@ class RayRollout:
         lag = np.concatenate([np.full(len(f.rollouts), tr.step - f.version, np.int64)
                               for f in batch])
         self.lags.append(lag)
+        self.sources.append([(f.worker, f.pid) for f in batch])
         m["rollout/staleness"] = float(lag.mean())
         m["rollout/staleness_max"] = float(lag.max())
         m["rollout/dropped_groups"] = float(self.step_dropped)
