@@ -322,6 +322,8 @@ class RayRollout:
             except ray.exceptions.RayTaskError as e:
                 raise RuntimeError(f"rollout.mode=async_ray: worker {w} failed:\n{e}") from None
             self.step_idle += f.idle_s
+            if f.pid != self.pids[w]:       # Ray restarted it; the group waited for that
+                self._restarted(w, f.pid)
             if not lag_ok(self.tr.step, f.version, self.k):
                 self.dropped += 1
                 self.step_dropped += 1
@@ -358,9 +360,12 @@ class RayRollout:
             return
         del self.down[w]
         if pid != self.pids[w]:
-            self.restarts += 1
-            self.pids[w] = pid
-            log.warning("rollout worker %d restarted (pid %d)", w, pid)
+            self._restarted(w, pid)
+
+    def _restarted(self, w: int, pid: int) -> None:
+        self.restarts += 1
+        self.pids[w] = pid
+        log.warning("rollout worker %d restarted (pid %d)", w, pid)
 
     def _no_workers(self) -> None:
         raise RuntimeError(f"rollout.mode=async_ray: all {len(self.workers)} rollout workers "
