@@ -220,6 +220,7 @@ class RayRollout:
         m["time/weight_sync"] = time.perf_counter() - t0
         self.step_dropped, self.step_idle = 0, 0.0
         t0 = time.perf_counter()
+        self.ready = [f for f in self.ready if self._keep(f)]  # waited past k updates
         self.fill(after_take=False)
         self.harvest(block=False)
         while len(self.ready) < self.B:
@@ -324,15 +325,21 @@ class RayRollout:
             self.step_idle += f.idle_s
             if f.pid != self.pids[w]:       # Ray restarted it; the group waited for that
                 self._restarted(w, f.pid)
-            if not lag_ok(self.tr.step, f.version, self.k):
-                self.dropped += 1
-                self.step_dropped += 1
-                f.group.seed += 7919            # sampled again, with other draws
-                self.retry.append(f.group)
-                continue
-            self.ready.append(f)
+            if self._keep(f):
+                self.ready.append(f)
         if block and not self.in_flight and self.down:
             time.sleep(PROBE_INTERVAL_S / 5)
+
+    def _keep(self, f: Finished) -> bool:
+        """False (and the prompt queued to be sampled again) when ``f`` is too stale to train
+        this step."""
+        if lag_ok(self.tr.step, f.version, self.k):
+            return True
+        self.dropped += 1
+        self.step_dropped += 1
+        f.group.seed += 7919                    # sampled again, with other draws
+        self.retry.append(f.group)
+        return False
 
     def _worker_failed(self, group: Group, w: int, err) -> None:
         group.attempts += 1

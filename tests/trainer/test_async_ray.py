@@ -197,3 +197,38 @@ def test_demo_learns_with_two_workers_and_staleness_one(warm_model, tmp_path):
     for r, lag in zip(m, lags):
         assert r["rollout/staleness"] == pytest.approx(lag.mean())
     assert all(0 < r["rollout_corr/is_weight_mean"] < 2 for r in m)    # token TIS ran
+
+
+@pytest.mark.slow
+def test_groups_past_the_bound_are_dropped_and_sampled_again(tmp_path, monkeypatch):
+    """max_staleness 1 for two steps, then the bound tightens to 0 during step 2's update
+    (tr.step 1): the groups already sampled for step 3 with version 1 would lag 1, so they
+    are dropped, counted and sampled again with the new weights; from then on every lag is 0."""
+    from mindrl.trainer.rl import RLTrainer
+
+    tr = RLTrainer(cfg_for(tmp_path, "train.steps=4", "validation.every=0",
+                           "rollout.max_staleness=1"))
+    q = tr.ahead
+    original = RLTrainer.update
+
+    def update(self, batch):
+        out = original(self, batch)
+        if self.step == 1:
+            t0 = time.time()        # let the groups issued for step 3 finish, then tighten
+            while len(q.in_flight) and time.time() - t0 < 60:
+                q.harvest(block=True)
+            q.k = 0
+        return out
+
+    monkeypatch.setattr(RLTrainer, "update", update)
+    try:
+        tr.fit()
+    finally:
+        tr.close()
+    m = rows(tmp_path)
+    assert [r["rollout/dropped_groups"] for r in m][:2] == [0.0, 0.0]
+    assert m[2]["rollout/dropped_groups"] >= 1           # the queue held lag-1 groups
+    assert m[3]["rollout/dropped_groups"] == 0
+    assert [int(lag.max()) for lag in q.lags[2:]] == [0, 0]
+    assert m[1]["rollout/staleness_max"] == 1            # k=1 ran ahead before
+    assert m[3]["rollout/queue_in_flight"] <= 4 and q.queue_size == 0
