@@ -56,6 +56,7 @@ import collections
 import dataclasses
 import logging
 import os
+import pickle
 import sys
 import time
 from typing import Deque, Dict, List, Optional, Tuple
@@ -123,7 +124,7 @@ class RolloutWorker:
     """One engine and one reward scorer (a Ray actor): samples and scores a group per call."""
 
     def __init__(self, args, index: int):
-        cfg, model_path, store, sys_path = args
+        cfg, model_path, store, sys_path, setup = args
         for p in sys_path:              # the driver's imports (dotted reward paths, tests)
             if p not in sys.path:
                 sys.path.append(p)
@@ -135,6 +136,8 @@ class RolloutWorker:
         torch.set_num_threads(max(1, cfg.train.threads))
         self.engine = NativeTorchEngine.from_config(cfg, model_path)
         self.engine.model.requires_grad_(False)
+        if setup is not None:
+            pickle.loads(setup)(self.engine.model)
         self.scorer = build_scorer(cfg.reward)
         self.index, self.store, self.version = index, store, -1
         self.last_end = time.perf_counter()
@@ -188,7 +191,12 @@ class RayRollout:
         actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=r.max_restarts,
                                                   max_task_retries=0)
         # the constructor's arguments stay referenced here: a restart re-reads them
-        self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path)))
+        # (a trainer's ``rollout_worker_setup``, a picklable fn(model), runs in each worker
+        # once its model is loaded: benchmarks fix the response lengths with it)
+        # (pickled apart: it may live in a module only the driver's sys.path reaches)
+        setup = getattr(trainer, "rollout_worker_setup", None)
+        self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path),
+                                   None if setup is None else pickle.dumps(setup)))
         self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
         self.version: Optional[int] = None      # the version published last
