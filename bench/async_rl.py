@@ -1,7 +1,8 @@
 """Step time and response tokens/s of one RL recipe run four ways, in one process, same model,
 same prompts, long-tailed response lengths (bench/trl_compare.py ``mixed_lengths``: most
-responses short, a few at the limit): sync, ``rollout.async_ahead=1`` (a sampler process one
-step ahead), and ``rollout.mode=async_ray`` with 2 rollout workers at max_staleness 1 and 2.
+responses short, a few at the limit; every mode samples the same lengths per step): sync,
+``rollout.async_ahead=1`` (a sampler process one step ahead), and ``rollout.mode=async_ray``
+with 2 rollout workers at max_staleness 1 and 2.
 Ratios are against sync, measured in the same run (the machine's load drifts between runs).
 
     .venv/bin/python bench/async_rl.py --size tiny --steps 8 --warmup 2
@@ -18,7 +19,29 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from trl_compare import SIZES, make_prompts, wrap_generate  # noqa: E402
+from trl_compare import SIZES, length_processor, make_prompts, mixed_lengths  # noqa: E402
+
+
+
+def cycled_lengths(model, rows: int, tokens: int, eos_id: int) -> None:
+    """``model.generate`` ends its rows at the long-tailed :func:`mixed_lengths` of one step's
+    ``rows`` rollouts, taken in turn across calls: a call over a whole step's batch and calls
+    over one group at a time (a Ray worker's) sample the same lengths over a step."""
+    from transformers import LogitsProcessorList
+
+    targets, gen, state = mixed_lengths(rows, tokens), model.generate, {"next": 0}
+
+    def generate(*args, **kw):
+        ids = kw.get("input_ids", args[0] if args else None)
+        first = state["next"]
+        mine = [targets[(first + b) % rows] for b in range(ids.shape[0])]
+        state["next"] = (first + ids.shape[0]) % rows
+        lp = LogitsProcessorList(list(kw.pop("logits_processor", None) or []) +
+                                 [length_processor(mine, eos_id)()])
+        return gen(*args, logits_processor=lp, **kw)
+
+    model.generate = generate
+
 
 MODES = {
     "sync": [],
@@ -49,7 +72,8 @@ def run(mode: str, size: str, steps: int, warmup: int, tmp: pathlib.Path):
 
     t0 = time.perf_counter()
     eos = AutoTokenizer.from_pretrained(resolve_model_path(S["model"])).eos_token_id
-    setup = functools.partial(wrap_generate, tokens=S["tokens"], mixed=True, eos_id=eos)
+    setup = functools.partial(cycled_lengths, rows=S["prompts"] * S["n"], tokens=S["tokens"],
+                              eos_id=eos)
 
     class Bench(RLTrainer):
         rollout_worker_setup = setup            # async_ray: each worker's model

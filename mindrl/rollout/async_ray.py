@@ -193,10 +193,12 @@ class RayRollout:
         # the constructor's arguments stay referenced here: a restart re-reads them
         # (a trainer's ``rollout_worker_setup``, a picklable fn(model), runs in each worker
         # once its model is loaded: benchmarks fix the response lengths with it)
-        # (pickled apart: it may live in a module only the driver's sys.path reaches)
+        # (pickled apart, by value when it lives in __main__: it may need the driver's sys.path)
+        from ray import cloudpickle
+
         setup = getattr(trainer, "rollout_worker_setup", None)
         self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path),
-                                   None if setup is None else pickle.dumps(setup)))
+                                   None if setup is None else cloudpickle.dumps(setup)))
         self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
         self.version: Optional[int] = None      # the version published last
