@@ -189,6 +189,26 @@ class RolloutConfig:
                              "__name__ == '__main__':`); thread: a background thread over a "
                              "private copy of the model.",
                              ["process", "thread"])
+    mode: str = opt("sync", "Where rollouts run. sync: in the trainer's process (or one step "
+                    "ahead with async_ahead=1); async_ray: rollout.workers Ray actors, each with "
+                    "its own engine, sample and score groups into a bounded queue while the "
+                    "trainer updates; a step takes its batch as soon as enough groups are ready "
+                    "(mindrl.rollout.async_ray; native engine, torch backend, device=cpu, one "
+                    "trainer process). Unless algorithm.rollout_correction.rollout_is or "
+                    "algorithm.tis_cap is set, it turns on token-level truncated IS against the "
+                    "workers' log-probs.", ["sync", "async_ray"])
+    workers: int = opt(2, "mode=async_ray: rollout worker actors (each holds a full copy of the "
+                       "model and samples one group at a time).")
+    max_staleness: int = opt(1, "mode=async_ray: the most policy updates a sample may lag "
+                             "behind the update it trains (k). A group is not started if it "
+                             "could only be trained on more than k updates later, and a "
+                             "finished group older than k is dropped (counted in "
+                             "rollout/dropped_groups). 0 = on-policy through the workers.")
+    queue_size: int = opt(0, "mode=async_ray: the most groups (prompts x n samples) in flight or "
+                          "waiting in the queue; 0 = (max_staleness + 1) x "
+                          "train.prompts_per_step. At least train.prompts_per_step.")
+    max_restarts: int = opt(3, "mode=async_ray: restarts of a rollout worker whose process died "
+                            "(its groups are re-issued to the workers alive); -1 = no limit.")
 
 
 @dataclass(frozen=True)
@@ -649,6 +669,54 @@ def _check_honoured(cfg) -> List[str]:
     return errors
 
 
+def _check_async_ray(cfg) -> List[str]:
+    """Combinations ``rollout.mode=async_ray`` does not run with (mindrl.rollout.async_ray)."""
+    r = cfg.rollout
+    if r.mode != "async_ray":
+        return []
+    key, errors = "rollout.mode=async_ray", []
+    if r.async_ahead:
+        errors.append(f"{key} and rollout.async_ahead={r.async_ahead} both sample ahead: keep one")
+    if r.workers < 1:
+        errors.append(f"rollout.workers={r.workers} must be >= 1 with {key}")
+    if r.max_staleness < 0:
+        errors.append(f"rollout.max_staleness={r.max_staleness} must be >= 0 (0 = on-policy)")
+    if r.max_restarts < -1:
+        errors.append(f"rollout.max_restarts={r.max_restarts} must be >= 0, or -1 (no limit)")
+    batch = cfg.train.prompts_per_step
+    if r.queue_size < 0 or 0 < r.queue_size < batch:
+        errors.append(f"rollout.queue_size={r.queue_size} must be 0 (auto) or >= "
+                      f"train.prompts_per_step={batch}: a step takes that many groups at once")
+    limit = min(r.queue_size or batch * (r.max_staleness + 1), batch * (r.max_staleness + 1))
+    if r.max_staleness >= 0 and r.workers > limit:
+        errors.append(f"rollout.workers={r.workers} exceeds the groups that may be in flight "
+                      f"(min(rollout.queue_size, (rollout.max_staleness + 1) x "
+                      f"train.prompts_per_step) = {limit}): some workers would never sample")
+    if cfg.backend != "torch":
+        errors.append(f"{key} needs backend=torch (got backend={cfg.backend}): its workers run "
+                      "the native torch engine")
+    if r.engine != "native":
+        errors.append(f"{key} needs rollout.engine=native (got {r.engine})")
+    if cfg.device != "cpu":
+        errors.append(f"{key} runs its workers on device=cpu only (got device={cfg.device})")
+    if cfg.model.lora.enabled:
+        errors.append(f"{key} pushes full weights to its workers: model.lora.enabled=true is "
+                      "not supported")
+    if cfg.tools.enabled:
+        errors.append(f"{key} does not run multi-turn tool rollouts: set tools.enabled=false")
+    if cfg.algorithm.dynamic_sampling.enabled:
+        errors.append(f"{key} with algorithm.dynamic_sampling.enabled=true is not supported")
+    if r.batch_invariant:
+        errors.append(f"{key} with rollout.batch_invariant=true is not supported")
+    if cfg.reward.overlap_groups or cfg.reward.overlap_chunks > 1:
+        errors.append(f"{key} scores each group in its worker: reward.overlap_groups and "
+                      "reward.overlap_chunks > 1 do not apply")
+    if cfg.train.fsdp or cfg.distributed.nproc * cfg.distributed.nnodes > 1:
+        errors.append(f"{key} runs one trainer process: distributed.nproc and "
+                      "distributed.nnodes must be 1, train.fsdp false")
+    return errors
+
+
 def _check_critic(cfg) -> List[str]:
     """Checks of ``critic.*`` and the GAE options."""
     a, c = cfg.algorithm, cfg.critic
@@ -806,6 +874,7 @@ class RunConfig:
         errors.extend(_check_critic(self))
         errors.extend(_check_async(self))
         errors.extend(_check_honoured(self))
+        errors.extend(_check_async_ray(self))
         errors.extend(_check_distill(a.distill, self.backend))
         if r.temperature < 0:
             errors.append(f"rollout.temperature={r.temperature} must be >= 0")

@@ -42,10 +42,11 @@ from mindrl.types import Rollouts
 def effective_config(cfg):
     """``cfg`` with the default correction of a stale rollout: token-level truncated IS
     (``algorithm.rollout_correction.rollout_is=token`` at ``rollout_is_threshold``) when
-    ``rollout.async_ahead`` is on and neither ``rollout_is`` nor ``algorithm.tis_cap`` is set;
-    unchanged otherwise."""
+    ``rollout.async_ahead`` is on (or ``rollout.mode=async_ray``) and neither ``rollout_is``
+    nor ``algorithm.tis_cap`` is set; unchanged otherwise."""
     a = cfg.algorithm
-    if not cfg.rollout.async_ahead or a.rollout_correction.rollout_is or a.tis_cap:
+    stale = cfg.rollout.async_ahead or getattr(cfg.rollout, "mode", "sync") == "async_ray"
+    if not stale or a.rollout_correction.rollout_is or a.tis_cap:
         return cfg
     rc = dataclasses.replace(a.rollout_correction, rollout_is="token")
     return dataclasses.replace(cfg, algorithm=dataclasses.replace(a, rollout_correction=rc))

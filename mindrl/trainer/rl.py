@@ -55,6 +55,10 @@ class RLTrainer(Trainer):
         super().__init__(effective_config(cfg))
         # rollout.async_ahead: the next batch is sampled while this step updates
         self.ahead = AheadRollout(self) if cfg.rollout.async_ahead else None
+        if cfg.rollout.mode == "async_ray":     # rollout workers on Ray feed a bounded queue
+            from mindrl.rollout.async_ray import RayRollout
+
+            self.ahead = RayRollout(self)
         self.truncation = self.check_truncation()
 
     def check_truncation(self):

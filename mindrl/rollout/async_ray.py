@@ -1,0 +1,418 @@
+"""Asynchronous rollouts on Ray (``rollout.mode=async_ray``): ``rollout.workers`` actors, each
+with its own engine, sample and score groups (one prompt x ``rollout.n`` samples) while the
+trainer updates; a step takes its batch as soon as ``train.prompts_per_step`` groups are ready.
+
+Topology (one trainer process, the Ray driver)::
+
+    trainer --ray.put(weights_v) once per version--> WeightStore (latest version, ref)
+    trainer --run(group)--> RolloutWorker i: load weights_latest if newer, generate, score
+            <--(group, version, rollouts, scores)-- bounded queue (in flight + ready)
+    step s: take the prompts_per_step ready groups of the oldest versions; top up the queue
+
+Staleness (theta_v = the policy after v updates; a group's version is the v the worker held
+when it started the group): the batch of step s trains theta_s, so a sample of version v lags
+s - v updates. With k = ``rollout.max_staleness`` and B = ``train.prompts_per_step``:
+
+- not started: groups are consumed oldest first, B per step, so the group at queue position p
+  (0-based, counted before step s takes its batch) trains at step s + p // B, and a group
+  started now (version >= s) lags at most p // B. The queue (groups in flight + ready) is
+  therefore kept below min(``rollout.queue_size``, (k + 1) x B) before a step takes its batch
+  and below min(queue_size, k x B) after, while that step updates;
+- dropped: a finished group that still lags more than k when a step looks at it (a slow group
+  overtaken by later ones) is dropped, counted in ``rollout/dropped_groups``, and its prompt
+  is sampled again.
+
+Weight sync: at the start of each step the trainer puts its weights into the object store once
+(``ray.put``) and publishes (version, ref) to a small :class:`WeightStore` actor; each worker asks
+the store for the latest version when it starts a group and loads the weights only when that
+version is newer than its own. A group may so start with a newer policy than the one it was
+issued under, which only lowers its lag.
+
+Loss: the workers' per-token log-probs are the behaviour log-probs (``Rollouts.logprobs``); as
+with ``rollout.async_ahead``, token-level truncated IS against them is turned on unless
+``algorithm.rollout_correction`` or ``algorithm.tis_cap`` says otherwise
+(:func:`mindrl.trainer.async_rollout.effective_config`).
+
+Faults: workers are Ray actors with ``max_restarts=rollout.max_restarts``. When a worker's
+process dies, its groups in flight fail with ``RayActorError``; they are issued again (to the
+workers alive first), the worker is probed until Ray has restarted it (its ``__init__`` reloads
+the model; the next group loads the latest weights), and the run goes on.
+
+Metrics per step: ``rollout/staleness`` (mean) and ``rollout/staleness_max`` of the batch's
+samples, ``rollout/queue_ready`` / ``rollout/queue_in_flight`` (groups, when the step took its
+batch), ``rollout/dropped_groups`` (this step), ``rollout/groups_reissued`` and
+``rollout/worker_restarts`` (totals), ``time/trainer_idle`` (seconds the step waited for
+groups), ``time/worker_idle`` (idle seconds per worker that ended during this step: a worker
+with an empty queue waits for the trainer).
+
+Not yet: partial rollouts (pausing generations in flight at a weight update), the queue in the
+checkpoint (a resumed run starts with an empty queue), MindSpore and vLLM workers, several
+trainer ranks.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import pickle
+import sys
+import time
+from typing import Deque, Dict, List, Optional, Tuple
+
+import numpy as np
+
+log = logging.getLogger("mindrl.train")
+
+PROBE_INTERVAL_S = 0.5          # between checks of a worker that Ray is restarting
+PROBE_LIMIT = 240               # give a worker up after this many failed checks (~2 min)
+
+
+@dataclasses.dataclass
+class Group:
+    """One prompt to sample ``rollout.n`` times."""
+
+    gid: int                    # issue order (never reused)
+    row: Dict                   # the data row (columns for the reward)
+    prompt_ids: List[int]
+    seed: int
+    attempts: int = 0           # issues that failed because a worker died
+
+
+@dataclasses.dataclass
+class Finished:
+    """A sampled, scored group from a worker."""
+
+    group: Group
+    version: int                # the policy version (trainer step) it was sampled with
+    rollouts: object            # Rollouts, n rows, group_index 0
+    scored: object              # mindrl.trainer.base.Scored
+    worker: int
+    pid: int
+    idle_s: float               # the worker's idle time before it started this group
+    busy_s: float
+
+
+def lag_ok(step: int, version: int, k: int) -> bool:
+    """A sample of policy ``version`` may train the update of ``step`` (lag <= k)."""
+    return 0 <= step - version <= k
+
+
+def queue_cap(k: int, batch: int, queue_size: int, after_take: bool) -> int:
+    """The most groups in flight + ready: before a step takes its batch (the batch included)
+    and after (while the step updates). See the module docstring."""
+    depth = (k if after_take else k + 1) * batch
+    return min(queue_size, depth) if queue_size else depth
+
+
+class WeightStore:
+    """The latest (version, [ref to the weights]) (a Ray actor)."""
+
+    def __init__(self):
+        self.version, self.boxed = -1, None
+
+    def publish(self, version: int, boxed) -> int:
+        self.version, self.boxed = version, boxed
+        return version
+
+    def latest(self):
+        return self.version, self.boxed
+
+
+class RolloutWorker:
+    """One engine and one reward scorer (a Ray actor): samples and scores a group per call."""
+
+    def __init__(self, args, index: int):
+        cfg, model_path, store, sys_path, setup = args
+        for p in sys_path:              # the driver's imports (dotted reward paths, tests)
+            if p not in sys.path:
+                sys.path.append(p)
+        import torch
+
+        from mindrl.rollout.native_torch import NativeTorchEngine
+        from rewards import build_scorer
+
+        torch.set_num_threads(max(1, cfg.train.threads))
+        self.engine = NativeTorchEngine.from_config(cfg, model_path)
+        self.engine.model.requires_grad_(False)
+        if setup is not None:
+            pickle.loads(setup)(self.engine.model)
+        self.scorer = build_scorer(cfg.reward)
+        self.index, self.store, self.version = index, store, -1
+        self.last_end = time.perf_counter()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, group: Group, sampling) -> Finished:
+        import ray
+
+        from mindrl.trainer.base import score_rollouts
+
+        t0 = time.perf_counter()
+        idle = t0 - self.last_end
+        version, boxed = ray.get(self.store.latest.remote())
+        if version != self.version:         # a newer policy: load it before this group
+            weights = ray.get(boxed[0])
+            self.engine.load_weights(weights.items())
+            self.version = version
+        ro = self.engine.generate([group.prompt_ids], sampling)
+        sc = score_rollouts(self.scorer, [group.row], ro)
+        self.last_end = time.perf_counter()
+        return Finished(group, version, ro, sc, self.index, os.getpid(), idle,
+                        self.last_end - t0)
+
+    def close(self) -> None:
+        close = getattr(self.scorer, "close", None)
+        if close is not None:
+            close()
+
+
+class RayRollout:
+    """The queue of scored groups behind one :class:`mindrl.trainer.rl.RLTrainer` (same
+    interface as :class:`mindrl.trainer.async_rollout.AheadRollout`)."""
+
+    process = True      # validation samples with the trainer's own engine: nothing to settle
+
+    def __init__(self, trainer):
+        import ray
+
+        self.tr = trainer
+        cfg = trainer.cfg
+        r = cfg.rollout
+        self.k, self.B, self.queue_size = r.max_staleness, trainer.local_prompts, r.queue_size
+        self.own_ray = not ray.is_initialized()
+        if self.own_ray:
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+            ray.init(num_cpus=max(2, os.cpu_count() or 1), include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        self.store = ray.remote(num_cpus=0)(WeightStore).remote()
+        actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=r.max_restarts,
+                                                  max_task_retries=0)
+        # the constructor's arguments stay referenced here: a restart re-reads them
+        # (a trainer's ``rollout_worker_setup``, a picklable fn(model), runs in each worker
+        # once its model is loaded: benchmarks fix the response lengths with it)
+        # (pickled apart, by value when it lives in __main__: it may need the driver's sys.path)
+        from ray import cloudpickle
+
+        setup = getattr(trainer, "rollout_worker_setup", None)
+        self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path),
+                                   None if setup is None else cloudpickle.dumps(setup)))
+        self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
+        self.pids = ray.get([w.pid.remote() for w in self.workers])
+        self.version: Optional[int] = None      # the version published last
+        self._weights_ref = None
+        self.in_flight: Dict[object, Tuple[Group, int]] = {}    # ref -> (group, worker)
+        self.per_worker = [0] * r.workers       # groups in flight on each worker
+        self.down: Dict[int, Tuple[object, int]] = {}  # worker -> (probe ref, failed probes)
+        self.dead: set = set()
+        self.ready: List[Finished] = []
+        self.retry: Deque[Group] = collections.deque()
+        self.rows: Deque[Dict] = collections.deque()
+        self.next_gid = 0
+        self.dropped = self.reissued = self.restarts = 0
+        self.step_dropped, self.step_idle = 0, 0.0
+        self.lags: List[np.ndarray] = []       # per step: each sample's version lag
+        self.sources: List[List[Tuple[int, int]]] = []  # per step: (worker, pid) of each group
+
+    # ----------------------------------------------------------------- one step
+    def collect(self):
+        """(rows, rollouts, scores, metrics) of this step: its B groups of the oldest versions;
+        then tops the queue up so that the workers sample while this step updates."""
+        from mindrl.trainer.base import Scored
+        from mindrl.types import Rollouts
+
+        tr = self.tr
+        m: Dict[str, float] = {}
+        t0 = time.perf_counter()
+        self.publish()
+        m["time/weight_sync"] = time.perf_counter() - t0
+        self.step_dropped, self.step_idle = 0, 0.0
+        t0 = time.perf_counter()
+        self.ready = [f for f in self.ready if self._keep(f)]  # waited past k updates
+        self.fill(after_take=False)
+        self.harvest(block=False)
+        while len(self.ready) < self.B:
+            self.harvest(block=True)
+            self.fill(after_take=False)
+        m["time/trainer_idle"] = time.perf_counter() - t0
+        m["time/rollout"] = m["time/trainer_idle"]
+        m["rollout/queue_ready"] = float(len(self.ready))
+        m["rollout/queue_in_flight"] = float(len(self.in_flight))
+        self.ready.sort(key=lambda f: (f.version, f.group.gid))
+        batch, self.ready = self.ready[:self.B], self.ready[self.B:]
+        self.fill(after_take=True)
+        lag = np.concatenate([np.full(len(f.rollouts), tr.step - f.version, np.int64)
+                              for f in batch])
+        self.lags.append(lag)
+        self.sources.append([(f.worker, f.pid) for f in batch])
+        m["rollout/staleness"] = float(lag.mean())
+        m["rollout/staleness_max"] = float(lag.max())
+        m["rollout/dropped_groups"] = float(self.step_dropped)
+        m["rollout/groups_reissued"] = float(self.reissued)
+        m["rollout/worker_restarts"] = float(self.restarts)
+        m["time/worker_idle"] = self.step_idle / max(1, len(self.workers))
+        m["time/reward"] = 0.0                  # scored in the workers
+        rows = [f.group.row for f in batch]
+        ro = Rollouts.concat([f.rollouts for f in batch])
+        sc = Scored.concat([f.scored for f in batch])
+        return rows, ro, sc, m
+
+    def publish(self) -> None:
+        """Put the trainer's weights into the object store once for this version."""
+        import ray
+
+        if self.version == self.tr.step:
+            return
+        weights = {name: t.detach().to("cpu").clone()
+                   for name, t in self.tr.backend.named_tensors()}
+        self._weights_ref = ray.put(weights)
+        ray.get(self.store.publish.remote(self.tr.step, [self._weights_ref]))
+        self.version = self.tr.step
+
+    def fill(self, after_take: bool) -> None:
+        """Issue groups while the queue is below its cap (see :func:`queue_cap`)."""
+        cap = queue_cap(self.k, self.B, self.queue_size, after_take)
+        while len(self.in_flight) + len(self.ready) < cap:
+            w = self._pick_worker()
+            if w is None:
+                return
+            group = self.retry.popleft() if self.retry else self._new_group()
+            self._issue(group, w)
+
+    def _new_group(self) -> Group:
+        if not self.rows:
+            self.rows.extend(self.tr._take_rows())
+        row = self.rows.popleft()
+        gid, self.next_gid = self.next_gid, self.next_gid + 1
+        seed = (self.tr.cfg.rollout.seed * 1_000_003 + gid) * 64 + self.tr.rank
+        return Group(gid, row, self.tr.encode(row["problem"]), seed)
+
+    def _pick_worker(self) -> Optional[int]:
+        alive = [i for i in range(len(self.workers)) if i not in self.down and
+                 i not in self.dead]
+        if not alive:
+            return None
+        return min(alive, key=lambda i: self.per_worker[i])
+
+    def _issue(self, group: Group, w: int) -> None:
+        sp = self.tr.sampling(seed=group.seed)
+        ref = self.workers[w].run.remote(group, sp)
+        self.in_flight[ref] = (group, w)
+        self.per_worker[w] += 1
+
+    def harvest(self, block: bool) -> None:
+        """Move finished groups into the ready list (dropping those too stale to train this
+        step); re-issue the groups of dead workers; probe restarting ones."""
+        import ray
+
+        refs = list(self.in_flight) + [p for p, _ in self.down.values()]
+        if not refs:
+            if block:
+                self._no_workers()
+            return
+        if block:
+            done, _ = ray.wait(refs, num_returns=1,
+                               timeout=PROBE_INTERVAL_S if self.down else None)
+            done += ray.wait(refs, num_returns=len(refs), timeout=0)[0]
+        else:
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        probes = {p: w for w, (p, _) in self.down.items()}
+        for ref in dict.fromkeys(done):
+            if ref in probes:
+                self._probe_done(ref, probes[ref])
+                continue
+            group, w = self.in_flight.pop(ref)
+            self.per_worker[w] -= 1
+            try:
+                f: Finished = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
+                self._worker_failed(group, w, e)
+                continue
+            except ray.exceptions.RayTaskError as e:
+                raise RuntimeError(f"rollout.mode=async_ray: worker {w} failed:\n{e}") from None
+            self.step_idle += f.idle_s
+            if f.pid != self.pids[w]:       # Ray restarted it; the group waited for that
+                self._restarted(w, f.pid)
+            if self._keep(f):
+                self.ready.append(f)
+        if block and not self.in_flight and self.down:
+            time.sleep(PROBE_INTERVAL_S / 5)
+
+    def _keep(self, f: Finished) -> bool:
+        """False (and the prompt queued to be sampled again) when ``f`` is too stale to train
+        this step."""
+        if lag_ok(self.tr.step, f.version, self.k):
+            return True
+        self.dropped += 1
+        self.step_dropped += 1
+        f.group.seed += 7919                    # sampled again, with other draws
+        self.retry.append(f.group)
+        return False
+
+    def _worker_failed(self, group: Group, w: int, err) -> None:
+        group.attempts += 1
+        self.reissued += 1
+        self.retry.appendleft(group)
+        if w not in self.down and w not in self.dead:
+            log.warning("rollout worker %d died (%s); re-issuing its groups, waiting for Ray to "
+                        "restart it", w, type(err).__name__)
+            self.down[w] = (self.workers[w].pid.remote(), 0)
+
+    def _probe_done(self, ref, w: int) -> None:
+        import ray
+
+        try:
+            pid = ray.get(ref)
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
+            _, failed = self.down[w]
+            if failed + 1 >= PROBE_LIMIT:
+                del self.down[w]
+                self.dead.add(w)
+                log.warning("rollout worker %d did not come back; going on without it", w)
+                return
+            time.sleep(PROBE_INTERVAL_S)
+            self.down[w] = (self.workers[w].pid.remote(), failed + 1)
+            return
+        del self.down[w]
+        if pid != self.pids[w]:
+            self._restarted(w, pid)
+
+    def _restarted(self, w: int, pid: int) -> None:
+        self.restarts += 1
+        self.pids[w] = pid
+        log.warning("rollout worker %d restarted (pid %d)", w, pid)
+
+    def _no_workers(self) -> None:
+        raise RuntimeError(f"rollout.mode=async_ray: all {len(self.workers)} rollout workers "
+                           "died and were not restarted (rollout.max_restarts="
+                           f"{self.tr.cfg.rollout.max_restarts})")
+
+    # ----------------------------------------------------------------- validation, state
+    def settle(self) -> None:
+        """Nothing: the workers never touch the trainer's engine."""
+
+    def state(self) -> Optional[Dict]:
+        """Nothing yet: a resumed run starts with an empty queue (the groups in flight are
+        sampled again, from the data stream's position at the checkpoint)."""
+        return None
+
+    def load_state(self, state: Optional[Dict]) -> None:
+        self.version = None
+
+    def close(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            return
+        for w in self.workers:
+            try:
+                ray.get(w.close.remote(), timeout=10)
+            except Exception:       # noqa: BLE001 - a dead worker has nothing to close
+                pass
+            ray.kill(w)
+        ray.kill(self.store)
+        self.workers, self.in_flight = [], {}
+        if self.own_ray:
+            ray.shutdown()

@@ -1,0 +1,237 @@
+"""rollout.mode=async_ray: configuration errors before Ray starts, the staleness rule by hand, a
+run that survives kill -9 of a rollout worker, and the CPU addition demo (warmed up by a short
+SFT) learning with 2 workers and max_staleness 1 while every sample's version lag stays <= 1."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mindrl.config.loader import load_config
+from mindrl.config.schema import ConfigError
+
+QUIET = ["logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false"]
+BASE = [
+    "model.path=builtin:tiny", "model.chat_template=none",
+    "data.train_file=arithmetic:digits=2,ops=+", "data.max_val_samples=8",
+    "rollout.n=4", "rollout.max_new_tokens=6", "rollout.temperature=1.0",
+    "train.prompts_per_step=4", "train.micro_batch_size=8", "train.lr=5e-3",
+    "reward.num_workers=0", "reward.functions=[{name: 'trainer_helpers:parity_reward'}]",
+    "checkpoint.save_final=false", "rollout.mode=async_ray", "rollout.workers=2", *QUIET,
+]
+
+
+def cfg_for(tmp_path, *extra):
+    return load_config(None, BASE + [f"logging.output_dir={tmp_path}"] + list(extra))
+
+
+def rows(run_dir):
+    return [json.loads(x) for x in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+# ------------------------------------------------------------------ configuration (fast)
+@pytest.mark.parametrize("extra, message", [
+    (["rollout.workers=0"], "rollout.workers=0 must be >= 1"),
+    (["rollout.max_staleness=-1"], "rollout.max_staleness=-1 must be >= 0"),
+    (["rollout.queue_size=3"], "rollout.queue_size=3 must be 0 (auto) or >= "
+                               "train.prompts_per_step=4"),
+    # k=0: at most 4 groups (one batch) in flight, so a 5th worker never gets one
+    (["rollout.max_staleness=0", "rollout.workers=5"], "rollout.workers=5 exceeds the groups "
+                                                      "that may be in flight"),
+    (["rollout.queue_size=4", "rollout.workers=6"], "rollout.workers=6 exceeds"),
+    (["rollout.async_ahead=1"], "rollout.mode=async_ray and rollout.async_ahead=1"),
+    (["backend=mindspore"], "rollout.mode=async_ray needs backend=torch"),
+    (["rollout.engine=vllm"], "rollout.mode=async_ray needs rollout.engine=native"),
+    (["device=cuda"], "runs its workers on device=cpu only"),
+    (["tools.enabled=true"], "does not run multi-turn tool rollouts"),
+    (["algorithm.dynamic_sampling.enabled=true"], "algorithm.dynamic_sampling.enabled=true"),
+    (["distributed.nproc=2"], "runs one trainer process"),
+    (["rollout.max_restarts=-2"], "rollout.max_restarts=-2"),
+])
+def test_combinations_that_cannot_work_are_config_errors(tmp_path, extra, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")
+                       .replace(")", r"\)")):
+        cfg_for(tmp_path, *extra)
+
+
+def test_valid_combinations_load(tmp_path):
+    cfg = cfg_for(tmp_path, "rollout.max_staleness=0", "rollout.workers=4")
+    assert (cfg.rollout.mode, cfg.rollout.workers, cfg.rollout.max_staleness) == \
+        ("async_ray", 4, 0)
+    assert cfg_for(tmp_path, "rollout.queue_size=4").rollout.queue_size == 4
+    assert load_config(None, [f"logging.output_dir={tmp_path}"]).rollout.mode == "sync"
+
+
+def test_queue_cap_and_lag_by_hand():
+    from mindrl.rollout.async_ray import lag_ok, queue_cap
+
+    # B=4, k=1: 8 groups before a step takes its batch (this batch + the next), 4 after
+    assert queue_cap(1, 4, 0, after_take=False) == 8 and queue_cap(1, 4, 0, after_take=True) == 4
+    assert queue_cap(2, 4, 0, False) == 12 and queue_cap(2, 4, 0, True) == 8
+    assert queue_cap(2, 4, 6, False) == 6 and queue_cap(2, 4, 6, True) == 6
+    assert queue_cap(0, 4, 0, False) == 4 and queue_cap(0, 4, 0, True) == 0   # on-policy
+    assert lag_ok(5, 4, 1) and lag_ok(5, 5, 1) and not lag_ok(5, 3, 1)
+    assert lag_ok(5, 3, 2) and not lag_ok(5, 5 + 1, 3)      # from the future: never
+
+
+def test_token_tis_is_the_default_correction(tmp_path):
+    from mindrl.trainer.async_rollout import effective_config
+
+    rc = effective_config(cfg_for(tmp_path)).algorithm.rollout_correction
+    assert (rc.rollout_is, rc.rollout_is_threshold) == ("token", 2.0)
+    kept = effective_config(cfg_for(tmp_path, "algorithm.rollout_correction.rollout_is=sequence"))
+    assert kept.algorithm.rollout_correction.rollout_is == "sequence"
+    sync = effective_config(cfg_for(tmp_path, "rollout.mode=sync"))
+    assert sync.algorithm.rollout_correction.rollout_is is None
+
+
+# ------------------------------------------------------------------ runs (slow)
+@pytest.mark.slow
+def test_killed_worker_is_restarted_and_its_groups_reissued(tmp_path, monkeypatch):
+    """kill -9 of worker 0's process in the middle of step 3 (its groups for step 4 in
+    flight): Ray restarts it, the groups are issued again, all steps run, later batches come
+    from the new process, and no sample lags more than max_staleness."""
+    from mindrl.trainer.rl import RLTrainer
+
+    tr = RLTrainer(cfg_for(tmp_path, "train.steps=7", "validation.every=0",
+                           "rollout.max_staleness=1"))
+    q = tr.ahead
+    old_pid = q.pids[0]
+    killed = {}
+    original = RLTrainer.update
+
+    def update(self, batch):
+        if self.step == 2:              # after collect() topped the queue up
+            killed["in_flight"] = q.per_worker[0]
+            os.kill(old_pid, signal.SIGKILL)
+        out = original(self, batch)
+        # a tiny step takes ~0.1 s, a restart (a fresh process loading the model) seconds:
+        # stretch the updates after the kill until the queue has seen the worker back
+        if self.step == 3:
+            t0 = time.time()
+            while q.pids[0] == old_pid and time.time() - t0 < 120:
+                time.sleep(0.5)
+                q.harvest(block=False)
+        return out
+
+    monkeypatch.setattr(RLTrainer, "update", update)
+    try:
+        tr.fit()
+        m = rows(tmp_path)
+        assert [r["step"] for r in m] == list(range(1, 8))
+        assert m[-1]["rollout/worker_restarts"] == 1.0
+        assert q.pids[0] != old_pid
+        print("\nkilled with", killed["in_flight"], "groups in flight; reissued",
+              m[-1]["rollout/groups_reissued"])
+        assert m[-1]["rollout/groups_reissued"] >= killed["in_flight"]
+        after = {pid for step in q.sources[4:] for w, pid in step if w == 0}
+        assert q.pids[0] in after and old_pid not in after
+        assert all(lag.max() <= 1 for lag in q.lags)
+    finally:
+        tr.close()
+    assert not _alive(old_pid)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+SFT_STEPS, RL_STEPS = 600, 30
+
+
+@pytest.fixture(scope="module")
+def warm_model(tmp_path_factory):
+    """The demo's model (builtin:mini) after a short SFT on the true sums (measured: ~59% greedy
+    held-out accuracy, ~35% of sampled answers right), as a run folder whose final checkpoint
+    GRPO starts from."""
+    from mindrl.trainer.sft import train_sft
+
+    out = tmp_path_factory.mktemp("sft")
+    train_sft(load_config("sft_tiny_demo", [
+        "data.train_file=arithmetic:digits=2,ops=+", "data.response_field=answer",
+        f"train.steps={SFT_STEPS}", "train.warmup_steps=5", "validation.every=50",
+        "data.max_val_samples=64", "checkpoint.every=0",
+        f"logging.output_dir={out}", *QUIET]))
+    return str(out)
+
+
+@pytest.mark.slow
+def test_demo_learns_with_two_workers_and_staleness_one(warm_model, tmp_path):
+    """grpo_tiny_demo (64 prompts x 8 samples, lr 1e-4 after 10 warm-up steps) from the
+    warm-up, 2 rollout workers, max_staleness 1, 30 steps: the batch reward of the last 10
+    steps beats the first 5 (measured 0.35 -> 0.43), greedy held-out accuracy does not fall
+    (measured 0.59 -> 0.64 on 64 problems), the queue really runs ahead (some samples lag 1),
+    and no sample lags more than 1."""
+    from mindrl.trainer.rl import RLTrainer
+
+    tr = RLTrainer(load_config("grpo_tiny_demo", [
+        f"model.path={warm_model}", "rollout.mode=async_ray", "rollout.workers=2",
+        "rollout.max_staleness=1", f"train.steps={RL_STEPS}",
+        f"validation.every={RL_STEPS}", "validation.before_training=true",
+        "data.max_val_samples=64", "checkpoint.every=0", "checkpoint.save_final=false",
+        f"logging.output_dir={tmp_path}", *QUIET]))
+    try:
+        tr.fit()
+        lags = list(tr.ahead.lags)
+    finally:
+        tr.close()
+    m = [r for r in rows(tmp_path) if "reward/mean" in r]
+    val = {r["step"]: r["val/accuracy"] for r in rows(tmp_path) if "val/accuracy" in r}
+    reward = [r["reward/mean"] for r in m]
+    print(f"\nreward by step {np.round(reward, 3).tolist()}; greedy held-out accuracy "
+          f"{val[0]:.3f} -> {val[RL_STEPS]:.3f}; staleness mean by step "
+          f"{[round(r['rollout/staleness'], 2) for r in m]}")
+    assert len(m) == RL_STEPS and len(lags) == RL_STEPS
+    assert np.mean(reward[-10:]) > np.mean(reward[:5]) + 0.03, reward
+    assert val[RL_STEPS] >= val[0], val
+    assert all(int(lag.max()) <= 1 and int(lag.min()) >= 0 for lag in lags)
+    assert all(r["rollout/staleness_max"] <= 1 for r in m)
+    assert m[0]["rollout/staleness_max"] == 0           # the first batch: the start weights
+    assert sum(r["rollout/staleness"] for r in m[1:]) > 0    # later ones ran ahead
+    assert all(len(lag) == 64 * 8 for lag in lags)
+    for r, lag in zip(m, lags):
+        assert r["rollout/staleness"] == pytest.approx(lag.mean())
+    assert all(0 < r["rollout_corr/is_weight_mean"] < 2 for r in m)    # token TIS ran
+
+
+@pytest.mark.slow
+def test_groups_past_the_bound_are_dropped_and_sampled_again(tmp_path, monkeypatch):
+    """max_staleness 1 for two steps, then the bound tightens to 0 during step 2's update
+    (tr.step 1): the groups already sampled for step 3 with version 1 would lag 1, so they
+    are dropped, counted and sampled again with the new weights; from then on every lag is 0."""
+    from mindrl.trainer.rl import RLTrainer
+
+    tr = RLTrainer(cfg_for(tmp_path, "train.steps=4", "validation.every=0",
+                           "rollout.max_staleness=1"))
+    q = tr.ahead
+    original = RLTrainer.update
+
+    def update(self, batch):
+        out = original(self, batch)
+        if self.step == 1:
+            t0 = time.time()        # let the groups issued for step 3 finish, then tighten
+            while len(q.in_flight) and time.time() - t0 < 60:
+                q.harvest(block=True)
+            q.k = 0
+        return out
+
+    monkeypatch.setattr(RLTrainer, "update", update)
+    try:
+        tr.fit()
+    finally:
+        tr.close()
+    m = rows(tmp_path)
+    assert [r["rollout/dropped_groups"] for r in m][:2] == [0.0, 0.0]
+    assert m[2]["rollout/dropped_groups"] >= 1           # the queue held lag-1 groups
+    assert m[3]["rollout/dropped_groups"] == 0
+    assert [int(lag.max()) for lag in q.lags[2:]] == [0, 0]
+    assert m[1]["rollout/staleness_max"] == 1            # k=1 ran ahead before
+    assert m[3]["rollout/queue_in_flight"] <= 4 and q.queue_size == 0
