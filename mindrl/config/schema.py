@@ -193,7 +193,7 @@ class RolloutConfig:
                     "ahead with async_ahead=1); async_ray: rollout.workers Ray actors, each with "
                     "its own engine, sample and score groups into a bounded queue while the "
                     "trainer updates; a step takes its batch as soon as enough groups are ready "
-                    "(mindrl.rollout.async_ray; native engine, torch backend, device=cpu, one "
+                    "(mindrl.trainer.async_ray; native engine, torch backend, device=cpu, one "
                     "trainer process). Unless algorithm.rollout_correction.rollout_is or "
                     "algorithm.tis_cap is set, it turns on token-level truncated IS against the "
                     "workers' log-probs.", ["sync", "async_ray"])
@@ -670,7 +670,7 @@ def _check_honoured(cfg) -> List[str]:
 
 
 def _check_async_ray(cfg) -> List[str]:
-    """Combinations ``rollout.mode=async_ray`` does not run with (mindrl.rollout.async_ray)."""
+    """Combinations ``rollout.mode=async_ray`` does not run with (mindrl.trainer.async_ray)."""
     r = cfg.rollout
     if r.mode != "async_ray":
         return []

@@ -96,6 +96,25 @@ def is_builtin(spec: str) -> bool:
     return spec in BENCHMARKS
 
 
+def split_benchmarks(text: str) -> List[str]:
+    """A comma-separated benchmark list, where a generated task spec keeps its own commas:
+    a piece ``key=value`` (no ``:`` and no path) continues the spec before it.
+
+    >>> split_benchmarks("math500, arithmetic:digits=2,ops=+ ,gsm8k")
+    ['math500', 'arithmetic:digits=2,ops=+', 'gsm8k']
+    """
+    out: List[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        option = "=" in piece and ":" not in piece and "/" not in piece
+        if option and out and ":" in out[-1]:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 def benchmark_name(spec: str) -> str:
     """Short name used in outputs: the built-in name, a file's stem, or the HF dataset id."""
     if is_builtin(spec):
@@ -145,9 +164,6 @@ def load_benchmark(spec: str, data_dir=None, *, problem_field: Optional[str] = N
         return _check_ids(rows, path)
     fields = {"problem": problem_field or "", "answer": answer_field or "",
               "id": id_field or ""}
-    gen = _generated(spec, limit)
-    if gen is not None:
-        return gen
     if spec.startswith("hf:"):
         return map_rows(_load_hf(spec[3:], limit), spec, problem_field=problem_field,
                         answer_field=answer_field, id_field=id_field, fmt=fmt)
@@ -183,32 +199,6 @@ def map_rows(raw: Sequence[Row], where, *, problem_field=None, answer_field=None
     rows = [p.map(r, i + 1, i) for i, r in enumerate(raw)]
     check_golds(rows, p)
     return _check_ids(_eval_rows(rows), where)
-
-
-GENERATED_EVAL_ROWS = 256
-
-
-def _generated(spec: str, limit: Optional[int]) -> Optional[List[Row]]:
-    """A generated task as a benchmark (``arithmetic:digits=2,ops=+``, ``kk:people=3``): the
-    held-out rows a training run on the same spec validates on (train.seed 0), the first
-    ``limit`` (default 256); None when ``spec`` is not a generator."""
-    from mindrl.data.prompts import _is_generator_spec, generate_prompts  # noqa: PLC0415
-    from mindrl.trainer.prompts import (GENERATORS, generator_val_rows,  # noqa: PLC0415
-                                        parse_generator_spec)
-
-    name = spec.partition(":")[0]
-    if name in GENERATORS:
-        try:
-            rows = generator_val_rows(name, parse_generator_spec(spec)[1],
-                                      limit or GENERATED_EVAL_ROWS, 0)
-        except DataError as e:
-            raise DataError(f"benchmark '{spec}': {e}") from None
-    elif _is_generator_spec(spec):
-        rows = generate_prompts(spec, limit or GENERATED_EVAL_ROWS)
-    else:
-        return None
-    return _check_ids([{"id": str(i), "problem": r["problem"], "answer": str(r["answer"])}
-                       for i, r in enumerate(rows)], spec)
 
 
 def _check_ids(rows: List[Row], where) -> List[Row]:

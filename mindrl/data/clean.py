@@ -145,7 +145,7 @@ def clean_file(src, dst, drop_urls: bool = True, drop_cjk: bool = True,
 
 
 def _clean_command(args: argparse.Namespace) -> int:
-    from mindrl.data.cli import length_filter  # noqa: PLC0415
+    from mindrl.data.tools import length_filter  # noqa: PLC0415
 
     fields = [f.strip() for x in args.field or [] for f in x.split(",") if f.strip()]
     try:
@@ -180,7 +180,7 @@ def add_clean_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--field", action="append", default=None,
                    help="field(s) to search, repeatable or comma-separated (default: every "
                         "top-level string field)")
-    from mindrl.data.cli import length_options  # noqa: PLC0415
+    from mindrl.data.tools import length_options  # noqa: PLC0415
 
     length_options(c)
     c.add_argument("--length-field", default="response",

@@ -43,30 +43,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settings-hash", default=None,
                    help="which samples to use when the file holds several settings")
     _field_options(p, sft_pref=False)
+    from mindrl.data.tools import length_options  # noqa: PLC0415
+
     length_options(p)
-
-
-def length_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokenizer", default="", help="tokenizer that counts chain-of-thought "
-                   "tokens: a model directory, a tokenizer.json or builtin:NAME")
-    p.add_argument("--cot-longer-than", type=int, default=0, help="keep samples whose chain of "
-                   "thought has more than N tokens (0 = no bound; the seed log kept > 32768)")
-    p.add_argument("--cot-shorter-than", type=int, default=0, help="keep samples whose chain of "
-                   "thought has fewer than N tokens (0 = no bound)")
-
-
-def length_filter(args: argparse.Namespace):
-    """The LengthFilter of the --cot-* options (None without them); DataError when a bound is
-    given without --tokenizer."""
-    from mindrl.data.io import DataError  # noqa: PLC0415
-    from mindrl.data.tools import LengthFilter  # noqa: PLC0415
-
-    if not (args.cot_longer_than or args.cot_shorter_than):
-        return None
-    if not args.tokenizer:
-        raise DataError("--cot-longer-than / --cot-shorter-than count tokens: name the "
-                        "tokenizer with --tokenizer (a model directory or builtin:NAME)")
-    return LengthFilter(args.tokenizer, args.cot_longer_than, args.cot_shorter_than)
 
 
 def _field_options(p: argparse.ArgumentParser, sft_pref: bool = True) -> None:
@@ -207,7 +186,7 @@ def data_command(args: argparse.Namespace) -> int:
                                         settings_hash=args.settings_hash, fields=fields)
                 for src in args.samples]
         samples = tools.pool_samples(runs)
-        samples, length_counts = tools.filter_lengths(samples, length_filter(args))
+        samples, length_counts = tools.filter_lengths(samples, tools.length_filter(args))
         if length_counts:
             print(f"data {args.data_command}: chain-of-thought length filter: dropped "
                   f"{length_counts['cot_too_short']} too short, {length_counts['cot_too_long']} "

@@ -138,7 +138,8 @@ def _pick_hash(path: Path, records: List[Tuple[int, Row]], run_hash: Optional[st
 
 def _load_problem_rows(specs: Sequence[str], data_dir, fields: Dict[str, Any]
                        ) -> Dict[ProblemKey, Row]:
-    from mindrl.data.benchmarks import benchmark_name, load_benchmark  # noqa: PLC0415
+    from mindrl.data.benchmarks import benchmark_name  # noqa: PLC0415
+    from mindrl.data.generated import load_problems as load_benchmark  # noqa: PLC0415
 
     out: Dict[ProblemKey, Row] = OrderedDict()
     for spec in specs:
@@ -189,7 +190,7 @@ def load_eval_samples(source: Union[str, Path], problems: Union[str, Sequence[st
             raise DataError(f"{path}: no {SETTINGS_FILE} beside it to say which benchmarks the "
                             f"samples answer; pass problems= (--problems) with their specs")
         problems = settings["benchmarks"]
-    from mindrl.eval.settings import split_benchmarks  # noqa: PLC0415
+    from mindrl.data.benchmarks import split_benchmarks  # noqa: PLC0415
 
     specs = split_benchmarks(problems) if isinstance(problems, str) else list(problems)
     mapping = {**settings, **{k: v for k, v in (fields or {}).items() if v}}
@@ -565,3 +566,24 @@ def build_rejection_sampling_set(samples: Union[EvalSamples, str, Path], max_per
                           "correct": correct, "dropped_truncated": truncated,
                           "dropped_duplicates": dupes, "dropped_cap": capped,
                           "rows": len(rows)}, out)
+
+
+# --------------------------------------------------------------------------- CLI options
+def length_options(p) -> None:
+    p.add_argument("--tokenizer", default="", help="tokenizer that counts chain-of-thought "
+                   "tokens: a model directory, a tokenizer.json or builtin:NAME")
+    p.add_argument("--cot-longer-than", type=int, default=0, help="keep samples whose chain of "
+                   "thought has more than N tokens (0 = no bound; the seed log kept > 32768)")
+    p.add_argument("--cot-shorter-than", type=int, default=0, help="keep samples whose chain of "
+                   "thought has fewer than N tokens (0 = no bound)")
+
+
+def length_filter(args):
+    """The LengthFilter of the --cot-* options (None without them); DataError when a bound is
+    given without --tokenizer."""
+    if not (args.cot_longer_than or args.cot_shorter_than):
+        return None
+    if not args.tokenizer:
+        raise DataError("--cot-longer-than / --cot-shorter-than count tokens: name the "
+                        "tokenizer with --tokenizer (a model directory or builtin:NAME)")
+    return LengthFilter(args.tokenizer, args.cot_longer_than, args.cot_shorter_than)

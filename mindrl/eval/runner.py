@@ -75,7 +75,8 @@ def _stderr(msg: str) -> None:
 
 # ------------------------------------------------------------------ inputs
 def load_problems(settings: EvalSettings) -> "OrderedDict[str, List[Problem]]":
-    from mindrl.data.benchmarks import benchmark_name, load_benchmark  # noqa: PLC0415
+    from mindrl.data.benchmarks import benchmark_name  # noqa: PLC0415
+    from mindrl.data.generated import load_problems as load_benchmark  # noqa: PLC0415
 
     out: "OrderedDict[str, List[Problem]]" = OrderedDict()
     for spec in settings.benchmarks:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from mindrl.data.benchmarks import split_benchmarks  # noqa: F401  (re-exported)
 from mindrl.errors import UserError
 
 DEFAULT_BENCHMARKS = ["math500", "aime24", "aime25", "amc23", "gsm8k"]
@@ -23,25 +24,6 @@ GENERATION_KEYS = ("model", "model_fingerprint", "template", "system_prompt", "n
 
 class EvalError(UserError, RuntimeError):
     """An evaluation run cannot proceed (bad input, a lost shard, a sample-count mismatch)."""
-
-
-def split_benchmarks(text: str) -> List[str]:
-    """A comma-separated benchmark list, where a generated task spec keeps its own commas:
-    a piece ``key=value`` (no ``:`` and no path) continues the spec before it.
-
-    >>> split_benchmarks("math500, arithmetic:digits=2,ops=+ ,gsm8k")
-    ['math500', 'arithmetic:digits=2,ops=+', 'gsm8k']
-    """
-    out: List[str] = []
-    for piece in (p.strip() for p in text.split(",")):
-        if not piece:
-            continue
-        option = "=" in piece and ":" not in piece and "/" not in piece
-        if option and out and ":" in out[-1]:
-            out[-1] += "," + piece
-        else:
-            out.append(piece)
-    return out
 
 
 @dataclass

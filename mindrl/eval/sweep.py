@@ -64,13 +64,13 @@ def run_checkpoints(run_dir: str, every: bool) -> List[Tuple[int, str, str]]:
     """(global step, label, model dir) of a training run's complete checkpoints (all, or the
     newest); steps of later stages continue after the earlier stages' last step."""
     from mindrl.eval.runner import model_label  # noqa: PLC0415
-    from mindrl.trainer.checkpoint import list_checkpoints  # noqa: PLC0415
+    from mindrl.paths import complete_steps  # noqa: PLC0415
 
     out: List[Tuple[int, str, str]] = []
     offset = 0
     for root in _checkpoint_roots(Path(run_dir)):
         last = 0
-        for ck in list_checkpoints(root):
+        for ck in complete_steps(root):
             step = int(ck.name.split("_")[1])
             last = max(last, step)
             out.append((offset + step, model_label(str(ck / "model")), str(ck / "model")))

@@ -56,7 +56,7 @@ class RLTrainer(Trainer):
         # rollout.async_ahead: the next batch is sampled while this step updates
         self.ahead = AheadRollout(self) if cfg.rollout.async_ahead else None
         if cfg.rollout.mode == "async_ray":     # rollout workers on Ray feed a bounded queue
-            from mindrl.rollout.async_ray import RayRollout
+            from mindrl.trainer.async_ray import RayRollout
 
             self.ahead = RayRollout(self)
         self.truncation = self.check_truncation()

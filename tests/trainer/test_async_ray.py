@@ -67,7 +67,7 @@ def test_valid_combinations_load(tmp_path):
 
 
 def test_queue_cap_and_lag_by_hand():
-    from mindrl.rollout.async_ray import lag_ok, queue_cap
+    from mindrl.trainer.async_ray import lag_ok, queue_cap
 
     # B=4, k=1: 8 groups before a step takes its batch (this batch + the next), 4 after
     assert queue_cap(1, 4, 0, after_take=False) == 8 and queue_cap(1, 4, 0, after_take=True) == 4
