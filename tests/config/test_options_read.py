@@ -41,6 +41,9 @@ NOT_READ_BY_RL = {
         ["model.lora.rank", "model.lora.alpha", "model.lora.dropout",
          "model.lora.target_modules"],
     "rollout.async_ahead=1 only": ["rollout.async_sampler"],
+    "rollout.mode=async_ray only (the Ray rollout workers)":
+        ["rollout.workers", "rollout.max_staleness", "rollout.queue_size",
+         "rollout.max_restarts"],
     "tool rollouts, tools.enabled=true":
         ["rollout.max_turns", "tools.format", "tools.names", "tools.max_output_tokens",
          "tools.workers", "tools.sandbox.*"],
