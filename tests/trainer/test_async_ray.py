@@ -2,11 +2,9 @@
 run that survives kill -9 of a rollout worker, and the CPU addition demo (warmed up by a short
 SFT) learning with 2 workers and max_staleness 1 while every sample's version lag stays <= 1."""
 
-import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,7 +28,9 @@ def cfg_for(tmp_path, *extra):
 
 
 def rows(run_dir):
-    return [json.loads(x) for x in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    from mindrl.trainer.logger import read_metrics
+
+    return read_metrics(run_dir)
 
 
 # ------------------------------------------------------------------ configuration (fast)
