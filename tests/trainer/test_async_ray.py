@@ -1,6 +1,6 @@
 """rollout.mode=async_ray: configuration errors before Ray starts, the staleness rule by hand, a
-run that survives kill -9 of a rollout worker, and the CPU addition demo (warmed up by a short
-SFT) learning with 2 workers and max_staleness 1 while every sample's version lag stays <= 1."""
+run that survives kill -9 of a rollout worker, and a tiny model learning a dense reward with 2
+workers and max_staleness 1 while every sample's version lag stays <= 1."""
 
 import os
 import signal
@@ -144,59 +144,40 @@ def _alive(pid):
     return True
 
 
-SFT_STEPS, RL_STEPS = 600, 30
-
-
-@pytest.fixture(scope="module")
-def warm_model(tmp_path_factory):
-    """The demo's model (builtin:mini) after a short SFT on the true sums (measured: ~59% greedy
-    held-out accuracy, ~35% of sampled answers right), as a run folder whose final checkpoint
-    GRPO starts from."""
-    from mindrl.trainer.sft import train_sft
-
-    out = tmp_path_factory.mktemp("sft")
-    train_sft(load_config("sft_tiny_demo", [
-        "data.train_file=arithmetic:digits=2,ops=+", "data.response_field=answer",
-        f"train.steps={SFT_STEPS}", "train.warmup_steps=5", "validation.every=50",
-        "data.max_val_samples=64", "checkpoint.every=0",
-        f"logging.output_dir={out}", *QUIET]))
-    return str(out)
+RL_STEPS = 20
 
 
 @pytest.mark.slow
-def test_demo_learns_with_two_workers_and_staleness_one(warm_model, tmp_path):
-    """grpo_tiny_demo (64 prompts x 8 samples, lr 1e-4 after 10 warm-up steps) from the
-    warm-up, 2 rollout workers, max_staleness 1, 30 steps: the batch reward of the last 10
-    steps beats the first 5 (measured 0.35 -> 0.43), greedy held-out accuracy does not fall
-    (measured 0.59 -> 0.64 on 64 problems), the queue really runs ahead (some samples lag 1),
-    and no sample lags more than 1."""
+def test_learns_with_two_workers_and_staleness_one(tmp_path):
+    """builtin:tiny rewarded for the share of digits in its completions (8 prompts x 8 samples,
+    lr 5e-3), 2 rollout workers, max_staleness 1, 20 steps: the batch reward of the last 5 steps
+    is many times that of the first 5 (measured, 3 runs on 2 loaded cores: 0.01 -> 0.27-0.30;
+    a synchronous run of the same config: 0.01 -> 0.27), the queue really runs ahead (some
+    samples lag 1), no sample lags more than 1, and token TIS weighs the stale ones."""
     from mindrl.trainer.rl import RLTrainer
 
-    tr = RLTrainer(load_config("grpo_tiny_demo", [
-        f"model.path={warm_model}", "rollout.mode=async_ray", "rollout.workers=2",
-        "rollout.max_staleness=1", f"train.steps={RL_STEPS}",
-        f"validation.every={RL_STEPS}", "validation.before_training=true",
-        "data.max_val_samples=64", "checkpoint.every=0", "checkpoint.save_final=false",
-        f"logging.output_dir={tmp_path}", *QUIET]))
+    tr = RLTrainer(cfg_for(
+        tmp_path, "reward.functions=[{name: 'trainer_helpers:digit_share_reward'}]",
+        "rollout.n=8", "train.prompts_per_step=8", "train.micro_batch_size=16",
+        "rollout.max_staleness=1", f"train.steps={RL_STEPS}", "validation.every=0",
+        "checkpoint.every=0"))
     try:
         tr.fit()
         lags = list(tr.ahead.lags)
     finally:
         tr.close()
     m = [r for r in rows(tmp_path) if "reward/mean" in r]
-    val = {r["step"]: r["val/accuracy"] for r in rows(tmp_path) if "val/accuracy" in r}
     reward = [r["reward/mean"] for r in m]
-    print(f"\nreward by step {np.round(reward, 3).tolist()}; greedy held-out accuracy "
-          f"{val[0]:.3f} -> {val[RL_STEPS]:.3f}; staleness mean by step "
+    print(f"\nreward by step {np.round(reward, 3).tolist()}; staleness mean by step "
           f"{[round(r['rollout/staleness'], 2) for r in m]}")
     assert len(m) == RL_STEPS and len(lags) == RL_STEPS
-    assert np.mean(reward[-10:]) > np.mean(reward[:5]) + 0.03, reward
-    assert val[RL_STEPS] >= val[0], val
+    first, last = np.mean(reward[:5]), np.mean(reward[-5:])
+    assert last > 0.12 and last > 4 * first, reward
     assert all(int(lag.max()) <= 1 and int(lag.min()) >= 0 for lag in lags)
     assert all(r["rollout/staleness_max"] <= 1 for r in m)
     assert m[0]["rollout/staleness_max"] == 0           # the first batch: the start weights
     assert sum(r["rollout/staleness"] for r in m[1:]) > 0    # later ones ran ahead
-    assert all(len(lag) == 64 * 8 for lag in lags)
+    assert all(len(lag) == 8 * 8 for lag in lags)
     for r, lag in zip(m, lags):
         assert r["rollout/staleness"] == pytest.approx(lag.mean())
     assert all(0 < r["rollout_corr/is_weight_mean"] < 2 for r in m)    # token TIS ran

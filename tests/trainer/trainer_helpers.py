@@ -80,3 +80,9 @@ def check_demo_run(run_dir, result, sft_steps, grpo_steps, first_sft_loss, loss_
     steps = [r for r in grpo if r["step"] > 0 and "reward/mean" in r]
     assert [r["step"] for r in steps] == list(range(1, grpo_steps + 1))
     assert all(r["reward/mean"] == 0 and r["grad_norm"] == 0 for r in steps), steps
+
+
+def digit_share_reward(completions, **_):
+    """The share of a completion's characters that are digits (0.0 for an empty one): a dense
+    reward that an untrained model earns a little of and a learning one quickly more."""
+    return [sum(c.isdigit() for c in text) / len(text) if text else 0.0 for text in completions]
