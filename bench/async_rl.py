@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from trl_compare import SIZES, length_processor, make_prompts, mixed_lengths  # noqa: E402
+from trl_compare import SIZES, length_hook, length_processor, make_prompts, mixed_lengths  # noqa: E402,E501
 
 
 
@@ -30,6 +30,13 @@ def cycled_lengths(model, rows: int, tokens: int, eos_id: int) -> None:
     from transformers import LogitsProcessorList
 
     targets, gen, state = mixed_lengths(rows, tokens), model.generate, {"next": 0}
+
+    def take(count):
+        first = state["next"]
+        state["next"] = (first + count) % rows
+        return [targets[(first + b) % rows] for b in range(count)]
+
+    model.mindrl_logits_hook = length_hook(take, eos_id)
 
     def generate(*args, **kw):
         ids = kw.get("input_ids", args[0] if args else None)

@@ -124,9 +124,25 @@ def mixed_lengths(batch: int, tokens: int):
     return [max(1, min(tokens, int(round(tokens * rng.random() ** 2.5)))) for _ in range(batch)]
 
 
+def _force(want, t, scores, eos_id):
+    """Scores of rows that must end at ``want`` tokens, at response position ``t``: EOS (the
+    first of ``eos_id`` when it is a list) forced at the last position, every one of them
+    suppressed before it."""
+    import torch
+
+    ids = [eos_id] if isinstance(eos_id, int) else list(eos_id)
+    end = (want - 1 == t).to(scores.device)
+    scores = scores.clone()
+    scores[:, ids] = torch.where(end[:, None], scores[:, ids], torch.full_like(
+        scores[:, ids], -float("inf")))
+    forced = torch.full_like(scores, -float("inf"))
+    forced[:, ids[0]] = 0.0
+    return torch.where(end[:, None], forced, scores)
+
+
 def length_processor(targets, eos_id: int):
-    """A logits processor that ends row b at exactly ``targets[b]`` tokens: EOS forced at
-    that step and suppressed before it (rows beyond the list cycle through it)."""
+    """A transformers logits processor that ends row b at exactly ``targets[b]`` tokens: EOS
+    forced at that step and suppressed before it (rows beyond the list cycle through it)."""
     import torch
 
     class ForceLength:
@@ -138,22 +154,36 @@ def length_processor(targets, eos_id: int):
                 self.start = input_ids.shape[1]
             t = input_ids.shape[1] - self.start           # tokens generated so far
             want = torch.tensor([targets[b % len(targets)] for b in range(scores.shape[0])])
-            end = (want - 1 == t).to(scores.device)
-            scores[:, eos_id] = torch.where(end, scores[:, eos_id], torch.full_like(
-                scores[:, eos_id], -float("inf")))
-            forced = torch.full_like(scores, -float("inf"))
-            forced[:, eos_id] = 0.0
-            return torch.where(end[:, None], forced, scores)
+            return _force(want, t, scores, eos_id)
 
     return ForceLength
 
 
+def length_hook(targets_for_call, eos_id: int):
+    """The same for mindrl's torch decode loop (``model.mindrl_logits_hook``): ``targets_for_call
+    (rows)`` gives the lengths of one call's rows; the loop's live rows carry their ids."""
+    import torch
+
+    def per_call(rows: int):
+        want_all = torch.tensor(targets_for_call(rows))
+
+        def step(row_ids, t, scores):
+            return _force(want_all[row_ids.cpu()], t, scores, eos_id)
+
+        return step
+
+    return per_call
+
+
 def wrap_generate(model, tokens: int, mixed: bool, eos_id: int) -> None:
     """EOS suppressed to exactly ``tokens`` (``mixed`` off) or lengths from
-    :func:`mixed_lengths`: ``model.generate`` wrapped the same way on both sides."""
+    :func:`mixed_lengths`, on ``model.generate`` and on mindrl's decode loop alike."""
     from transformers import LogitsProcessorList
 
     gen = model.generate
+    model.mindrl_logits_hook = length_hook(
+        (lambda rows: mixed_lengths(rows, tokens)) if mixed else
+        (lambda rows: [tokens + 1] * rows), eos_id)
 
     def generate(*args, generation_config=None, **kw):
         if not mixed:

@@ -1,12 +1,14 @@
-"""Engine ``native`` for the torch backend: transformers ``generate``.
+"""Engine ``native`` for the torch backend: a transformers causal LM sampled by
+:func:`mindrl.rollout.torch_decode.decode`.
 
-All prompts x n samples go through ONE batched ``generate`` call (left-padded, KV cache on).
-Temperature and top-k / min-p / top-p are applied by :class:`Truncate` (the order of
-:mod:`algorithms.truncation`, vLLM's; transformers' warpers run min-p after top-p and are
-switched off, as are the model's own generation defaults such as a repetition penalty), and
-``generate`` samples from softmax of the result. The log-prob reported for a sampled token is
-under that distribution (``output_scores``, no extra forward pass): what the trainer scores
-with the same masks, so the rollout-vs-trainer gap stays ~1e-6 whatever the truncation.
+All prompts x n samples go through one batched decode loop (left-padded, KV cache on): each
+prompt is prefilled once for its group and rows that stopped leave the batch, so a step costs
+what its live rows cost (``generate_hf`` is the same through one transformers ``generate`` call,
+the reference of the tests and ``bench/rollout.py``). Temperature and top-k / min-p / top-p are
+applied in the order of :mod:`algorithms.truncation` (vLLM's), and the token is drawn from the
+softmax of the result. The log-prob reported for a sampled token is under that distribution (no
+extra forward pass): what the trainer scores with the same masks, so the rollout-vs-trainer gap
+stays ~1e-6 whatever the truncation.
 
 Seeding (inside a forked torch RNG, so the trainer's RNG is untouched): a call with
 ``sampling.seed`` set draws exactly from that seed (same seed, same prompts -> same samples;
@@ -47,6 +49,19 @@ class Truncate:
         from mindrl.backends.torch.truncation import truncated_logits
 
         return truncated_logits(scores.float() / self.temperature, self.trunc)
+
+
+class _RowHook:
+    """``model.mindrl_logits_hook`` (see :mod:`mindrl.rollout.torch_decode`) as a transformers
+    logits processor: every row of the call is live, its id is its batch index."""
+
+    def __init__(self, step, prompt_len: int):
+        self.step, self.P = step, prompt_len
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        return self.step(torch.arange(scores.shape[0]), input_ids.shape[1] - self.P, scores)
 
 
 # transformers fills unset (None) generation options from the model's generation_config:
@@ -95,29 +110,28 @@ class NativeTorchEngine:
     # ------------------------------------------------------------------ generate
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
                  on_group_done=None) -> Rollouts:
-        """``on_group_done(group, responses)``, when given, is called during generation for each
-        group whose samples have all stopped (:class:`mindrl.rollout.finished.GroupWatcher`)."""
+        """All prompts x ``sampling.n`` samples through :func:`mindrl.rollout.torch_decode.decode`
+        (one prefill per prompt, finished rows leave the batch). ``on_group_done(group,
+        responses)``, when given, is called during generation for each group whose samples have
+        all stopped."""
+        return self._sample(prompt_ids, sampling, on_group_done, hf=False)
+
+    def generate_hf(self, prompt_ids: List[List[int]], sampling: SamplingParams,
+                    on_group_done=None) -> Rollouts:
+        """The same samples through one transformers ``generate`` call (every row decodes to the
+        longest; n prefills per prompt): the reference the benchmark and tests compare with."""
+        return self._sample(prompt_ids, sampling, on_group_done, hf=True)
+
+    def _sample(self, prompt_ids, sampling, on_group_done, hf: bool) -> Rollouts:
         import torch
-        from transformers import GenerationConfig
 
         n, B0 = sampling.n, len(prompt_ids)
         rows = [p for p in prompt_ids for _ in range(n)]           # prompt-major
-        P = max(len(p) for p in rows)
-        ids = torch.full((len(rows), P), self.pad_id, dtype=torch.long)
-        att = torch.zeros((len(rows), P), dtype=torch.long)
-        for i, p in enumerate(rows):                                # left-pad
-            ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
-            att[i, P - len(p):] = 1
         greedy = sampling.temperature <= 0
         eos = stop_ids(self.tokenizer, getattr(self.model, "generation_config", None),
                        sampling.stop_token_ids)
-        gen = GenerationConfig(
-            do_sample=not greedy, **_NEUTRAL,
-            max_new_tokens=sampling.max_new_tokens, eos_token_id=eos, pad_token_id=self.pad_id,
-            bos_token_id=None, use_cache=True, return_dict_in_generate=True,
-            output_scores=True, num_return_sequences=1)
-        temp = sampling.temperature if not greedy else 1.0
         trunc = None if greedy else Truncation(sampling.top_k, sampling.top_p, sampling.min_p)
+        trunc = trunc if trunc is not None and trunc.active else None
         was_training = self.model.training
         self.model.eval()
         try:
@@ -127,25 +141,56 @@ class NativeTorchEngine:
                     torch.no_grad():
                 seed = 1_000_003 * self.calls if sampling.seed is None else int(sampling.seed)
                 torch.manual_seed(seed % (2 ** 63))
-                from transformers import LogitsProcessorList
+                if hf:
+                    responses, logps, reasons = self._hf_generate(
+                        rows, n, sampling, eos, trunc, on_group_done)
+                else:
+                    from mindrl.rollout.torch_decode import decode
 
-                procs = [Truncate(temp, trunc if trunc is not None and trunc.active else None)]
-                if on_group_done is not None:
-                    from mindrl.rollout.finished import GroupWatcher
-
-                    procs.append(GroupWatcher(P, n, eos, on_group_done))
-                extra = {"logits_processor": LogitsProcessorList(procs)}
-                out = self.model.generate(input_ids=ids.to(self.device),
-                                          attention_mask=att.to(self.device), generation_config=gen,
-                                          **extra)
-                seqs = out.sequences[:, P:]                          # (B, L)
-                scores = torch.stack(out.scores, dim=1).float()      # (B, L, V) processed
-                logp = torch.log_softmax(scores, dim=-1)
-                logp = torch.gather(logp, -1, seqs.unsqueeze(-1)).squeeze(-1).cpu().numpy()
-                seqs = seqs.cpu().numpy()
+                    responses, logps, reasons = decode(
+                        self.model, prompt_ids, n, sampling.max_new_tokens, eos, self.pad_id,
+                        sampling.temperature, trunc, device=self.device,
+                        on_group_done=on_group_done)
         finally:
             self.model.train(was_training)
         self.calls += 1
+        texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
+        return Rollouts(prompt_ids=[list(p) for p in rows], response_ids=responses,
+                        logprobs=logps, finish_reasons=reasons,
+                        group_index=np.repeat(np.arange(B0), n), texts=texts)
+
+    def _hf_generate(self, rows, n, sampling, eos, trunc, on_group_done):
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        P = max(len(p) for p in rows)
+        ids = torch.full((len(rows), P), self.pad_id, dtype=torch.long)
+        att = torch.zeros((len(rows), P), dtype=torch.long)
+        for i, p in enumerate(rows):                                # left-pad
+            ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+            att[i, P - len(p):] = 1
+        greedy = sampling.temperature <= 0
+        gen = GenerationConfig(
+            do_sample=not greedy, **_NEUTRAL,
+            max_new_tokens=sampling.max_new_tokens, eos_token_id=eos, pad_token_id=self.pad_id,
+            bos_token_id=None, use_cache=True, return_dict_in_generate=True,
+            output_scores=True, num_return_sequences=1)
+        procs = [Truncate(sampling.temperature if not greedy else 1.0, trunc)]
+        hook = getattr(self.model, "mindrl_logits_hook", None)
+        if hook is not None:                  # the decode loop's hook, on the raw logits
+            procs.insert(0, _RowHook(hook(len(rows)), P))
+        if on_group_done is not None:
+            from mindrl.rollout.finished import GroupWatcher
+
+            procs.append(GroupWatcher(P, n, eos, on_group_done))
+        out = self.model.generate(input_ids=ids.to(self.device),
+                                  attention_mask=att.to(self.device), generation_config=gen,
+                                  logits_processor=LogitsProcessorList(procs))
+        seqs = out.sequences[:, P:]                                  # (B, L)
+        scores = torch.stack(out.scores, dim=1).float()              # (B, L, V) processed
+        logp = torch.log_softmax(scores, dim=-1)
+        logp = torch.gather(logp, -1, seqs.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+        seqs = seqs.cpu().numpy()
         eos_set = set(eos)
         responses, logps, reasons = [], [], []
         for i in range(len(rows)):
@@ -158,10 +203,7 @@ class NativeTorchEngine:
             responses.append(row[:end])
             logps.append(logp[i, :end].astype(np.float32))
             reasons.append(reason)
-        texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
-        return Rollouts(prompt_ids=[list(p) for p in rows], response_ids=responses,
-                        logprobs=logps, finish_reasons=reasons,
-                        group_index=np.repeat(np.arange(B0), n), texts=texts)
+        return responses, logps, reasons
 
     # ------------------------------------------------------------------ weights / state
     def load_weights(self, named_weights: Iterable[Tuple[str, np.ndarray]]) -> None:

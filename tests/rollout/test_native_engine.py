@@ -1,5 +1,7 @@
-"""Engine ``native`` (transformers generate): log-probs equal a plain forward, sampling options
-are respected, stop / length finish reasons, seeding, left padding."""
+"""Engine ``native`` (the torch decode loop): log-probs equal a plain forward, sampling options
+are respected, stop / length finish reasons, seeding, left padding; greedy tokens and log-probs
+equal transformers ``generate``'s, each prompt is prefilled once per group, finished rows leave
+the batch, and finished groups are reported while others decode."""
 
 import numpy as np
 import pytest
@@ -101,3 +103,68 @@ def test_shared_engine_ignores_weights_it_already_has(engine):
         yield  # pragma: no cover
 
     engine.load_weights(boom())
+
+
+LENGTHS = [2, 5, 16, 9, 3, 16, 7, 1, 12]     # one per row of 3 prompts x 3 samples
+
+
+def _force_lengths(targets, eos):
+    """A ``mindrl_logits_hook`` that ends row i at ``targets[i]`` tokens (EOS forced there,
+    suppressed before)."""
+    def per_call(rows):
+        want = torch.tensor(targets[:rows])
+
+        def step(row_ids, t, scores):
+            scores = scores.clone()
+            end = want[row_ids] - 1 == t
+            scores[:, eos] = float("-inf")
+            scores[end] = float("-inf")
+            scores[end, eos] = 0.0
+            return scores
+
+        return step
+
+    return per_call
+
+
+@pytest.fixture
+def forced(engine):
+    engine.model.mindrl_logits_hook = _force_lengths(LENGTHS, engine.tokenizer.eos_token_id)
+    yield engine
+    del engine.model.mindrl_logits_hook
+
+
+def test_greedy_equals_generate_and_finished_rows_leave_the_batch(forced):
+    T, engine = 16, forced
+    sp = SamplingParams(n=3, temperature=0.0, max_new_tokens=T)
+    shapes = []
+    hook = engine.model.register_forward_pre_hook(
+        lambda mod, args, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        mine = engine.generate(PROMPTS, sp)
+    finally:
+        hook.remove()
+    ref = engine.generate_hf(PROMPTS, sp)
+    lengths = [len(r) for r in ref.response_ids]
+    assert lengths == LENGTHS                          # the rows really end at different steps
+    assert mine.response_ids == ref.response_ids
+    assert mine.finish_reasons == ref.finish_reasons
+    for a, b in zip(mine.logprobs, ref.logprobs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    # one prefill of the 3 distinct prompts (not 3 x 3 rows), then one forward per position
+    # over the rows still running: those longer than it
+    assert shapes[0] == (len(PROMPTS), max(len(p) for p in PROMPTS))
+    live = [sum(n > t for n in lengths) for t in range(1, T)]
+    assert [b for b, _ in shapes[1:]] == [x for x in live if x > 0]
+    assert all(w == 1 for _, w in shapes[1:])
+
+
+def test_finished_groups_are_reported_while_others_decode(forced):
+    """Groups (3 samples) end at 16 (not reported: the last step), 16 (idem) and 12 tokens;
+    sampled at temperature 1: the reported responses are the returned ones."""
+    got = []
+    sp = SamplingParams(n=3, temperature=1.0, max_new_tokens=16, seed=5)
+    r = forced.generate(PROMPTS, sp, on_group_done=lambda g, resp: got.append((g, resp)))
+    assert [len(x) for x in r.response_ids] == LENGTHS
+    assert [g for g, _ in got] == [2]
+    assert got[0][1] == r.response_ids[6:9]
