@@ -7,6 +7,13 @@ sampler: prefill writes the prompt's keys/values into them (``ops.assign``), and
 scatters one slot per row in place (``ops.scatter_nd_update``), so a step neither copies nor
 returns the cache.
 
+A group's n samples share one prefill: the distinct prompts run through a bucket of their own
+row count and their cache rows are gathered n times into the decode bucket
+(``share_prefill``). Rows that stopped leave the batch: once the live rows are at most half of
+a bucket of more than 4 rows, they are gathered into the smallest power-of-two bucket holding
+them (``compact``), which compiles one decode graph per bucket size used. Each row draws its own
+uniform at every step, so neither changes a sample.
+
 A decode step is one small graph (:meth:`MindSporeSampler._decode_fn`): one token per row, 2-D
 activations, RoPE tables and the additive attention mask built on the host (a few hundred
 floats), no log-softmax in the graph. On CPU every kernel costs framework time (~7-10 us), so
@@ -124,6 +131,8 @@ class MindSporeSampler:
         self._inv_freq = model.inv_freq.asnumpy().reshape(-1).astype(np.float32)   # (D/2,)
         self._rope_scaling = np.float32(model.rope_scaling)      # YaRN's factor on cos/sin
         self._buckets: Dict[Tuple[int, int], _BucketCache] = {}
+        self.share_prefill = True       # one prefill per group, its cache rows repeated n times
+        self.compact = True             # finished rows leave the decode batch (smaller bucket)
 
     # --- graphs -------------------------------------------------------------------------------
     def _bucket(self, rows: int, slots: int) -> _BucketCache:
@@ -254,12 +263,27 @@ class MindSporeSampler:
             if enabled:
                 gc.enable()
 
+    def _move(self, src: _BucketCache, dst: _BucketCache, rows: np.ndarray) -> None:
+        """dst's cache rows := src's cache rows ``rows`` (len = dst's rows), every layer."""
+        sel = Tensor(rows.astype(np.int32))
+        for i in range(self._layers):
+            ops.assign(dst.k[i], ops.gather(src.k[i], sel, 0))
+            ops.assign(dst.v[i], ops.gather(src.v[i], sel, 0))
+
+    def _ready(self, rows: int, slots: int, prompt_bucket=None) -> _BucketCache:
+        cache = self._bucket(rows, slots)
+        if prompt_bucket is not None and prompt_bucket not in cache.prefill:
+            cache.prefill[prompt_bucket] = self._prefill_fn(cache)
+        if prompt_bucket is None and cache.decode is None:
+            cache.decode = self._decode_fn(cache)
+        return cache
+
     def _generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
                   on_group_done=None) -> Rollouts:
         sp = sampling
         rng = np.random.default_rng(sp.seed) if sp.seed is not None else self._rng
         rows = [list(p) for p in prompt_ids for _ in range(sp.n)]
-        B = len(rows)
+        B, B0 = len(rows), len(prompt_ids)
         Bp = _pow2(B)
         P = bucket(max(len(r) for r in rows), self.prompt_buckets)
         Tmax = int(sp.max_new_tokens)
@@ -268,15 +292,17 @@ class MindSporeSampler:
             raise ValueError(f"prompt bucket {P} + max_new_tokens {Tmax} exceeds "
                              f"max_position_embeddings={self.model.rope_max_len}: dynamic NTK "
                              "RoPE scaling beyond it is not implemented by the MindSpore backend")
-        ids = np.full((Bp, P), self.pad_id, np.int32)
-        key_mask = np.zeros((Bp, S), np.float32)
-        plen = np.zeros(Bp, np.int32)
-        for i, r in enumerate(rows):
+        # one prefill per group: the B0 distinct prompts, then their cache rows repeated n times
+        share = self.share_prefill and sp.n > 1
+        Bq = _pow2(B0) if share else Bp
+        src = [list(p) for p in prompt_ids] if share else rows
+        ids = np.full((Bq, P), self.pad_id, np.int32)
+        mask_q = np.zeros((Bq, S), np.float32)
+        for i, r in enumerate(src):
             ids[i, P - len(r):] = r
-            key_mask[i, P - len(r):P] = 1.0
-            plen[i] = len(r)
-        key_mask[B:, P - 1] = 1.0          # padding rows attend to one slot: no empty softmax
-        pos = np.clip(np.cumsum(key_mask[:, :P], 1) - 1, 0, None).astype(np.int32)
+            mask_q[i, P - len(r):P] = 1.0
+        mask_q[len(src):, P - 1] = 1.0      # padding rows attend to one slot: no empty softmax
+        pos = np.clip(np.cumsum(mask_q[:, :P], 1) - 1, 0, None).astype(np.int32)
         Nk, D = self._cache_shape
         Nq = self.model.spec.num_attention_heads
         scale = np.float32(1.0 / np.sqrt(D))
@@ -286,45 +312,56 @@ class MindSporeSampler:
         inv_temp = 1.0 if greedy else 1.0 / sp.temperature
         truncated = not greedy and (sp.top_k >= 1 or sp.top_p < 1.0 or sp.min_p > 0.0)
         stop = set(self.eos_ids) | set(int(t) for t in sp.stop_token_ids)
-        cache = self._bucket(Bp, S)
-        if P not in cache.prefill:
-            cache.prefill[P] = self._prefill_fn(cache)
-        if cache.decode is None:
-            cache.decode = self._decode_fn(cache)
 
         t0 = time.perf_counter()
-        self._note("prefill", (Bp, P, S))
-        logits = cache.prefill[P](Tensor(ids), Tensor(pos), Tensor(key_mask),
-                                  Tensor(np.arange(P, dtype=np.int32)), Tensor(write))
+        pre = self._ready(Bq, S, P)
+        self._note("prefill", (Bq, P, S))
+        logits = pre.prefill[P](Tensor(ids), Tensor(pos), Tensor(mask_q),
+                                Tensor(np.arange(P, dtype=np.int32)), Tensor(write))
+        # rowmap[j]: the rollout row in cache row j of the current bucket (-1: padding)
+        rowmap = np.full(Bp, -1, np.int64)
+        rowmap[:B] = np.arange(B)
+        if share:
+            take = np.zeros(Bp, np.int64)
+            take[:B] = np.arange(B) // sp.n
+            cache = self._ready(Bp, S)
+            self._move(pre, cache, take)
+            logits_np = logits.asnumpy()[take]
+            key_mask = mask_q[take]
+        else:
+            cache = self._ready(Bp, S)
+            logits_np = logits.asnumpy()
+            key_mask = mask_q
+        plen = np.array([len(rows[r]) if r >= 0 else 1 for r in rowmap], np.int32)
         out_tokens = [[] for _ in range(B)]
         out_logp = [[] for _ in range(B)]
         finished = np.zeros(B, bool)
         reasons = ["length"] * B
-        bias = ((1.0 - key_mask) * NEG_INF).astype(np.float32).reshape(Bp, 1, 1, S)
-        idx = np.zeros((Bp, Nk, 3), np.int32)
-        idx[:, :, 0] = np.arange(Bp)[:, None]
-        idx[:, :, 1] = np.arange(Nk)[None, :]
-        step_ids = np.full((Bp,), self.pad_id, np.int32)
+        bias = ((1.0 - key_mask) * NEG_INF).astype(np.float32).reshape(-1, 1, 1, S)
         dtype = self.model.compute_dtype
         steps = 0
-        open_groups = set(range(len(prompt_ids))) if on_group_done is not None else set()
+        open_groups = set(range(B0)) if on_group_done is not None else set()
         for t in range(Tmax):
-            lp = log_softmax64(logits.asnumpy()[:B], inv_temp)                   # (B, V)
+            here = np.nonzero(rowmap >= 0)[0]                  # cache rows of unfinished rollouts
+            live = rowmap[here]
+            lp = log_softmax64(logits_np[here], inv_temp)                        # (live, V)
+            # one uniform per rollout row and step, drawn for all B rows: a row's sample does
+            # not depend on which rows were still decoding with it
+            u = None if greedy else rng.random((B, 1))[live]
             if greedy:
                 tok = lp.argmax(-1)
             else:
                 probs = filter_probs(np.exp(lp), sp.top_k, sp.top_p, sp.min_p)
-                u = rng.random((B, 1))
                 tok = np.minimum((probs.cumsum(-1) < u).sum(-1), probs.shape[-1] - 1)
                 if truncated:
                     with np.errstate(divide="ignore"):
                         lp = np.log(probs)
-            for i in np.nonzero(~finished)[0]:
-                out_tokens[i].append(int(tok[i]))
-                out_logp[i].append(float(lp[i, tok[i]]))
-                if int(tok[i]) in stop:
-                    finished[i] = True
-                    reasons[i] = "stop"
+            for j, r in enumerate(live):
+                out_tokens[r].append(int(tok[j]))
+                out_logp[r].append(float(lp[j, tok[j]]))
+                if int(tok[j]) in stop:
+                    finished[r] = True
+                    reasons[r] = "stop"
             steps += 1
             for g in sorted(open_groups):
                 rows_g = range(g * sp.n, (g + 1) * sp.n)
@@ -333,21 +370,38 @@ class MindSporeSampler:
                     on_group_done(g, [list(out_tokens[i]) for i in rows_g])
             if finished.all() or t == Tmax - 1:
                 break
+            step_ids = np.full(len(rowmap), self.pad_id, np.int32)
+            step_ids[here] = tok
+            rowmap[here[finished[live]]] = -1
+            n_live = int((rowmap >= 0).sum())
+            if self.compact and len(rowmap) > 4 and n_live <= len(rowmap) // 2:
+                # finished rows leave: the live ones move to the smallest bucket holding them
+                keep = np.nonzero(rowmap >= 0)[0]
+                Bn = _pow2(n_live)
+                sel = np.concatenate([keep, np.full(Bn - n_live, keep[0])])
+                nxt = self._ready(Bn, S)
+                self._move(cache, nxt, sel)
+                cache = nxt
+                rowmap = np.concatenate([rowmap[keep], np.full(Bn - n_live, -1)])
+                step_ids, plen, bias = step_ids[sel], plen[sel], bias[sel]
+            Bc = len(rowmap)
             slot = P + t
-            step_ids[:B] = tok
             bias[:, 0, 0, slot] = 0.0
+            idx = np.zeros((Bc, Nk, 3), np.int32)
+            idx[:, :, 0] = np.arange(Bc)[:, None]
+            idx[:, :, 1] = np.arange(Nk)[None, :]
             idx[:, :, 2] = slot
             freqs = (plen + t).astype(np.float32)[:, None] * self._inv_freq[None, :]
-            emb = np.concatenate((freqs, freqs), -1)                             # (Bp, D)
+            emb = np.concatenate((freqs, freqs), -1)                             # (Bc, D)
             cos, sin = np.cos(emb), np.sin(emb)
             if self._rope_scaling != 1:
                 cos, sin = cos * self._rope_scaling, sin * self._rope_scaling
             cos_k, sin_k = np.tile(cos, Nk), np.tile(sin, Nk)
             cos_q, sin_q = np.tile(cos * scale, Nq), np.tile(sin * scale, Nq)
-            self._note("decode", (Bp, S))
-            logits = cache.decode(Tensor(step_ids), Tensor(cos_q, dtype), Tensor(sin_q, dtype),
-                                  Tensor(cos_k, dtype), Tensor(sin_k, dtype), Tensor(bias),
-                                  Tensor(idx))
+            self._note("decode", (Bc, S))
+            logits_np = cache.decode(Tensor(step_ids), Tensor(cos_q, dtype),
+                                     Tensor(sin_q, dtype), Tensor(cos_k, dtype),
+                                     Tensor(sin_k, dtype), Tensor(bias), Tensor(idx)).asnumpy()
         elapsed = time.perf_counter() - t0
         n_tok = sum(len(r) for r in out_tokens)
         self.last_stats = {"tokens": float(n_tok), "seconds": elapsed, "decode_steps": steps,

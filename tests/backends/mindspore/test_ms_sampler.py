@@ -90,3 +90,40 @@ def test_sampler_cache_reuse_across_buckets_greedy_equals_transformers(hf_untied
         for p, got in zip(batch, ro.response_ids):
             assert got == ref[tuple(p)][:T], (len(p), T)
     assert eng.compile_counts == {"prefill": 5, "decode": 4}
+
+
+@pytest.mark.slow
+def test_shared_prefill_and_finished_rows_leaving_change_no_sample(hf_untied):
+    """4 prompts x 4 samples at temperature 1, half the vocabulary as stop ids (rows end at
+    mixed steps): one prefill of the 4 prompts (a 4-row bucket, not 16) and decode batches that
+    shrink to 8, 4, ... rows as rows finish give the same tokens and log-probs as 16-row
+    prefill and decode throughout (each row draws its own uniform every step)."""
+    from ms_helpers import VOCAB
+
+    directory, _ = hf_untied
+    be = MindSporeBackend(ms_config("rollout.max_new_tokens=16"), model_path=directory)
+    eng = be.native_engine()
+    prompts = [[5, 6, 7], [8, 9, 10, 11, 12], [20], [30, 31]]
+    sp = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=7,
+                        stop_token_ids=tuple(range(1, VOCAB, 2)))
+    fast = eng.generate(prompts, sp)
+    seen = {k: set(v) for k, v in eng._seen.items()}
+    eng.share_prefill = eng.compact = False
+    plain = eng.generate(prompts, sp)
+    lengths = [len(r) for r in fast.response_ids]
+    assert len(set(lengths)) >= 3 and max(lengths) >= 3, lengths
+    assert fast.response_ids == plain.response_ids
+    assert fast.finish_reasons == plain.finish_reasons
+    for a, b in zip(fast.logprobs, plain.logprobs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    P, S = 16, 32
+    assert seen["prefill"] == {(4, P, S)}
+    live = [sum(n > t for n in lengths) for t in range(1, max(lengths))]
+    # the decode buckets used: a bucket of more than 4 rows moves to the smallest power of 2
+    # holding the live rows once they are at most half of it
+    want, rows = set(), 16
+    for n_live in live:
+        if rows > 4 and n_live <= rows // 2:
+            rows = 1 << (n_live - 1).bit_length()
+        want.add((rows, S))
+    assert seen["decode"] == want and min(r for r, _ in want) < 16, (live, seen["decode"])
