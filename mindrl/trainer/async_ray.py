@@ -45,9 +45,12 @@ batch), ``rollout/dropped_groups`` (this step), ``rollout/groups_reissued`` and
 groups), ``time/worker_idle`` (idle seconds per worker that ended during this step: a worker
 with an empty queue waits for the trainer).
 
-Not yet: partial rollouts (pausing generations in flight at a weight update), the queue in the
-checkpoint (a resumed run starts with an empty queue), MindSpore and vLLM workers, several
-trainer ranks.
+Checkpoints hold the queue (:meth:`RayRollout.state`): the scored groups ready to train, and
+the prompts of the groups in flight, which a resumed run samples again (the first step after a
+resume reports ``rollout/ready_from_checkpoint`` and ``rollout/resampled_after_resume``).
+
+Not yet: partial rollouts (pausing generations in flight at a weight update), MindSpore and vLLM
+workers, several trainer ranks.
 """
 
 from __future__ import annotations
@@ -215,6 +218,7 @@ class RayRollout:
         self.step_dropped, self.step_idle = 0, 0.0
         self.lags: List[np.ndarray] = []       # per step: each sample's version lag
         self.sources: List[List[Tuple[int, int]]] = []  # per step: (worker, pid) of each group
+        self.from_checkpoint: Optional[Dict[str, int]] = None   # set by load_state
 
     # ----------------------------------------------------------------- one step
     def collect(self):
@@ -253,6 +257,10 @@ class RayRollout:
         m["rollout/groups_reissued"] = float(self.reissued)
         m["rollout/worker_restarts"] = float(self.restarts)
         m["time/worker_idle"] = self.step_idle / max(1, len(self.workers))
+        if self.from_checkpoint is not None:        # the first step after a resume
+            m["rollout/ready_from_checkpoint"] = float(self.from_checkpoint["ready"])
+            m["rollout/resampled_after_resume"] = float(self.from_checkpoint["resampled"])
+            self.from_checkpoint = None
         m["time/reward"] = 0.0                  # scored in the workers
         rows = [f.group.row for f in batch]
         ro = Rollouts.concat([f.rollouts for f in batch])
@@ -394,12 +402,64 @@ class RayRollout:
         """Nothing: the workers never touch the trainer's engine."""
 
     def state(self) -> Optional[Dict]:
-        """Nothing yet: a resumed run starts with an empty queue (the groups in flight are
-        sampled again, from the data stream's position at the checkpoint)."""
-        return None
+        """The queue, for the checkpoint (JSON): the scored groups ready to train (kept, and
+        trained after a resume if their lag still allows), and the prompts of the groups in
+        flight or waiting to be issued again (sampled again after a resume, counted in
+        ``rollout/resampled_after_resume``), in their order. The data stream's position in the
+        checkpoint is past every one of them, so a resumed run neither loses nor repeats a
+        prompt."""
+        from mindrl.trainer.async_rollout import rollouts_to_json
+
+        def group(g: Group) -> Dict:
+            return {"gid": g.gid, "row": g.row, "prompt_ids": list(g.prompt_ids),
+                    "seed": g.seed, "attempts": g.attempts}
+
+        def nan_none(a):
+            return [None if x != x else float(x) for x in np.asarray(a, np.float64)]
+
+        self.harvest(block=False)        # the groups that finished during this step's update
+
+        ready = [{"group": group(f.group), "version": f.version, "worker": f.worker,
+                  "pid": f.pid, "rollouts": rollouts_to_json(f.rollouts),
+                  "total": nan_none(f.scored.total),
+                  "components": {k: nan_none(v) for k, v in f.scored.components.items()},
+                  "metrics": {k: float(v) for k, v in f.scored.metrics.items()}}
+                 for f in self.ready]
+        pending = sorted([g for g, _ in self.in_flight.values()] + list(self.retry),
+                         key=lambda g: g.gid)
+        return {"ready": ready, "resample": [group(g) for g in pending],
+                "rows": list(self.rows), "next_gid": self.next_gid,
+                "counts": {"dropped": self.dropped, "reissued": self.reissued,
+                           "restarts": self.restarts}}
 
     def load_state(self, state: Optional[Dict]) -> None:
+        """Refill the queue from a checkpoint's :meth:`state` (None: an empty queue)."""
+        from mindrl.trainer.async_rollout import rollouts_from_json
+        from mindrl.trainer.base import Scored
+
         self.version = None
+        if not state:
+            return
+
+        def group(d: Dict) -> Group:
+            return Group(int(d["gid"]), d["row"], [int(t) for t in d["prompt_ids"]],
+                         int(d["seed"]), int(d.get("attempts", 0)))
+
+        def arr(xs):
+            return np.asarray([np.nan if x is None else x for x in xs], np.float64)
+
+        self.ready = [Finished(group(d["group"]), int(d["version"]), rollouts_from_json(
+            d["rollouts"]), Scored(arr(d["total"]), {k: arr(v) for k, v in
+                                                     d["components"].items()},
+                                   dict(d["metrics"])), int(d["worker"]), int(d["pid"]), 0.0,
+            0.0) for d in state["ready"]]
+        self.retry = collections.deque(group(d) for d in state["resample"])
+        self.rows = collections.deque(state["rows"])
+        self.next_gid = int(state["next_gid"])
+        c = state.get("counts", {})
+        self.dropped, self.reissued = int(c.get("dropped", 0)), int(c.get("reissued", 0))
+        self.restarts = int(c.get("restarts", 0))
+        self.from_checkpoint = {"ready": len(self.ready), "resampled": len(self.retry)}
 
     def close(self) -> None:
         import ray

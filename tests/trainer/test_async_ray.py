@@ -2,9 +2,13 @@
 run that survives kill -9 of a rollout worker, and a tiny model learning a dense reward with 2
 workers and max_staleness 1 while every sample's version lag stays <= 1."""
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,6 +93,48 @@ def test_token_tis_is_the_default_correction(tmp_path):
     assert sync.algorithm.rollout_correction.rollout_is is None
 
 
+def test_queue_state_survives_json_exactly():
+    """RayRollout.state() -> JSON -> load_state(): the ready groups (rollouts, totals and
+    components with NaN, the row), the groups to sample again in issue order, the rows not yet
+    issued and the counters come back as they were."""
+    import collections
+
+    from mindrl.trainer.async_ray import Finished, Group, RayRollout
+    from mindrl.trainer.base import Scored
+    from mindrl.types import Rollouts
+
+    q = object.__new__(RayRollout)
+    ro = Rollouts(prompt_ids=[[1, 2]] * 2, response_ids=[[5, 6, 2], [7]],
+                  logprobs=[np.float32([-0.1, -1 / 3, -2.5]), np.float32([-0.7])],
+                  finish_reasons=["stop", "length"], group_index=np.zeros(2, np.int64),
+                  texts=["ab", "c"])
+    sc = Scored(np.array([1.0, np.nan]), {"acc": np.array([1.0, np.nan])}, {"timeouts": 1.0})
+    q.ready = [Finished(Group(3, {"problem": "1+1", "answer": "2"}, [1, 2], 99), 4, ro, sc,
+                        1, 4242, 0.5, 0.25)]
+    q.in_flight = {"ref-a": (Group(7, {"problem": "p7"}, [3], 11), 0),
+                   "ref-b": (Group(5, {"problem": "p5"}, [4], 12, 1), 1)}
+    q.retry = collections.deque([Group(6, {"problem": "p6"}, [5], 13)])
+    q.rows = collections.deque([{"problem": "p8"}])
+    q.next_gid, q.dropped, q.reissued, q.restarts = 8, 2, 1, 1
+    q.harvest = lambda block: None                   # nothing in flight to wait for here
+    state = json.loads(json.dumps(q.state()))
+    r = object.__new__(RayRollout)
+    r.load_state(state)
+    f = r.ready[0]
+    assert (f.group.gid, f.group.row, f.group.prompt_ids, f.group.seed, f.version) == \
+        (3, {"problem": "1+1", "answer": "2"}, [1, 2], 99, 4)
+    assert f.rollouts.response_ids == ro.response_ids and f.rollouts.texts == ["ab", "c"]
+    for a, b in zip(f.rollouts.logprobs, ro.logprobs):
+        assert a.dtype == np.float32 and np.array_equal(a, b)
+    np.testing.assert_array_equal(f.scored.total, sc.total)         # NaN where it was
+    np.testing.assert_array_equal(f.scored.components["acc"], sc.components["acc"])
+    assert f.scored.metrics == {"timeouts": 1.0}
+    assert [(g.gid, g.seed, g.attempts) for g in r.retry] == [(5, 12, 1), (6, 13, 0), (7, 11, 0)]
+    assert list(r.rows) == [{"problem": "p8"}] and r.next_gid == 8
+    assert (r.dropped, r.reissued, r.restarts) == (2, 1, 1)
+    assert r.from_checkpoint == {"ready": 1, "resampled": 3} and r.version is None
+
+
 # ------------------------------------------------------------------ runs (slow)
 @pytest.mark.slow
 def test_killed_worker_is_restarted_and_its_groups_reissued(tmp_path, monkeypatch):
@@ -134,6 +180,71 @@ def test_killed_worker_is_restarted_and_its_groups_reissued(tmp_path, monkeypatc
     finally:
         tr.close()
     assert not _alive(old_pid)
+
+
+KILL_RECIPE = """
+extends: {repo}/yaml_configs/grpo_tiny_demo.yaml
+model: {{path: "builtin:tiny", chat_template: none}}
+data: {{train_file: "arithmetic:digits=2,ops=+", max_val_samples: 8}}
+rollout: {{n: 4, max_new_tokens: 6, temperature: 1.0, mode: async_ray, workers: 2,
+          max_staleness: 2}}
+reward:
+  functions: [{{name: "trainer_helpers:parity_reward"}}]
+  num_workers: 0
+validation: {{every: 0}}
+train: {{steps: 5, prompts_per_step: 4, micro_batch_size: 8, lr: 5.0e-3}}
+checkpoint: {{every: 2, save_final: false}}
+logging: {{tensorboard: false, plot: false, progress_bar: false}}
+"""
+
+
+@pytest.mark.slow
+def test_trainer_killed_resumes_with_the_queue_it_checkpointed(tmp_path):
+    """kill -9 of the trainer (the Ray driver; then its process group, Ray's own processes)
+    once step 2's checkpoint is complete; the same command again resumes there with the
+    checkpoint's queue: its ready groups train first, the prompts that were in flight are
+    sampled again, and steps 3-5 run once each."""
+    repo = Path(__file__).resolve().parents[2]
+    recipe = tmp_path / "kill.yaml"
+    recipe.write_text(KILL_RECIPE.format(repo=repo))
+    run = tmp_path / "run"
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    env["PYTHONPATH"] = os.pathsep.join([str(repo / "tests" / "trainer"), str(repo),
+                                         env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "mindrl", "train", str(recipe), f"logging.output_dir={run}"]
+    ckpt = run / "checkpoints" / "step_000002"
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while not (ckpt / "COMPLETE").is_file():
+            if proc.poll() is not None or time.monotonic() - t0 > 300:
+                pytest.fail(f"no checkpoint at step 2: {proc.communicate()[1][-3000:]}")
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == -signal.SIGKILL
+    assert not (run / "checkpoints" / "step_000004").exists()
+    queue = json.loads((ckpt / "trainer.json").read_text())["async_rollout"]
+    ready, resample = len(queue["ready"]), len(queue["resample"])
+    print(f"\ncheckpoint queue: {ready} ready groups, {resample} to sample again, "
+          f"{len(queue['rows'])} rows not yet issued")
+    assert ready + resample + len(queue["rows"]) >= 1, queue.keys()   # the queue ran ahead
+    res = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "resumed from" in res.stderr and "step 2" in res.stderr
+    m = rows(run)
+    assert [r["step"] for r in m] == [1, 2, 3, 4, 5]
+    assert m[2]["rollout/ready_from_checkpoint"] == ready
+    assert m[2]["rollout/resampled_after_resume"] == resample
+    assert all("rollout/ready_from_checkpoint" not in r for r in m[3:])
+    assert all(r["rollout/staleness_max"] <= 2 for r in m)
 
 
 def _alive(pid):
