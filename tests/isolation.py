@@ -25,12 +25,20 @@ import pytest
 
 CHILD_ENV = "MINDRL_TEST_CHILD"            # set in a child: path of its JSON files (in/out)
 HEAVY = (
+    "tests/algorithms/test_loss_smoke.py",       # MindSpore graphs of every loss: +2.0 GB
+    "tests/algorithms/test_distill.py",          # +0.85 GB
+    "tests/config/test_options_read.py",         # an in-process vLLM engine: +1 GB at peak
     "tests/backends/mindspore/",
     "tests/backends/test_lora_mindspore.py",
     "tests/trainer/",
     "tests/rollout/",
     "tests/tools/test_multi_turn_vllm.py",
 )
+
+# Modules whose tests each leave a lot behind (a MindSpore run of a recipe: 0.3-1.6 GB): a child
+# runs at most this many of their tests, then a new one goes on (measured: test_recipe_smoke's
+# 29 tests in one child reached 8.1 GB).
+CHUNK = {"tests/trainer/test_recipe_smoke.py": 6}
 
 
 def _module(item) -> str:
@@ -57,7 +65,7 @@ def _run_child(item) -> dict:
     {nodeid: [TestReport]}, and under "<child>" (its first test, exit code, output's tail)."""
     config, mod = item.config, _module(item)
     ids = [i.nodeid for i in item.session.items if _module(i) == mod]
-    ids = ids[ids.index(item.nodeid):]
+    ids = ids[ids.index(item.nodeid):][:CHUNK.get(mod, len(ids))]
     base = Path(str(config._tmp_path_factory.getbasetemp()))
     work = Path(tempfile.mkdtemp(prefix="child-", dir=base))
     (work / "ids.json").write_text(json.dumps(ids))
@@ -102,7 +110,8 @@ def pytest_runtest_protocol(item, nextitem):
     reports = cache.get(_module(item))
     if reports is None or (item.nodeid not in reports
                            and reports["<child>"][0] != item.nodeid):
-        # the module's first test, or the child died before this one: a (new) child from here
+        # the module's first test, the child died before this one, or its chunk (CHUNK) ended
+        # before it: a (new) child from here
         cache.clear()                     # one module's reports at a time
         reports = cache[_module(item)] = _run_child(item)
     mine = reports.get(item.nodeid, [])
