@@ -439,6 +439,11 @@ FIGURES: List[Figure] = [
           "python bench/trl_compare.py --no-vllm --mixed --repeats 3 ... (Benchmarks page)"),
     table("trl_async", "| model | TRL s/step |",
           "python bench/trl_compare.py --no-vllm --mixed --repeats 2 ... async variants"),
+    table("trl_defaults", "| model | TRL GRPOTrainer s/step |",
+          "python bench/trl_compare.py --no-vllm --mixed --repeats 2 --steps 3 --warmup 1 "
+          "--variant packed:... --variant async_packed:..."),
+    table("rollout_table", "| model | rows x max tokens | side |",
+          "python bench/rollout.py --reps 5"),
     table("packing_table", "| layout | micro-batches |", "python bench/packing.py"),
     table("slow_reward_table", "| reward | s/step (min-max) |",
           "python bench/trl_compare.py --sizes tiny --no-trl ... --variant slow... "),
