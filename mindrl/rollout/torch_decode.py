@@ -65,8 +65,13 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
     ids, att = ids.to(device), att.to(device)
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache(config=model.config)
-    out = model(input_ids=ids, attention_mask=att, position_ids=pos, past_key_values=cache,
-                use_cache=True, logits_to_keep=1)
+    try:
+        out = model(input_ids=ids, attention_mask=att, position_ids=pos, past_key_values=cache,
+                    use_cache=True, logits_to_keep=1)
+    except TypeError:           # a remote-code model without logits_to_keep: all positions
+        cache = DynamicCache(config=model.config)
+        out = model(input_ids=ids, attention_mask=att, position_ids=pos, past_key_values=cache,
+                    use_cache=True)
     logits = out.logits[:, -1].float()
     if n > 1:                                                       # one prefill per group
         cache.batch_repeat_interleave(n)

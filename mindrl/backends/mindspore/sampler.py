@@ -11,7 +11,7 @@ A group's n samples share one prefill: the distinct prompts run through a bucket
 row count and their cache rows are gathered n times into the decode bucket
 (``share_prefill``). Rows that stopped leave the batch: once the live rows are at most half of
 a bucket of more than 4 rows, they are gathered into the smallest power-of-two bucket holding
-them (``compact``), which compiles one decode graph per bucket size used. Each row draws its own
+them, 4 rows at the least (``compact``), which compiles one decode graph per bucket size used. Each row draws its own
 uniform at every step, so neither changes a sample.
 
 A decode step is one small graph (:meth:`MindSporeSampler._decode_fn`): one token per row, 2-D
@@ -377,7 +377,7 @@ class MindSporeSampler:
             if self.compact and len(rowmap) > 4 and n_live <= len(rowmap) // 2:
                 # finished rows leave: the live ones move to the smallest bucket holding them
                 keep = np.nonzero(rowmap >= 0)[0]
-                Bn = _pow2(n_live)
+                Bn = max(4, _pow2(n_live))      # buckets of 4+ rows: fewer graphs to compile
                 sel = np.concatenate([keep, np.full(Bn - n_live, keep[0])])
                 nxt = self._ready(Bn, S)
                 self._move(cache, nxt, sel)

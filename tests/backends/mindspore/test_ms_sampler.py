@@ -120,10 +120,10 @@ def test_shared_prefill_and_finished_rows_leaving_change_no_sample(hf_untied):
     assert seen["prefill"] == {(4, P, S)}
     live = [sum(n > t for n in lengths) for t in range(1, max(lengths))]
     # the decode buckets used: a bucket of more than 4 rows moves to the smallest power of 2
-    # holding the live rows once they are at most half of it
+    # holding the live rows (4 at the least) once they are at most half of it
     want, rows = set(), 16
     for n_live in live:
         if rows > 4 and n_live <= rows // 2:
-            rows = 1 << (n_live - 1).bit_length()
+            rows = max(4, 1 << (n_live - 1).bit_length())
         want.add((rows, S))
     assert seen["decode"] == want and min(r for r, _ in want) < 16, (live, seen["decode"])
