@@ -62,7 +62,15 @@ def interleaved(fa: Callable[[], object], fb: Callable[[], object],
 
 
 def emit(result: dict) -> None:
-    """A worker's result: one tagged JSON line on stdout, read back by :func:`run_worker`."""
+    """A worker's result: one tagged JSON line on stdout, read back by :func:`run_worker`;
+    ``peak_rss_mb`` (the worker process's peak RSS) and ``peak_rss_children_mb`` (the largest of
+    the child processes it has waited for, e.g. a sampler process) are added."""
+    import resource
+
+    result = dict(result)
+    result.setdefault("peak_rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    result.setdefault("peak_rss_children_mb",
+                      resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     print(RESULT_TAG + json.dumps(result), flush=True)
 
 
@@ -98,6 +106,8 @@ def pool_runs(runs: List[dict]) -> dict:
     cpu = [t for r in runs for t in r["cpu_times"][r["warmup"]:]]
     return {"median": statistics.median(st), "min": min(st), "max": max(st), "n": len(st),
             "cpu_median": statistics.median(cpu),
+            "peak_rss_mb": max(r.get("peak_rss_mb", 0.0) for r in runs),
+            "peak_rss_children_mb": max(r.get("peak_rss_children_mb", 0.0) for r in runs),
             "phases": med, "loads": [(r["load_before"], r["load_after"]) for r in runs]}
 
 

@@ -558,6 +558,12 @@ def render(results, a) -> str:
                          f"{v['max']:.3f}) | "
                          + (f"**{v['median'] / t['median']:.2f}**" if t else "-") + " | "
                          + (f"{v['median'] / m['median']:.2f}" if m else "-") + " |")
+    lines += ["", "Peak RSS per side (MB; the worker process, and its largest child process such "
+              "as a sampler, in parentheses):", ""]
+    for (size, side), s in summ.items():
+        lines.append(f"- {size} / {side}: {s['peak_rss_mb']:.0f}"
+                     + (f" ({s['peak_rss_children_mb']:.0f})" if s["peak_rss_children_mb"] >= 1
+                        else ""))
     lines += ["", "Where the time goes (median seconds per phase over the measured steps):", ""]
     for (size, side), s in summ.items():
         ln = s["phases"].get("response_length/mean")
