@@ -1,5 +1,5 @@
 """MindSpore compiled train step vs torch eager step on the same model and batch, the native
-MindSpore sampler vs transformers ``generate``, and (optionally) a whole RL step through the
+MindSpore sampler vs the torch native engine, and (optionally) a whole RL step through the
 trainer with each backend.
 
     python bench/backends.py [--sizes tiny,small] [--batch 8] [--prompt 32] [--response 32]
@@ -119,7 +119,7 @@ def bench_size(size: str, args, rows_out):
     hf.train()
     rows.append((f"sampler tokens/s (32x{args.new_tokens})", f"{statistics.median(hf_tps):.0f}",
                  f"{statistics.median(ms_tps):.0f}",
-                 f"transformers generate vs native MindSpore "
+                 f"torch native engine vs native MindSpore "
                  f"({statistics.median(ms_tps) / statistics.median(hf_tps):.2f}x)"))
     rows.append(("sampler compiles", "-",
                  "/".join(str(v) for v in eng.compile_counts.values()), "prefill/decode"))
