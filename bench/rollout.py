@@ -29,7 +29,7 @@ REPO = HERE.parent
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 from bench.harness import QUIET_ONE_THREAD_ENV, loadavg, torch_one_thread  # noqa: E402
-from trl_compare import SIZES, make_prompts, mixed_lengths, wrap_generate  # noqa: E402
+from trl_compare import SIZES, length_hook, make_prompts, mixed_lengths  # noqa: E402
 
 SIDES = ("mindrl", "generate", "vllm")
 
@@ -72,7 +72,10 @@ def _side(side: str, size: str, reps: int) -> dict:
         eng = NativeTorchEngine.from_config(cfg)
         tok = eng.tokenizer
         prompts = [tok(p)["input_ids"] for p in prompts_text]
-        wrap_generate(eng.model, S["tokens"], True, stop_ids(tok, eng.model.generation_config))
+        # on the model: the decode loop and generate_hf each apply it once
+        eng.model.mindrl_logits_hook = length_hook(
+            lambda rows: mixed_lengths(rows, S["tokens"]),
+            stop_ids(tok, eng.model.generation_config))
         gen = eng.generate if side == "mindrl" else eng.generate_hf
 
         def call(seed):

@@ -73,12 +73,10 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
         out = model(input_ids=ids, attention_mask=att, position_ids=pos, past_key_values=cache,
                     use_cache=True)
     logits = out.logits[:, -1].float()
+    next_pos = pos[:, -1] + 1
     if n > 1:                                                       # one prefill per group
         cache.batch_repeat_interleave(n)
-        logits = logits.repeat_interleave(n, 0)
-        att = att.repeat_interleave(n, 0)
-        pos = pos.repeat_interleave(n, 0)
-    next_pos = pos[:, -1] + 1
+        logits, att, next_pos = (x.repeat_interleave(n, 0) for x in (logits, att, next_pos))
     live = torch.arange(rows_total, device=device)                 # row id of each batch row
     hook = getattr(model, "mindrl_logits_hook", None)
     step_hook = hook(rows_total) if hook is not None else None

@@ -410,16 +410,12 @@ class RayRollout:
         prompt."""
         from mindrl.trainer.async_rollout import rollouts_to_json
 
-        def group(g: Group) -> Dict:
-            return {"gid": g.gid, "row": g.row, "prompt_ids": list(g.prompt_ids),
-                    "seed": g.seed, "attempts": g.attempts}
-
         def nan_none(a):
             return [None if x != x else float(x) for x in np.asarray(a, np.float64)]
 
         self.harvest(block=False)        # the groups that finished during this step's update
 
-        ready = [{"group": group(f.group), "version": f.version, "worker": f.worker,
+        ready = [{"group": dataclasses.asdict(f.group), "version": f.version, "worker": f.worker,
                   "pid": f.pid, "rollouts": rollouts_to_json(f.rollouts),
                   "total": nan_none(f.scored.total),
                   "components": {k: nan_none(v) for k, v in f.scored.components.items()},
@@ -427,7 +423,7 @@ class RayRollout:
                  for f in self.ready]
         pending = sorted([g for g, _ in self.in_flight.values()] + list(self.retry),
                          key=lambda g: g.gid)
-        return {"ready": ready, "resample": [group(g) for g in pending],
+        return {"ready": ready, "resample": [dataclasses.asdict(g) for g in pending],
                 "rows": list(self.rows), "next_gid": self.next_gid,
                 "counts": {"dropped": self.dropped, "reissued": self.reissued,
                            "restarts": self.restarts}}
@@ -441,19 +437,17 @@ class RayRollout:
         if not state:
             return
 
-        def group(d: Dict) -> Group:
-            return Group(int(d["gid"]), d["row"], [int(t) for t in d["prompt_ids"]],
-                         int(d["seed"]), int(d.get("attempts", 0)))
-
         def arr(xs):
             return np.asarray([np.nan if x is None else x for x in xs], np.float64)
 
-        self.ready = [Finished(group(d["group"]), int(d["version"]), rollouts_from_json(
-            d["rollouts"]), Scored(arr(d["total"]), {k: arr(v) for k, v in
-                                                     d["components"].items()},
-                                   dict(d["metrics"])), int(d["worker"]), int(d["pid"]), 0.0,
-            0.0) for d in state["ready"]]
-        self.retry = collections.deque(group(d) for d in state["resample"])
+        self.ready = []
+        for d in state["ready"]:
+            scored = Scored(arr(d["total"]), {k: arr(v) for k, v in d["components"].items()},
+                            dict(d["metrics"]))
+            self.ready.append(Finished(Group(**d["group"]), int(d["version"]),
+                                       rollouts_from_json(d["rollouts"]), scored,
+                                       int(d["worker"]), int(d["pid"]), 0.0, 0.0))
+        self.retry = collections.deque(Group(**d) for d in state["resample"])
         self.rows = collections.deque(state["rows"])
         self.next_gid = int(state["next_gid"])
         c = state.get("counts", {})

@@ -11,8 +11,8 @@ A group's n samples share one prefill: the distinct prompts run through a bucket
 row count and their cache rows are gathered n times into the decode bucket
 (``share_prefill``). Rows that stopped leave the batch: once the live rows are at most half of
 a bucket of more than 4 rows, they are gathered into the smallest power-of-two bucket holding
-them, 4 rows at the least (``compact``), which compiles one decode graph per bucket size used. Each row draws its own
-uniform at every step, so neither changes a sample.
+them, 4 rows at the least (``compact``), which compiles one decode graph per bucket size
+used. Each row draws its own uniform at every step, so neither changes a sample.
 
 A decode step is one small graph (:meth:`MindSporeSampler._decode_fn`): one token per row, 2-D
 activations, RoPE tables and the additive attention mask built on the host (a few hundred
@@ -321,17 +321,13 @@ class MindSporeSampler:
         # rowmap[j]: the rollout row in cache row j of the current bucket (-1: padding)
         rowmap = np.full(Bp, -1, np.int64)
         rowmap[:B] = np.arange(B)
+        cache = self._ready(Bp, S)
+        logits_np, key_mask = logits.asnumpy(), mask_q
         if share:
             take = np.zeros(Bp, np.int64)
             take[:B] = np.arange(B) // sp.n
-            cache = self._ready(Bp, S)
             self._move(pre, cache, take)
-            logits_np = logits.asnumpy()[take]
-            key_mask = mask_q[take]
-        else:
-            cache = self._ready(Bp, S)
-            logits_np = logits.asnumpy()
-            key_mask = mask_q
+            logits_np, key_mask = logits_np[take], mask_q[take]
         plen = np.array([len(rows[r]) if r >= 0 else 1 for r in rowmap], np.int32)
         out_tokens = [[] for _ in range(B)]
         out_logp = [[] for _ in range(B)]
@@ -341,6 +337,7 @@ class MindSporeSampler:
         dtype = self.model.compute_dtype
         steps = 0
         open_groups = set(range(B0)) if on_group_done is not None else set()
+        idx = None
         for t in range(Tmax):
             here = np.nonzero(rowmap >= 0)[0]                  # cache rows of unfinished rollouts
             live = rowmap[here]
@@ -387,9 +384,10 @@ class MindSporeSampler:
             Bc = len(rowmap)
             slot = P + t
             bias[:, 0, 0, slot] = 0.0
-            idx = np.zeros((Bc, Nk, 3), np.int32)
-            idx[:, :, 0] = np.arange(Bc)[:, None]
-            idx[:, :, 1] = np.arange(Nk)[None, :]
+            if idx is None or len(idx) != Bc:            # [row, kv head, slot] per bucket size
+                idx = np.zeros((Bc, Nk, 3), np.int32)
+                idx[:, :, 0] = np.arange(Bc)[:, None]
+                idx[:, :, 1] = np.arange(Nk)[None, :]
             idx[:, :, 2] = slot
             freqs = (plen + t).astype(np.float32)[:, None] * self._inv_freq[None, :]
             emb = np.concatenate((freqs, freqs), -1)                             # (Bc, D)
