@@ -44,7 +44,11 @@ def scale(lora_cfg) -> float:
 
 def target_shapes(hf_config: dict, targets: Iterable[str]) -> Dict[str, Tuple[int, int]]:
     """{module path: (in, out)} of every target linear layer of a Qwen2-architecture model,
-    in layer order (``model.layers.0.self_attn.q_proj`` ...)."""
+    in layer order (``model.layers.0.self_attn.q_proj`` ...). A mixture-of-experts layer has no
+    dense MLP: its experts are not adapted (as peft leaves transformers' fused experts), only
+    its attention."""
+    from mindrl.models.moe import moe_layer_flags
+
     H = hf_config["hidden_size"]
     nq = hf_config["num_attention_heads"]
     nk = hf_config.get("num_key_value_heads") or nq
@@ -54,9 +58,10 @@ def target_shapes(hf_config: dict, targets: Iterable[str]) -> Dict[str, Tuple[in
             "o_proj": (nq * D, H), "gate_proj": (H, inter), "up_proj": (H, inter),
             "down_proj": (inter, H)}
     out = {}
+    moe = moe_layer_flags(hf_config)
     for i in range(hf_config["num_hidden_layers"]):
         for name in _PARENT:                     # a fixed order, whatever the config's order
-            if name in targets:
+            if name in targets and not (moe[i] and _PARENT[name] == "mlp"):
                 out[f"model.layers.{i}.{_PARENT[name]}.{name}"] = dims[name]
     return out
 

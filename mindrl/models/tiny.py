@@ -1,5 +1,6 @@
 """The embedded default model: a tiny Qwen2-architecture causal LM with an offline tokenizer
-(and tiny Qwen3 / Llama 3 models, ``builtin:tiny-qwen3`` / ``builtin:tiny-llama``).
+(and tiny Qwen3 / Llama 3 / Qwen3-MoE models, ``builtin:tiny-qwen3`` / ``builtin:tiny-llama``
+/ ``builtin:tiny-qwen3-moe``).
 
 Nothing is downloaded. :func:`build_tiny_model` trains a byte-level BPE with ``tokenizers`` on a
 small generated corpus (digits, arithmetic, English math words, ``<think>``/``<answer>`` tags),
@@ -38,6 +39,8 @@ BUILTINS = {
     "tiny-qwen3": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024, family="qwen3"),
     "tiny-llama": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024, family="llama",
                        tie_word_embeddings=False),
+    "tiny-qwen3-moe": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024,
+                           family="qwen3_moe", tie_word_embeddings=False),
 }
 
 # family -> (transformers config / model class names, extra config fields). Llama gets Llama
@@ -52,7 +55,17 @@ FAMILIES = {
         rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
                              low_freq_factor=1.0, high_freq_factor=4.0,
                              original_max_position_embeddings=64))),
+    # Qwen3-MoE: 4 experts, top-2 with renormalised weights, every layer sparse (Qwen3-30B-A3B's
+    # layout at 1/32 of its experts)
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(
+        use_sliding_window=False, attention_bias=False, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=64, norm_topk_prob=True, decoder_sparse_step=1,
+        mlp_only_layers=[], output_router_logits=False)),
 }
+# A freshly initialised router (std 0.02) is nearly tied between experts, so rounding alone
+# would flip its top-k between two implementations; the tiny MoE's routers are scaled up so
+# that routes are decided (as in a trained model) and implementations can be compared.
+ROUTER_SCALE = 10.0
 
 
 
@@ -155,7 +168,8 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
                      intermediate: Optional[int] = None, max_positions: int = 2048,
                      tie_word_embeddings: bool = True, seed: int = 0, family: str = "qwen2",
                      config_overrides: Optional[dict] = None) -> str:
-    """Write a tokenizer and a randomly initialised model of ``family`` (qwen2, qwen3, llama;
+    """Write a tokenizer and a randomly initialised model of ``family`` (qwen2, qwen3, llama,
+    qwen3_moe;
     see :data:`FAMILIES`) to ``directory``; returns it. ``config_overrides`` replace fields of
     the transformers config (e.g. ``rope_parameters``, ``attention_bias``).
 
@@ -201,6 +215,10 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = getattr(transformers, model_name)(config).to(torch.float32)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("mlp.gate.weight"):
+                    p.mul_(ROUTER_SCALE)
     model.generation_config = GenerationConfig(
         eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], pad_token_id=ids["<|endoftext|>"],
         bos_token_id=None, do_sample=True, temperature=1.0, top_p=1.0, top_k=0)
@@ -217,7 +235,8 @@ def default_cache_dir() -> str:
 
 
 def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
-    """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama) to a built directory
+    """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama,
+    tiny-qwen3-moe) to a built directory
     under ``cache_dir`` (built on first use, atomically); a checkpoint step folder or a run
     folder to the Hugging Face directory inside it (:func:`locate_model_dir`); any other path
     is returned unchanged."""

@@ -14,6 +14,12 @@ Choices that keep rollout and trainer on the same distribution:
   ``vllm._custom_ops._supports_onednn = False`` before the model loads. ``MINDRL_VLLM_ONEDNN=1``
   keeps oneDNN (only to reproduce the bug). bf16 on CPUs with AMX takes another repacking path
   (sgl ``weight_packed_linear``); use float32 on CPU.
+* On CPU, vLLM 0.32 prepacks a mixture-of-experts layer's weights into its grouped-GEMM layout
+  only when the layer's kernel is first built; ``reload_weights`` writes the new, unpacked
+  weights and skips that step, so every MoE layer runs on scrambled experts (log-probs off by
+  ~0.05 nats on a tiny Qwen3-MoE). After each load we run the experts' own repacking
+  (:func:`_repack_cpu_moe`); the trainer's ``rollout/logprob_gap_*`` metrics would show a
+  regression.
 * After every weight load the prefix cache is reset: cached prompt KV was computed with the old
   weights.
 
@@ -40,6 +46,7 @@ from mindrl.rollout.native_torch import stop_ids
 from mindrl.types import Rollouts, SamplingParams
 
 _SEED_STRIDE = 1_000_003
+_LIVE = [0]             # in-process engines alive in this process (they share vLLM's groups)
 _VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)    # vllm.config.lora.MaxLoRARanks
 
 
@@ -140,11 +147,13 @@ class VLLMEngine:
             rank = next(r for r in _VLLM_LORA_RANKS if r >= cfg.model.lora.rank)
             kwargs.update(enable_lora=True, max_lora_rank=rank, max_loras=1, max_cpu_loras=1)
         self.llm = vllm.LLM(**kwargs)
+        _LIVE[0] += 1
         self.calls = 0
         self.lora_request = None
         self._lora_id = 0
         # what the syncs sent: full weight loads and their tensors, adapter loads
-        self.sent = {"weight_loads": 0, "weight_tensors": 0, "adapter_loads": 0}
+        self.sent = {"weight_loads": 0, "weight_tensors": 0, "adapter_loads": 0,
+                     "moe_repacks": 0}
 
     # ------------------------------------------------------------------ generate
     def _vllm_params(self, sampling: SamplingParams, seed: Optional[int]):
@@ -210,6 +219,7 @@ class VLLMEngine:
         except (AttributeError, NotImplementedError):      # older vLLM: load into the model
             self.llm.llm_engine.model_executor.driver_worker.worker.model_runner.model \
                 .load_weights(weights)
+        self.sent["moe_repacks"] += sum(self.llm.collective_rpc(_repack_cpu_moe))
         self.llm.reset_prefix_cache()
 
     def load_adapter(self, directory) -> None:
@@ -251,6 +261,9 @@ class VLLMEngine:
             import gc
 
             gc.collect()
+            _LIVE[0] -= 1
+            if _LIVE[0] == 0:
+                _release_parallel_state()
 
 
 @ENGINES.register("vllm")
@@ -258,3 +271,37 @@ def make_vllm_engine(cfg, *, backend=None, model_path: Optional[str] = None, **k
     """Engine factory; ``backend`` is accepted for a uniform signature and unused (weights
     arrive through :meth:`VLLMEngine.load_weights`)."""
     return VLLMEngine(cfg, model_path, **kwargs)
+
+
+def _release_parallel_state() -> None:
+    """After the last in-process engine of this process closes: drop vLLM's process groups.
+    The first engine creates them for its model and later ones reuse them, so without this a
+    mixture-of-experts engine started after a dense one fails ("expert parallel group is not
+    initialized")."""
+    try:
+        from vllm.distributed.parallel_state import (destroy_distributed_environment,
+                                                     destroy_model_parallel)
+
+        destroy_model_parallel()
+        destroy_distributed_environment()
+    except Exception as e:  # best effort on teardown
+        import logging
+
+        logging.getLogger(__name__).debug("vLLM parallel state: %s", e)
+
+
+def _repack_cpu_moe(worker) -> int:
+    """Run on each vLLM worker after ``reload_weights``: re-apply the CPU experts' weight
+    prepacking that vLLM 0.32 runs only when an MoE kernel is first built (the reload leaves
+    the new weights in checkpoint layout under a kernel that expects packed ones). Returns the
+    number of MoE layers repacked (0 on GPU / NPU and for dense models)."""
+    model = worker.model_runner.model
+    n = 0
+    for layer in model.modules():
+        kernel = getattr(getattr(layer, "quant_method", None), "moe_kernel", None)
+        experts = getattr(kernel, "fused_experts", None)
+        if experts is None or not type(experts).__module__.endswith("experts.cpu_moe"):
+            continue
+        experts.process_weights_after_loading(layer)
+        n += 1
+    return n

@@ -98,3 +98,4 @@ def test_seeded_and_state_resumable(engine):
     engine.load_state_dict(state)
     c = engine.generate(PROMPTS, sp)
     assert a.response_ids == c.response_ids and a.response_ids != b.response_ids
+

@@ -8,10 +8,12 @@ attention, rotate-half RoPE and a SwiGLU MLP; they differ in
     qwen2    yes                 no                  no          no
     qwen3    attention_bias      attention_bias      no          yes (q_norm, k_norm over D)
     llama    attention_bias      attention_bias      mlp_bias    no
+    qwen3_moe  as qwen3, with sparse MoE MLP blocks (top-k router, no shared expert)
+    qwen2_moe  as qwen2 (q/k/v bias from ``qkv_bias``), MoE blocks with a shared expert
 
 and all take ``head_dim`` from the config when given (else hidden / heads) and tied or untied
-embeddings. A family with other parts (a mixture-of-experts MLP, say) adds a row and the Cell
-that the row names; ``model.py`` picks Cells from the spec.
+embeddings. The MoE families' layers (which ones, how many experts: :mod:`mindrl.models.moe`)
+replace the dense MLP by ``model.MoE``; ``model.py`` picks Cells from the spec.
 
 RoPE frequencies (:func:`rope_frequencies`) follow transformers' ``modeling_rope_utils``:
 ``default``, ``linear``, ``llama3``, ``yarn`` (with its attention factor on cos/sin) and
@@ -30,16 +32,21 @@ import numpy as np
 
 from mindrl.errors import UserError
 
-# model_type -> fixed switches; None = read from the config key named in _FROM_CONFIG.
+# model_type -> fixed switches; None = read from the config key named in _FROM_CONFIG;
+# (key, default) = read from that config key.
 FAMILIES: Dict[str, dict] = {
     "qwen2": dict(qkv_bias=True, o_bias=False, mlp_bias=False, qk_norm=False),
     "qwen3": dict(qkv_bias=None, o_bias=None, mlp_bias=False, qk_norm=True),
     "llama": dict(qkv_bias=None, o_bias=None, mlp_bias=None, qk_norm=False),
+    "qwen3_moe": dict(qkv_bias=None, o_bias=None, mlp_bias=False, qk_norm=True),
+    "qwen2_moe": dict(qkv_bias=("qkv_bias", True), o_bias=False, mlp_bias=False,
+                      qk_norm=False),
 }
 _FROM_CONFIG = {"qkv_bias": "attention_bias", "o_bias": "attention_bias", "mlp_bias": "mlp_bias"}
 # architectures[0] -> model_type, for configs that lack model_type
 _ARCHITECTURES = {"Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
-                  "LlamaForCausalLM": "llama"}
+                  "LlamaForCausalLM": "llama", "Qwen3MoeForCausalLM": "qwen3_moe",
+                  "Qwen2MoeForCausalLM": "qwen2_moe"}
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
 
 
@@ -66,7 +73,12 @@ def family_switches(cfg: dict) -> dict:
             "causal LM)")
     out = {"model_type": mt}
     for key, fixed in FAMILIES[mt].items():
-        out[key] = bool(cfg.get(_FROM_CONFIG[key], False)) if fixed is None else fixed
+        if fixed is None:
+            out[key] = bool(cfg.get(_FROM_CONFIG[key], False))
+        elif isinstance(fixed, tuple):                  # (config key, its default)
+            out[key] = bool(cfg.get(fixed[0], fixed[1]))
+        else:
+            out[key] = fixed
     return out
 
 

@@ -1,5 +1,6 @@
 """The decoder families of ``arch.FAMILIES`` (Qwen2 / Qwen2.5 / R1-Distill-Qwen, Qwen3 dense,
-Llama 3.x / R1-Distill-Llama) as MindSpore Cells, one shared decoder with per-family switches.
+Llama 3.x / R1-Distill-Llama, Qwen3-MoE, Qwen2-MoE) as MindSpore Cells, one shared decoder with
+per-family switches.
 
 Parameter names are the Hugging Face names (``model.embed_tokens.weight``,
 ``model.layers.0.self_attn.q_proj.weight``, ..., ``lm_head.weight``), so a transformers
@@ -11,7 +12,9 @@ Math per layer (as transformers' ``Qwen2DecoderLayer``):
 with n1, n2 RMSNorm, grouped-query attention and the rotate-half RoPE. Qwen2: q/k/v with bias,
 o/gate/up/down without. Qwen3: no bias (``attention_bias``) and an RMSNorm over each head's
 features on q and k before RoPE. Llama: biases from ``attention_bias`` / ``mlp_bias``. RoPE
-frequencies (default, linear, llama3, yarn, dynamic) from ``arch.rope_frequencies``. Kernels
+frequencies (default, linear, llama3, yarn, dynamic) from ``arch.rope_frequencies``. MoE
+layers replace the MLP by :class:`MoE` (router, per-expert SwiGLU MLPs under their checkpoint
+names, an optional shared expert). Kernels
 (portable CPU vs fused Ascend) come from ``kernels.select_kernels``, chosen once, at construction.
 
 Inputs everywhere: ``input_ids`` (B, S) int32, ``position_ids`` (B, S) int32 (0 at each row's
@@ -55,6 +58,19 @@ class Qwen2Spec:
     rope_inv_freq: Tuple[float, ...] = ()       # (head_dim/2,); () = default RoPE of rope_theta
     rope_attention_scaling: float = 1.0         # multiplies cos/sin (YaRN)
     rope_max_len: Optional[int] = None          # longest sequence the frequencies hold for
+    moe_layers: Tuple[bool, ...] = ()           # per layer: a sparse MoE block (else dense MLP)
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    norm_topk_prob: bool = False                # renormalise the top-k routing weights
+    shared_expert_intermediate_size: int = 0    # Qwen2-MoE's gated shared expert; 0 = none
+
+    def is_moe_layer(self, i: int) -> bool:
+        return bool(self.moe_layers) and self.moe_layers[i]
+
+    @property
+    def moe_layer_ids(self) -> Tuple[int, ...]:
+        return tuple(i for i, m in enumerate(self.moe_layers) if m)
 
     @classmethod
     def from_hf(cls, cfg: dict) -> "Qwen2Spec":
@@ -66,6 +82,7 @@ class Qwen2Spec:
         heads = cfg["num_attention_heads"]
         head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
         inv_freq, attention_scaling, max_len = arch.rope_frequencies(cfg, head_dim)
+        moe = _moe_fields(cfg, switches["model_type"])
         return cls(
             vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
             intermediate_size=cfg["intermediate_size"],
@@ -75,7 +92,35 @@ class Qwen2Spec:
             rope_theta=float(arch.rope_parameters(cfg)["rope_theta"]),
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             rope_inv_freq=tuple(float(f) for f in inv_freq),
-            rope_attention_scaling=attention_scaling, rope_max_len=max_len, **switches)
+            rope_attention_scaling=attention_scaling, rope_max_len=max_len, **moe, **switches)
+
+
+def _moe_fields(cfg: dict, model_type: str) -> dict:
+    """The spec's MoE fields (empty for a dense family); one-line errors for what the MoE block
+    does not implement."""
+    from mindrl.models import moe as M
+
+    flags = M.moe_layer_flags(cfg)
+    if not any(flags):
+        return {}
+    layers = cfg["num_hidden_layers"]
+    bad = [i for i in cfg.get("mlp_only_layers") or [] if not 0 <= int(i) < layers]
+    if bad:
+        raise arch.UnsupportedArchitecture(
+            f"model.path: config.json mlp_only_layers {bad} are outside the model's {layers} "
+            "layers")
+    k = int(cfg.get("num_experts_per_tok") or 0)
+    experts = M.num_experts(cfg)
+    if not 0 < k <= experts:
+        raise arch.UnsupportedArchitecture(
+            f"model.path: config.json num_experts_per_tok={k} must be in 1..num_experts="
+            f"{experts}")
+    shared = int(cfg.get("shared_expert_intermediate_size") or 0) \
+        if model_type == "qwen2_moe" else 0
+    return dict(moe_layers=tuple(flags), num_experts=experts, num_experts_per_tok=k,
+                moe_intermediate_size=int(cfg["moe_intermediate_size"]),
+                norm_topk_prob=bool(cfg.get("norm_topk_prob", False)),
+                shared_expert_intermediate_size=shared)
 
 
 def _param(shape, dtype, init: str = "zeros"):
@@ -164,9 +209,9 @@ class Attention(nn.Cell):
 
 
 class MLP(nn.Cell):
-    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
+    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype, intermediate: int = 0):
         super().__init__()
-        H, I = spec.hidden_size, spec.intermediate_size
+        H, I = spec.hidden_size, intermediate or spec.intermediate_size
         self.gate_proj = Linear(H, I, spec.mlp_bias, dtype)
         self.up_proj = Linear(H, I, spec.mlp_bias, dtype)
         self.down_proj = Linear(I, H, spec.mlp_bias, dtype)
@@ -176,11 +221,81 @@ class MLP(nn.Cell):
         return self.down_proj(self.act(self.gate_proj(x), self.up_proj(x)))
 
 
-class DecoderLayer(nn.Cell):
+class MoE(nn.Cell):
+    """A sparse MoE block as transformers' ``Qwen3MoeSparseMoeBlock`` (``Qwen2MoeSparseMoeBlock``
+    with a shared expert), per token x (after ``post_attention_layernorm``)::
+
+        p = softmax(x W_g^T) (float32);  S = the top-k experts of p
+        w_e = p_e [e in S]  (/ sum_{j in S} p_j with norm_topk_prob);  w_e = 0 off S
+        y = sum_e w_e * down_e(silu(gate_e x) * up_e x)  (+ sigmoid(x g^T) * shared(x))
+
+    Every expert runs on every token and the routing weights select (exact, E/k times the
+    expert work of a gathered dispatch: a CPU/test-size implementation; the dispatch on
+    Ascend is a kernel choice). The router keeps its gradient through ``w``; the top-k
+    selection itself is not differentiable, as in transformers.
+
+    ``route`` (N, k) int32, optional: expert indices to use instead of the router's own top-k
+    (routing replay); a row with any index < 0 routes natively. The weights are always
+    recomputed from the current router.
+    """
+
     def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
         super().__init__()
+        H, E, I = spec.hidden_size, spec.num_experts, spec.moe_intermediate_size
+        self.hidden, self.n_experts, self.k = H, E, spec.num_experts_per_tok
+        self.norm_topk = spec.norm_topk_prob
+        self.gate = Linear(H, E, False, dtype)
+        self.experts = nn.CellList([MLP(spec, kernels, dtype, I) for _ in range(E)])
+        self.has_shared = spec.shared_expert_intermediate_size > 0
+        if self.has_shared:
+            self.shared_expert = MLP(spec, kernels, dtype, spec.shared_expert_intermediate_size)
+            self.shared_expert_gate = Linear(H, 1, False, dtype)
+        self.expert_ids = Tensor(np.arange(E, dtype=np.int32).reshape(1, 1, E))
+
+    def routes(self, x2):
+        """x2 (N, H) -> (router probabilities (N, E) float32, native top-k indices (N, k))."""
+        probs = ops.softmax(self.gate(x2).astype(ms.float32), -1)
+        _, idx = ops.topk(probs, self.k)
+        return probs, idx.astype(ms.int32)
+
+    def mix(self, x2, probs, idx):
+        """The block's output (N, H) for tokens x2 routed to experts ``idx`` (N, k)."""
+        chosen = ops.equal(idx.reshape(idx.shape[0], self.k, 1), self.expert_ids)
+        mask = ops.stop_gradient(chosen.astype(ms.float32).sum(1))              # (N, E)
+        w = probs * mask
+        if self.norm_topk:
+            w = w / w.sum(-1, keepdims=True)
+        w = w.astype(x2.dtype)
+        y = None
+        e = 0
+        for expert in self.experts:
+            ye = expert(x2) * w[:, e:e + 1]
+            y = ye if y is None else y + ye
+            e = e + 1
+        if self.has_shared:
+            y = y + ops.sigmoid(self.shared_expert_gate(x2)) * self.shared_expert(x2)
+        return y
+
+    def routed(self, x, route=None):
+        """x (B, S, H) -> (output (B, S, H), the indices used (B*S, k) int32)."""
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, self.hidden)
+        probs, idx = self.routes(x2)
+        if route is not None:
+            native = (route < 0).any(-1, keep_dims=True)
+            idx = ops.where(native, idx, route)
+        return self.mix(x2, probs, idx).reshape(lead + (self.hidden,)), idx
+
+    def construct(self, x):
+        return self.routed(x)[0]
+
+
+class DecoderLayer(nn.Cell):
+    def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype, index: int = 0):
+        super().__init__()
         self.self_attn = Attention(spec, kernels, dtype)
-        self.mlp = MLP(spec, kernels, dtype)
+        self.is_moe = spec.is_moe_layer(index)
+        self.mlp = MoE(spec, kernels, dtype) if self.is_moe else MLP(spec, kernels, dtype)
         self.input_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
         self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels,
                                                 dtype)
@@ -217,8 +332,8 @@ class Qwen2Model(nn.Cell):
     def __init__(self, spec: Qwen2Spec, kernels: Kernels, dtype):
         super().__init__()
         self.embed_tokens = Embedding(spec.vocab_size, spec.hidden_size, dtype)
-        self.layers = nn.CellList([DecoderLayer(spec, kernels, dtype)
-                                   for _ in range(spec.num_hidden_layers)])
+        self.layers = nn.CellList([DecoderLayer(spec, kernels, dtype, i)
+                                   for i in range(spec.num_hidden_layers)])
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
 
 

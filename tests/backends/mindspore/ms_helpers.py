@@ -77,6 +77,18 @@ FAMILY_CASES = {
         attention_bias=True, mlp_bias=True, tie_word_embeddings=True, rope_parameters=dict(
             rope_type="yarn", rope_theta=10000.0, factor=4.0,
             original_max_position_embeddings=16))),
+    # Qwen3-MoE: q/k norms, 4 experts top-2 with renormalised weights in every layer, untied
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(
+        hidden_size=64, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+        tie_word_embeddings=False, use_sliding_window=False, num_experts=4,
+        num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True)),
+    # Qwen2-MoE: q/k/v bias, a gated shared expert, raw (not renormalised) top-2 weights of 4
+    # experts, layer 1 dense (mlp_only_layers)
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(
+        hidden_size=64, num_attention_heads=2, num_key_value_heads=1,
+        tie_word_embeddings=True, use_sliding_window=False, num_experts=4,
+        num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=48,
+        norm_topk_prob=False, mlp_only_layers=[1])),
 }
 
 
@@ -97,5 +109,7 @@ def make_family_model(directory, case: str, seed: int = 0, **overrides):
                 p.mul_(4.0)          # peaked attention: RoPE / q-k norm errors show in log-probs
             elif "embed_tokens" in name or "lm_head" in name:
                 p.mul_(5.0)          # peaked next-token distributions, varied greedy samples
+            elif name.endswith("mlp.gate.weight"):
+                p.mul_(20.0)         # decided routes: rounding never flips a top-k choice
     model.save_pretrained(str(directory))
     return model

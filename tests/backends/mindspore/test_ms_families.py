@@ -1,6 +1,6 @@
 """The decoder families beside Qwen2 on the MindSpore backend (Qwen3 dense, Llama 3.x with
-RoPE scaling, bias flags): chosen from config.json, refused in one line when unknown, and
-equal to transformers -- log-probs, GRPO gradients, greedy samples, checkpoints both ways,
+RoPE scaling, bias flags, Qwen3-MoE, Qwen2-MoE with a shared expert): chosen from config.json,
+refused in one line when unknown, and equal to transformers -- log-probs, GRPO gradients, greedy samples, checkpoints both ways,
 LoRA steps, and one GRPO step end to end."""
 
 import json
@@ -17,6 +17,7 @@ from mindrl.backends.mindspore import arch
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.model import Qwen2ForCausalLM, Qwen2Spec
 from mindrl.errors import UserError
+from mindrl.models.moe import unfuse_experts
 from mindrl.types import SamplingParams, pad_token_batch
 from ms_helpers import FAMILY_CASES, VOCAB, make_family_model, ms_config, random_batch
 from test_ms_train import _assert_grads_close, _norm, _torch_loss_and_grads, _with_old_logp
@@ -40,7 +41,8 @@ def test_unknown_model_type_is_one_line_naming_it_and_the_supported_list(tmp_pat
         MindSporeBackend(ms_config(), model_path=str(tmp_path))
     msg = str(e.value)
     assert isinstance(e.value, UserError)        # `mindrl train` prints one line, exits 2
-    assert "\n" not in msg and "'gemma3'" in msg and "llama, qwen2, qwen3" in msg
+    assert "\n" not in msg and "'gemma3'" in msg
+    assert "llama, qwen2, qwen2_moe, qwen3, qwen3_moe" in msg
     with pytest.raises(arch.UnsupportedArchitecture, match="'longrope'"):
         Qwen2Spec.from_hf({**cfg, "model_type": "llama",
                            "rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4}})
@@ -99,7 +101,8 @@ def test_family_matches_transformers(family, tmp_path):
     spec = be.spec
     assert spec.model_type == W.read_config(directory)["model_type"]
     names = {p.name for p in be.model.get_parameters()}
-    want = set(hf.state_dict()) - ({"lm_head.weight"} if hf.config.tie_word_embeddings else set())
+    on_disk = {k for k, _ in W.iter_checkpoint(directory)}      # MoE: per-expert names
+    want = on_disk - ({"lm_head.weight"} if hf.config.tie_word_embeddings else set())
     assert names == want
     # log-probs, prompts long enough to cross llama3's original context of 16
     rng = np.random.default_rng(1)
@@ -113,6 +116,7 @@ def test_family_matches_transformers(family, tmp_path):
     got = be.gradients([batch], _norm(batch))
     ref_model = type(hf).from_pretrained(directory).float()
     _, ref = _torch_loss_and_grads(ref_model, batch, be.cfg, _norm(batch))
+    ref = dict(unfuse_experts(ref.items()))          # transformers' fused experts, per expert
     assert set(got) == set(ref) - ({"lm_head.weight"} if hf.config.tie_word_embeddings
                                    else set())
     _assert_grads_close(got, ref)
@@ -234,7 +238,8 @@ E2E = ["model.chat_template=none", "data.train_file=arithmetic:digits=2,ops=+",
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model, lora", [("tiny-qwen3", False), ("tiny-llama", True)])
+@pytest.mark.parametrize("model, lora", [("tiny-qwen3", False), ("tiny-llama", True),
+                                         ("tiny-qwen3-moe", False), ("tiny-qwen3-moe", True)])
 def test_one_grpo_step_end_to_end(model, lora, tmp_path):
     """`mindrl train` on the family's builtin model (tokenizer + weights) with backend=mindspore
     and the native engine: one GRPO step updates the weights (LoRA: the adapters only)."""
@@ -262,7 +267,7 @@ def test_one_grpo_step_end_to_end(model, lora, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["tiny-llama"])    # tiny-qwen3 passes too (~2 min more)
+@pytest.mark.parametrize("model", ["tiny-llama", "tiny-qwen3-moe"])  # tiny-qwen3 passes too
 def test_vllm_rollouts_agree_with_the_mindspore_trainer(model, tmp_path):
     """rollout.engine=vllm (an independent implementation of the family) with the MindSpore
     trainer: after each weight sync the rollout log-probs equal the trainer's."""
