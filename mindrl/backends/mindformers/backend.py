@@ -39,8 +39,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from mindrl.backends.base import BACKENDS
-from mindrl.backends.mindformers.layout import (hf_to_mf, llama_config_kwargs, mf_to_hf,
-                                                 pack_right, parallel_layout, to_hf)
+from mindrl.backends.mindformers.layout import (check_family, hf_to_mf, llama_config_kwargs,
+                                                 mf_to_hf, pack_right, parallel_layout, to_hf)
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
 
@@ -142,6 +142,9 @@ class MindformersBackend:
     def __init__(self, cfg, with_reference: bool = False, model_path: Optional[str] = None):
         from mindrl.models.tiny import resolve_model_path
 
+        self.model_path = model_path or resolve_model_path(cfg.model.path)
+        self.hf_config = json.loads((Path(self.model_path) / "config.json").read_text())
+        check_family(self.hf_config)
         (LlamaConfig, LlamaForCausalLM, MFAdamW, MFTrainOneStepCell,
          MFPipelineWithLossScaleCell) = import_mindformers()
         import mindspore as ms
@@ -155,8 +158,6 @@ class MindformersBackend:
                        device_target="Ascend" if cfg.device == "ascend" else "CPU")
         init()
         self.global_rank, self.devices = get_rank(), get_group_size()
-        self.model_path = model_path or resolve_model_path(cfg.model.path)
-        self.hf_config = json.loads((Path(self.model_path) / "config.json").read_text())
         self.layout = parallel_layout(
             self.devices, self.hf_config, tp=mf.tensor_parallel, pp=mf.pipeline_stages,
             micro_batches=mf.micro_batch_num, rollout_tp=cfg.rollout.tensor_parallel_size,

@@ -24,6 +24,23 @@ import numpy as np
 # The layout arithmetic is checked at config load, so it lives with the config; re-exported here.
 from mindrl.config.parallel import ParallelLayout, parallel_layout  # noqa: F401
 
+# model_type of the checkpoints this adapter maps onto mindformers' LlamaForCausalLM
+MAPPED_FAMILIES = ("qwen2",)
+
+
+def check_family(hf_config: Mapping) -> None:
+    """One line, before mindformers is imported or a weight is read, for a checkpoint this
+    adapter does not map (``mindrl train`` prints it and exits 2)."""
+    from mindrl.errors import UserError
+
+    mt = hf_config.get("model_type") or "<missing>"
+    if mt not in MAPPED_FAMILIES:
+        raise UserError(
+            f"model.path: config.json model_type '{mt}' is not mapped by backend=mindformers "
+            f"(it maps: {', '.join(MAPPED_FAMILIES)}); backend=mindspore runs qwen2, qwen3, "
+            "llama, qwen3_moe and qwen2_moe data-parallel")
+
+
 # (Hugging Face name, mindformers name); "{i}" is the layer index, "{p}" weight or bias.
 _NAME_PAIRS: List[Tuple[str, str]] = [
     ("model.embed_tokens.weight", "model.tok_embeddings.embedding_weight"),

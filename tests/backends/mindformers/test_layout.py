@@ -150,3 +150,21 @@ def test_config_and_missing_package_errors(tiny_dir):
 
     with pytest.raises(BackendUnavailable, match="mindformers 2.0.x for MindSpore 2.10"):
         build_backend("mindformers", cfg)
+
+
+def test_unmapped_family_is_one_line_before_mindformers_is_needed(tmp_path):
+    """A Qwen3-MoE checkpoint with backend=mindformers: one line naming its model_type and the
+    mapped list, raised before the (absent) mindformers package is imported."""
+    from mindrl.backends.base import build_backend
+    from mindrl.backends.mindformers.layout import MAPPED_FAMILIES, check_family
+    from mindrl.errors import UserError
+
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3_moe"}')
+    cfg = load_config(None, ["backend=mindformers", "device=ascend", "rollout.engine=vllm",
+                             f"model.path={tmp_path}"])
+    with pytest.raises(UserError) as e:
+        build_backend("mindformers", cfg)
+    msg = str(e.value)
+    assert "\n" not in msg and "'qwen3_moe'" in msg and "maps: qwen2" in msg
+    assert MAPPED_FAMILIES == ("qwen2",)
+    check_family({"model_type": "qwen2"})          # the mapped family passes
