@@ -5,7 +5,8 @@ trainer with each backend.
     python bench/backends.py [--sizes tiny,small] [--batch 8] [--prompt 32] [--response 32]
                              [--warmup 30] [--steps 15] [--new-tokens 32] [--rl-steps 6]
 
-Per model size it prints a table: median step ms of each backend and their ratio (the two
+``--sizes`` takes any built-in model: ``tiny,small`` (Qwen2) and the other families at the tiny
+size, ``tiny-qwen3,tiny-llama,tiny-qwen3-moe``. Per model it prints a table: median step ms of each backend and their ratio (the two
 backends' steps are interleaved, so both see the same machine load), the MindSpore train-step
 mode ("fused": rl_loss and the AdamW update inside one graph; "split": the fallback when rl_loss
 does not compile), its compile count and compile seconds, and sampler tokens/s. The load
@@ -124,7 +125,10 @@ def bench_size(size: str, args, rows_out):
     rows.append(("sampler compiles", "-",
                  "/".join(str(v) for v in eng.compile_counts.values()), "prefill/decode"))
 
-    print(f"\n{size} Qwen2 ({SIZES.get(size, '?')}), batch {args.batch} x ({args.prompt}+"
+    family = mb.spec.model_type + (f", {mb.spec.num_experts} experts top "
+                                   f"{mb.spec.num_experts_per_tok}" if mb.spec.num_experts else "")
+    shape = SIZES.get(size, SIZES.get(size.split("-")[0], "?"))
+    print(f"\n{size} {family} ({shape}), batch {args.batch} x ({args.prompt}+"
           f"{args.response}) tokens, 1 thread; load avg {load0} -> {load1} -> {load()}; "
           f"{args.warmup} warm-up + median of {args.steps} interleaved steps")
     print(f"| {'metric':28s} | {'torch':>8s} | {'MindSpore':>10s} | note")
