@@ -49,6 +49,9 @@ class Rollouts:
     # (B,) float32 (len(response),): 1 = sampled token, 0 = tool output (multi-turn rollouts
     # with tools, mindrl.tools.multi_turn); empty = every response token is trained on
     loss_masks: List[np.ndarray] = field(default_factory=list)
+    # (B,) int16 (len(prompt) + len(response) - 1, num_hidden_layers, k): a mixture-of-experts
+    # model's expert choices for the tokens the sampler fed (routing replay); empty = none
+    routed_experts: List[np.ndarray] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.response_ids)
@@ -67,6 +70,7 @@ class Rollouts:
             group_index=self.group_index[rows],
             texts=[self.texts[i] for i in rows] if self.texts else [],
             loss_masks=[self.loss_masks[i] for i in rows] if self.loss_masks else [],
+            routed_experts=[self.routed_experts[i] for i in rows] if self.routed_experts else [],
         )
 
     @staticmethod
@@ -84,6 +88,8 @@ class Rollouts:
             texts=[x for p in parts for x in p.texts],
             loss_masks=[x for p in parts for x in p.loss_masks]
             if all(p.loss_masks or not len(p) for p in parts) else [],
+            routed_experts=[x for p in parts for x in p.routed_experts]
+            if all(p.routed_experts or not len(p) for p in parts) else [],
         )
 
 
@@ -99,6 +105,9 @@ class TokenBatch:
     attention_mask: np.ndarray           # (B, P+T) int64, 1 = real token
     response_mask: np.ndarray            # (B, T) float32, 1 = response token that is trained on
     prompt_len: int                      # P
+    # (B, P+T, num_hidden_layers, k) int16: expert indices a mixture-of-experts forward replays
+    # (-1 = route natively); None = no replay (mindrl.backends.torch.moe_replay)
+    routing: Optional[np.ndarray] = None
 
     @property
     def response_len(self) -> int:       # T
@@ -113,7 +122,8 @@ class TokenBatch:
 
     def rows(self, idx) -> "TokenBatch":
         return TokenBatch(self.input_ids[idx], self.attention_mask[idx], self.response_mask[idx],
-                          self.prompt_len)
+                          self.prompt_len,
+                          None if self.routing is None else self.routing[idx])
 
 
 @dataclass

@@ -55,6 +55,20 @@ class LoraConfig:
 
 
 @dataclass(frozen=True)
+class MoEConfig:
+    """Mixture-of-experts models (Qwen3-MoE, Qwen2-MoE): routing replay."""
+
+    routing_replay: str = opt("none", "Routing replay (mindrl.backends.torch.moe_replay): "
+                              "forwards reuse recorded expert choices instead of their own top-k "
+                              "(routing weights recomputed from the current router, so it keeps "
+                              "its gradient). none; rollout (R3: the rollout engine records each "
+                              "token's experts; old log-probs and updates replay them); old (R2: "
+                              "the old-log-prob pass records, every update replays). torch "
+                              "backend, native engine, padded (not padding_free) batches.",
+                              ["none", "rollout", "old"])
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     path: str = opt("builtin:tiny", "Hugging Face model directory, or 'builtin:tiny' for the "
                     "offline tiny Qwen2-architecture model that mindrl builds itself.")
@@ -68,6 +82,7 @@ class ModelConfig:
     chat_template: str = opt("model", "Chat template: 'model' (the tokenizer's own), "
                              "'qwen25-math-cot', 'qwen25-chat', 'r1-think' or 'none'.")
     lora: LoraConfig = section(LoraConfig, "LoRA adapters (parameter-efficient RL).")
+    moe: MoEConfig = section(MoEConfig, "Mixture-of-experts models: routing replay.")
 
 
 @dataclass(frozen=True)
@@ -669,6 +684,28 @@ def _check_honoured(cfg) -> List[str]:
     return errors
 
 
+def _check_routing_replay(cfg) -> List[str]:
+    """Combinations ``model.moe.routing_replay`` does not run with."""
+    mode = cfg.model.moe.routing_replay
+    if mode == "none":
+        return []
+    key, errors = f"model.moe.routing_replay={mode}", []
+    if cfg.backend != "torch":
+        errors.append(f"{key} needs backend=torch (got backend={cfg.backend}): the MindSpore "
+                      "MoE model does not replay routes yet")
+    if cfg.train.padding_free:
+        errors.append(f"{key} replays routes on padded batches: set train.padding_free=false")
+    if mode == "rollout" and cfg.rollout.engine != "native":
+        errors.append(f"{key} needs rollout.engine=native (got {cfg.rollout.engine}): the "
+                      "torch native engine records the experts it routed each token to; "
+                      "vLLM returns them only with its V2 model runner (GPU)")
+    if mode == "rollout" and cfg.rollout.mode != "sync":
+        errors.append(f"{key} with rollout.mode={cfg.rollout.mode} is not supported")
+    if mode == "rollout" and (cfg.rollout.async_ahead or cfg.tools.enabled):
+        errors.append(f"{key} with rollout.async_ahead or tools.enabled is not supported")
+    return errors
+
+
 def _check_async_ray(cfg) -> List[str]:
     """Combinations ``rollout.mode=async_ray`` does not run with (mindrl.trainer.async_ray)."""
     r = cfg.rollout
@@ -875,6 +912,7 @@ class RunConfig:
         errors.extend(_check_async(self))
         errors.extend(_check_honoured(self))
         errors.extend(_check_async_ray(self))
+        errors.extend(_check_routing_replay(self))
         errors.extend(_check_distill(a.distill, self.backend))
         if r.temperature < 0:
             errors.append(f"rollout.temperature={r.temperature} must be >= 0")

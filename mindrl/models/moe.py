@@ -9,7 +9,7 @@ key; transformers 5 writes ``num_local_experts``: both are read.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -62,3 +62,19 @@ def unfuse_experts(named: Iterable[Tuple[str, np.ndarray]]) -> Iterator[Tuple[st
                 yield f"{name[:-len('down_proj')]}{e}.down_proj.weight", arr[e]
         else:
             yield name, arr
+
+
+def layout_routes(routes: List[np.ndarray], prompt_lens: List[int], P: int, T: int
+                  ) -> Optional[np.ndarray]:
+    """A sampler's per-row expert choices ``(len(prompt) + len(response) - 1, L, k)`` as one
+    ``(B, P+T, L, k)`` int16 array aligned with ``pad_token_batch(prompts, responses, pad, P,
+    T)`` (prompts left-padded to P): -1 at padding and at each row's last token (never fed, so
+    never routed). None when a row has no routes."""
+    if not routes or any(r is None for r in routes):
+        return None
+    L, k = routes[0].shape[1], routes[0].shape[2]
+    out = np.full((len(routes), P + T, L, k), -1, np.int16)
+    for i, (r, p) in enumerate(zip(routes, prompt_lens)):
+        n = min(len(r), p + T)
+        out[i, P - p:P - p + n] = r[:n]
+    return out

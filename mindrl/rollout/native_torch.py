@@ -84,6 +84,7 @@ class NativeTorchEngine:
         self.device = device if device is not None else next(model.parameters()).device
         self.shared = shared
         self.calls = 0
+        self.record_routes = False     # MoE: return each row's expert choices (routing replay)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else tokenizer.eos_token_id)
 
@@ -134,6 +135,7 @@ class NativeTorchEngine:
         trunc = trunc if trunc is not None and trunc.active else None
         was_training = self.model.training
         self.model.eval()
+        routes = None
         try:
             on_cpu = self.device.type == "cpu"
             with torch.random.fork_rng(devices=[] if on_cpu else [self.device.index or 0],
@@ -147,17 +149,19 @@ class NativeTorchEngine:
                 else:
                     from mindrl.rollout.torch_decode import decode
 
+                    routes = [] if self.record_routes else None
                     responses, logps, reasons = decode(
                         self.model, prompt_ids, n, sampling.max_new_tokens, eos, self.pad_id,
                         sampling.temperature, trunc, device=self.device,
-                        on_group_done=on_group_done)
+                        on_group_done=on_group_done, routes_out=routes)
         finally:
             self.model.train(was_training)
         self.calls += 1
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
         return Rollouts(prompt_ids=[list(p) for p in rows], response_ids=responses,
                         logprobs=logps, finish_reasons=reasons,
-                        group_index=np.repeat(np.arange(B0), n), texts=texts)
+                        group_index=np.repeat(np.arange(B0), n), texts=texts,
+                        routed_experts=routes if not hf and routes else [])
 
     def _hf_generate(self, rows, n, sampling, eos, trunc, on_group_done):
         import torch

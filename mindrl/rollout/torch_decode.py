@@ -33,16 +33,20 @@ import numpy as np
 
 def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
            stop_ids: Sequence[int], pad_id: int, temperature: float, trunc=None,
-           device=None, on_group_done: Optional[Callable[[int, List[List[int]]], None]] = None
+           device=None, on_group_done: Optional[Callable[[int, List[List[int]]], None]] = None,
+           routes_out: Optional[list] = None
            ) -> Tuple[List[List[int]], List[np.ndarray], List[str]]:
     """Sample ``n`` responses for each prompt: (response ids per row, log-probs per row, finish
     reason per row), rows prompt-major (prompt 0's n samples first). ``temperature <= 0`` is
     greedy (log-probs at temperature 1). Response ids include the stop token; a row that never
-    stops ends at ``max_new_tokens`` with reason ``"length"``."""
-    import torch
-    from transformers import DynamicCache
+    stops ends at ``max_new_tokens`` with reason ``"length"``.
 
-    from mindrl.backends.torch.truncation import truncated_logits
+    ``routes_out`` (a list, mixture-of-experts models): receives each row's expert choices,
+    ``(len(prompt) + len(response) - 1, num_hidden_layers, k)`` int16 for the tokens the model
+    was fed (:mod:`mindrl.backends.torch.moe_replay`)."""
+    import contextlib
+
+    import torch
 
     device = device if device is not None else next(model.parameters()).device
     B0 = len(prompts)
@@ -63,6 +67,26 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
         ids[i, P - len(p):] = torch.tensor(list(p), dtype=torch.long)
         att[i, P - len(p):] = 1
     ids, att = ids.to(device), att.to(device)
+    hooks = None
+    if routes_out is not None:
+        from mindrl.backends.torch.moe_replay import RouterHooks
+
+        hooks = RouterHooks.of(model)
+    with hooks.recording() if hooks is not None else contextlib.nullcontext():
+        return _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trunc,
+                       device, on_group_done, ids, att, responses, logps, reasons, hooks,
+                       routes_out)
+
+
+def _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trunc, device,
+            on_group_done, ids, att, responses, logps, reasons, hooks, routes_out):
+    import torch
+    from transformers import DynamicCache
+
+    from mindrl.backends.torch.truncation import truncated_logits
+
+    B0, P = ids.shape
+    rows_total = B0 * n
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache(config=model.config)
     try:
@@ -74,6 +98,10 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
                     use_cache=True)
     logits = out.logits[:, -1].float()
     next_pos = pos[:, -1] + 1
+    row_routes: List[List[np.ndarray]] = []
+    if hooks is not None:                                          # prompt routes, per row
+        pr = hooks.pop(B0, P)
+        row_routes = [[pr[r // n, P - len(prompts[r // n]):]] for r in range(rows_total)]
     if n > 1:                                                       # one prefill per group
         cache.batch_repeat_interleave(n)
         logits, att, next_pos = (x.repeat_interleave(n, 0) for x in (logits, att, next_pos))
@@ -114,6 +142,12 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
         att = torch.cat([att, att.new_ones((att.shape[0], 1))], dim=1)
         out = model(input_ids=tok.unsqueeze(-1), attention_mask=att,
                     position_ids=next_pos.unsqueeze(-1), past_key_values=cache, use_cache=True)
+        if hooks is not None:
+            step = hooks.pop(len(live), 1)
+            for j, r in enumerate(live.tolist()):
+                row_routes[r].append(step[j])
         logits = out.logits[:, -1].float()
         next_pos = next_pos + 1
+    if hooks is not None:
+        routes_out.extend(np.concatenate(parts) for parts in row_routes)
     return responses, [np.asarray(v, dtype=np.float32) for v in logps], reasons

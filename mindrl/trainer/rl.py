@@ -60,6 +60,9 @@ class RLTrainer(Trainer):
 
             self.ahead = RayRollout(self)
         self.truncation = self.check_truncation()
+        self.replay = cfg.model.moe.routing_replay       # none | rollout | old
+        if self.replay == "rollout":                     # the engine records expert choices
+            self.engine.record_routes = True
 
     def check_truncation(self):
         """The rollout's top-k / min-p / top-p (or None). Engines report log-probs under that
@@ -172,6 +175,16 @@ class RLTrainer(Trainer):
         P = max(len(p) for p in ro.prompt_ids)
         T = max(1, int(ro.response_lengths.max()))
         tokens = pad_token_batch(ro.prompt_ids, ro.response_ids, self.pad_id, P, T)
+        if self.replay == "rollout":        # R3: the rollout's expert choices, every forward
+            from mindrl.models.moe import layout_routes
+
+            tokens.routing = layout_routes(ro.routed_experts, [len(p) for p in ro.prompt_ids],
+                                           P, T)
+            if tokens.routing is None:
+                raise RuntimeError("model.moe.routing_replay=rollout: the engine returned no "
+                                   "expert choices")
+        elif self.replay == "old":          # R2: the policy's own, before this update
+            tokens.routing = self.backend.record_routes(tokens, cfg.train.micro_batch_size)
         mask = tokens.response_mask
         if ro.loss_masks:                   # tool outputs: not trained on, not in any count
             from mindrl.tools.multi_turn import apply_loss_masks, pop_tool_metrics
@@ -281,6 +294,10 @@ class RLTrainer(Trainer):
         metrics["time/weight_sync"] = metrics.get("time/weight_sync", 0.0) + \
             time.perf_counter() - t0
         metrics.update(train_m)
+        if self.replay != "none":           # replayed routes the trainer would have flipped
+            flips = self.backend.route_flip_fraction()
+            if flips is not None:
+                metrics["moe/route_flip_frac"] = flips
         metrics.update(self.rollout_metrics(ro, sc, adv, mask))
         metrics["time/step"] = time.perf_counter() - t_step
         n_tok = float(self.allsum(ro.response_lengths.sum()))

@@ -65,7 +65,8 @@ NOT_READ_BY_BACKEND = {
 REFUSED = {
     "torch": {},
     "mindspore": {"train.fsdp": ["train.fsdp=true"],
-                  "train.padding_free": ["train.padding_free=true"]},
+                  "train.padding_free": ["train.padding_free=true"],
+                  "model.moe.routing_replay": ["model.moe.routing_replay=rollout"]},
 }
 
 RUN = ["model.path=builtin:tiny", "model.chat_template=none", "data.max_val_samples=2",

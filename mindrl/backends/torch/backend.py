@@ -16,6 +16,7 @@ live 1/world per rank; FSDP averages the reduce-scattered gradients, so the back
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -105,6 +106,18 @@ class TorchBackend:
 
             self.model = add_adapters(self.model, self.lora, cfg.train.seed)
         self.model.train()
+        self.routes = None                 # model.moe.routing_replay: the policy's routers
+        if cfg.model.moe.routing_replay != "none":
+            from mindrl.backends.torch.moe_replay import RouterHooks
+            from mindrl.errors import UserError
+
+            self.routes = RouterHooks.of(self.model)
+            if not self.routes.is_moe:
+                raise UserError(
+                    f"model.moe.routing_replay={cfg.model.moe.routing_replay}: model.path "
+                    f"{cfg.model.path} (model_type "
+                    f"'{getattr(self.model.config, 'model_type', '?')}') has no top-k expert "
+                    "routers to replay; set model.moe.routing_replay=none")
         self.reference = None
         if with_reference and not self.lora:
             self.reference = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
@@ -167,12 +180,18 @@ class TorchBackend:
 
     def _response_logits(self, model, batch: TokenBatch, temperature: float) -> torch.Tensor:
         """(B, T, V) float32 logits / temperature that predict the T response tokens."""
+        import contextlib
+
         ids, att, pos = self._tensors(batch)
         T = batch.response_len
+        replay = contextlib.nullcontext()
+        if batch.routing is not None and self.routes is not None and model is self.model:
+            replay = self.routes.replaying(batch.routing, self.device)
         # Right-padded responses: the logits of positions P-1 .. P+T-2 are the last T+1 minus
         # the final one, so the LM head runs on T+1 positions only.
-        out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
-                    logits_to_keep=T + 1)
+        with replay:
+            out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
+                        logits_to_keep=T + 1)
         logits = out.logits[:, :-1, :].float()
         return logits / (temperature if temperature > 0 else 1.0)
 
@@ -201,6 +220,8 @@ class TorchBackend:
                                "(algorithm.kl.coef > 0)")
         from mindrl.backends.torch import packing
 
+        if (reference or teacher) and batch.routing is not None:
+            batch = dataclasses.replace(batch, routing=None)   # frozen models route natively
         logps, ents = [], []
         T = batch.response_len
         for s in range(0, len(batch), micro_batch_size):
@@ -228,6 +249,27 @@ class TorchBackend:
                                          micro_batch_size=micro_batch_size,
                                          with_entropy=False, teacher=teacher,
                                          truncated=truncated)[0]
+
+    @torch.no_grad()
+    def record_routes(self, batch: TokenBatch, micro_batch_size: int = 8) -> np.ndarray:
+        """The policy's own expert choices for ``batch``: (B, P+T, num_hidden_layers, k) int16
+        (``model.moe.routing_replay=old``: recorded before the update, replayed in it)."""
+        ids, att, pos = self._tensors(batch)
+        parts = []
+        with self.routes.recording():
+            for s in range(0, len(batch), micro_batch_size):
+                sl = slice(s, s + micro_batch_size)
+                self.model(input_ids=ids[sl], attention_mask=att[sl], position_ids=pos[sl],
+                           use_cache=False, logits_to_keep=1)
+                parts.append(self.routes.pop(ids[sl].shape[0], ids.shape[1]))
+        out = np.concatenate(parts)
+        out[batch.attention_mask == 0] = -1
+        return out
+
+    def route_flip_fraction(self) -> Optional[float]:
+        """Share of the replayed (token, MoE layer) routes whose native top-k differed, since
+        the last call; None without replay."""
+        return None if self.routes is None else self.routes.take_flip_fraction()
 
     # ---------------------------------------------------------------- training
     def _const(self, a):

@@ -136,7 +136,8 @@ def trim_tokens(batch: TokenBatch) -> TokenBatch:
     if lo == 0 and T == batch.response_len:
         return batch
     return TokenBatch(batch.input_ids[:, lo:P + T], att[:, lo:P + T],
-                      batch.response_mask[:, :T], P - lo)
+                      batch.response_mask[:, :T], P - lo,
+                      None if batch.routing is None else batch.routing[:, lo:P + T])
 
 
 def trim_train(mb: TrainBatch) -> TrainBatch:
