@@ -63,8 +63,8 @@ class MoEConfig:
                               "(routing weights recomputed from the current router, so it keeps "
                               "its gradient). none; rollout (R3: the rollout engine records each "
                               "token's experts; old log-probs and updates replay them); old (R2: "
-                              "the old-log-prob pass records, every update replays). torch "
-                              "backend, native engine, padded (not padding_free) batches.",
+                              "the old-log-prob pass records, every update replays). Padded (not "
+                              "padding_free) batches; rollout needs rollout.engine=native.",
                               ["none", "rollout", "old"])
 
 
@@ -690,15 +690,14 @@ def _check_routing_replay(cfg) -> List[str]:
     if mode == "none":
         return []
     key, errors = f"model.moe.routing_replay={mode}", []
-    if cfg.backend != "torch":
-        errors.append(f"{key} needs backend=torch (got backend={cfg.backend}): the MindSpore "
-                      "MoE model does not replay routes yet")
+    if cfg.backend not in ("torch", "mindspore"):
+        errors.append(f"{key} needs backend=torch or mindspore (got backend={cfg.backend})")
     if cfg.train.padding_free:
         errors.append(f"{key} replays routes on padded batches: set train.padding_free=false")
     if mode == "rollout" and cfg.rollout.engine != "native":
         errors.append(f"{key} needs rollout.engine=native (got {cfg.rollout.engine}): the "
-                      "torch native engine records the experts it routed each token to; "
-                      "vLLM returns them only with its V2 model runner (GPU)")
+                      "native engines record the experts they routed each token to; vLLM "
+                      "returns them only with its V2 model runner (GPU)")
     if mode == "rollout" and cfg.rollout.mode != "sync":
         errors.append(f"{key} with rollout.mode={cfg.rollout.mode} is not supported")
     if mode == "rollout" and (cfg.rollout.async_ahead or cfg.tools.enabled):

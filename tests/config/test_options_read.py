@@ -65,8 +65,7 @@ NOT_READ_BY_BACKEND = {
 REFUSED = {
     "torch": {},
     "mindspore": {"train.fsdp": ["train.fsdp=true"],
-                  "train.padding_free": ["train.padding_free=true"],
-                  "model.moe.routing_replay": ["model.moe.routing_replay=rollout"]},
+                  "train.padding_free": ["train.padding_free=true"]},
 }
 
 RUN = ["model.path=builtin:tiny", "model.chat_template=none", "data.max_val_samples=2",

@@ -200,9 +200,10 @@ def test_config_errors_name_the_key():
     from mindrl.config.loader import load_config
     from mindrl.errors import ConfigError
 
-    for over, part in ((["backend=mindspore"], "needs backend=torch"),
+    for over, part in ((["backend=mindformers", "device=ascend"], "needs backend=torch or mind"),
                        (["train.padding_free=true"], "padding_free=false"),
-                       (["rollout.engine=vllm"], "needs rollout.engine=native")):
+                       (["rollout.engine=vllm"], "needs rollout.engine=native"),
+                       (["rollout.mode=async_ray"], "rollout.mode=async_ray is not supported")):
         with pytest.raises(ConfigError, match="model.moe.routing_replay=rollout") as e:
             load_config(None, ["model.moe.routing_replay=rollout", *over])
         assert part in str(e.value)

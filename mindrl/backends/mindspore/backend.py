@@ -23,6 +23,7 @@ ranks is the full-batch gradient (the same convention as the torch backend).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -124,6 +125,13 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
             raise FileNotFoundError(f"no config.json in model directory {self.model_path}")
         self.hf_config = W.read_config(self.model_path)
         self.spec = Qwen2Spec.from_hf(self.hf_config)
+        if cfg.model.moe.routing_replay != "none" and not self.spec.moe_layer_ids:
+            from mindrl.errors import UserError
+
+            raise UserError(f"model.moe.routing_replay={cfg.model.moe.routing_replay}: "
+                            f"model.path {cfg.model.path} (model_type "
+                            f"'{self.spec.model_type}') has no top-k expert routers to "
+                            "replay; set model.moe.routing_replay=none")
         self.save_dtype = cfg.model.dtype
         on_cpu = ms.get_context("device_target") == "CPU"
         if on_cpu and cfg.model.dtype != "float32":
@@ -182,6 +190,7 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         self.fallback_reason: Optional[str] = None
         # the rollout's top-k / min-p / top-p: the policy scores rollouts under the same masks
         self.truncation = Truncation.from_rollout(cfg.rollout)
+        self._routes_fn = None            # model.moe.routing_replay=old: the policy's routes
         self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
                           "truncated": ms.jit(self._make_logp_fn(self.model, self.truncation)),
                           True: ms.jit(self._make_logp_fn(self.reference))
@@ -251,6 +260,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         ``truncated``: the policy's under the rollout's top-k / min-p / top-p
         (``self.truncation``, :mod:`algorithms.truncation`)."""
         truncated = truncated and not (reference or teacher) and self.truncation is not None
+        if (reference or teacher) and batch.routing is not None:
+            batch = dataclasses.replace(batch, routing=None)   # frozen models route natively
         fn = self._logp_fns["teacher" if teacher else "truncated" if truncated
                             else bool(reference)]
         if fn is None and teacher:
@@ -277,6 +288,40 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
                 lp = self._timed(name, (rows, P, T), fn, *self._inputs(tb), inv_temp).asnumpy()
             out.append(lp[:len(mb), :batch.response_len])
         return np.concatenate(out).astype(np.float32)
+
+    def record_routes(self, batch: TokenBatch, micro_batch_size: int = 8) -> np.ndarray:
+        """The policy's own expert choices for ``batch``: (B, P+T, num_hidden_layers, k)
+        int16, -1 at padding and dense layers (``model.moe.routing_replay=old``)."""
+        import mindspore as ms
+
+        spec = self.spec
+        layers, k = spec.moe_layer_ids, spec.num_experts_per_tok
+        if self._routes_fn is None:
+            model = self.model
+
+            def route_indices(ids, pos, att):
+                return model.route_indices(ids, pos, att)
+
+            self._routes_fn = ms.jit(route_indices)
+        rows = max(1, min(micro_batch_size, len(batch)))
+        _, P, T = self._shape([batch], rows)
+        out = np.full(batch.input_ids.shape + (spec.num_hidden_layers, k), -1, np.int16)
+        lo = P - batch.prompt_len
+        width = batch.input_ids.shape[1]
+        for s in range(0, len(batch), rows):
+            mb = batch.rows(slice(s, s + rows))
+            tb = repad(dataclasses.replace(mb, routing=None), rows, P, T, self.pad_id)
+            ids, pos, att = self._inputs(tb)[:3]
+            idx = self._timed("route_indices", (rows, P, T), self._routes_fn, ids, pos,
+                              att).asnumpy().reshape(len(layers), rows, P + T, k)
+            for j, layer in enumerate(layers):
+                out[s:s + len(mb), :, layer] = idx[j, :len(mb), lo:lo + width]
+        out[batch.attention_mask == 0] = -1
+        return out
+
+    def route_flip_fraction(self):
+        """Not measured on this backend (the compiled steps do not report it)."""
+        return None
 
     # ------------------------------------------------------------------ collectives
     def _reduce_metrics(self, sums, maxes, mins, tokens):

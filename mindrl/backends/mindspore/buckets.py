@@ -36,7 +36,11 @@ def repad(batch: TokenBatch, rows: int, prompt_len: int, response_len: int,
     ids[:B, lo:lo + P + T] = batch.input_ids
     att[:B, lo:lo + P + T] = batch.attention_mask
     rmask[:B, :T] = batch.response_mask
-    return TokenBatch(ids, att, rmask, prompt_len)
+    routing = None
+    if batch.routing is not None:                  # replayed expert choices: -1 = native
+        routing = np.full((rows, S) + batch.routing.shape[2:], -1, np.int16)
+        routing[:B, lo:lo + P + T] = batch.routing
+    return TokenBatch(ids, att, rmask, prompt_len, routing)
 
 
 def pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:

@@ -54,7 +54,15 @@ class CompiledStepMixin:
         return self.compile_counts.get("train_step", 0)
 
     def _inputs(self, tb: TokenBatch):
-        return (Tensor(tb.input_ids.astype(np.int32)), Tensor(tb.position_ids.astype(np.int32)),
+        """(ids, positions, attention mask, targets, response mask) tensors of a re-padded
+        batch. With routes to replay (``tb.routing``) the positions carry them
+        (:func:`~mindrl.backends.mindspore.model.routes_into_positions`)."""
+        pos = tb.position_ids
+        if tb.routing is not None:
+            from mindrl.backends.mindspore.model import routes_into_positions
+
+            pos = routes_into_positions(pos, tb.routing)
+        return (Tensor(tb.input_ids.astype(np.int32)), Tensor(pos.astype(np.int32)),
                 Tensor(tb.attention_mask.astype(np.float32)),
                 Tensor(tb.input_ids[:, tb.prompt_len:].astype(np.int32)),
                 Tensor(tb.response_mask.astype(np.float32)))

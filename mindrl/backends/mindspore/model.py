@@ -304,6 +304,13 @@ class DecoderLayer(nn.Cell):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias)
         return x + self.mlp(self.post_attention_layernorm(x))
 
+    def routed(self, x, cos, sin, bias, route=None):
+        """A MoE layer's ``construct`` that also returns the experts used (B*S, k); ``route``
+        replays recorded ones (:meth:`MoE.routed`)."""
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias)
+        y, idx = self.mlp.routed(self.post_attention_layernorm(x), route)
+        return x + y, idx
+
     def step_with_cache(self, x, cos, sin, bias, k_cache, v_cache, write):
         """Like ``construct`` but attends to a static KV cache (B, Nk, Smax, D).
 
@@ -311,12 +318,16 @@ class DecoderLayer(nn.Cell):
         cache slots (prefill: the first S slots; decode: one slot), so every shape is static.
         Returns (y, new_k_cache, new_v_cache).
         """
+        x, k_cache, v_cache = self.attend_with_cache(x, cos, sin, bias, k_cache, v_cache, write)
+        return x + self.mlp(self.post_attention_layernorm(x)), k_cache, v_cache
+
+    def attend_with_cache(self, x, cos, sin, bias, k_cache, v_cache, write):
+        """The attention half of :meth:`step_with_cache`: (x + attention, caches)."""
         q, k, v = self.self_attn.qkv(self.input_layernorm(x), cos, sin)
         keep = 1.0 - write.sum(-1, keepdims=True)                            # (1, 1, Smax, 1)
         k_cache = k_cache * keep + ops.matmul(write, k)                     # (B, Nk, Smax, D)
         v_cache = v_cache * keep + ops.matmul(write, v)
-        x = x + self.self_attn.out(q, k_cache, v_cache, bias)
-        return x + self.mlp(self.post_attention_layernorm(x)), k_cache, v_cache
+        return x + self.self_attn.out(q, k_cache, v_cache, bias), k_cache, v_cache
 
 
 def recompute_layers(model) -> None:
@@ -335,6 +346,14 @@ class Qwen2Model(nn.Cell):
         self.layers = nn.CellList([DecoderLayer(spec, kernels, dtype, i)
                                    for i in range(spec.num_hidden_layers)])
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
+
+
+def routes_into_positions(position_ids: np.ndarray, routing: np.ndarray) -> np.ndarray:
+    """(B, S) position ids and (B, S, L, k) routes -> the (B, S, 1 + L*k) int32 position input
+    of :meth:`Qwen2ForCausalLM.hidden` under routing replay (positions first)."""
+    B, S, L, k = routing.shape
+    return np.concatenate([position_ids.reshape(B, S, 1),
+                           routing.reshape(B, S, L * k)], -1).astype(np.int32)
 
 
 class Qwen2ForCausalLM(nn.Cell):
@@ -393,13 +412,41 @@ class Qwen2ForCausalLM(nn.Cell):
         return self.head_matmul(h.reshape(B * S, H), w).reshape(B, S, -1).astype(ms.float32)
 
     def hidden(self, input_ids, position_ids, key_mask):
+        """Final hidden states (B, S, H). ``position_ids`` (B, S), or (B, S, 1 + L*k) for
+        routing replay: the position ids, then each token's recorded experts per decoder layer
+        (``k`` each, layer-major, -1 = route natively), which the MoE layers use instead of
+        their own top-k (:func:`routes_into_positions`)."""
+        x, _ = self._layers(input_ids, position_ids, key_mask, False)
+        return x
+
+    def _layers(self, input_ids, position_ids, key_mask, want_routes: bool):
+        routes = None
+        if len(position_ids.shape) == 3:            # replay: positions, then the routes
+            routes = position_ids[:, :, 1:]
+            position_ids = position_ids[:, :, 0]
         S = input_ids.shape[1]
         cos, sin = self.rope_tables(position_ids)
         bias = self.attn_bias(ops.arange(0, S, 1, dtype=ms.int32), key_mask)
         x = self.model.embed_tokens(input_ids)
+        k = self.spec.num_experts_per_tok
+        used = ()
+        i = 0
         for layer in self.model.layers:
-            x = layer(x, cos, sin, bias)
-        return self.model.norm(x)
+            if layer.is_moe and (routes is not None or want_routes):
+                route = None
+                if routes is not None:
+                    route = routes[:, :, i * k:(i + 1) * k].reshape(-1, k)
+                x, idx = layer.routed(x, cos, sin, bias, route)
+                used = used + (idx,)
+            else:
+                x = layer(x, cos, sin, bias)
+            i = i + 1
+        return self.model.norm(x), used
+
+    def route_indices(self, input_ids, position_ids, key_mask):
+        """The experts each MoE layer routes every token to: (MoE layers, B*S, k) int32."""
+        _, used = self._layers(input_ids, position_ids, key_mask, True)
+        return ops.stack(used, 0)
 
     # --- entry points -----------------------------------------------------------------------
     def construct(self, input_ids, position_ids, key_mask):
@@ -411,22 +458,32 @@ class Qwen2ForCausalLM(nn.Cell):
         return self.head(h[:, S - response_len - 1:S - 1])
 
     def forward_with_cache(self, input_ids, position_ids, key_mask, q_slots, write,
-                           k_caches, v_caches):
+                           k_caches, v_caches, want_routes: bool = False):
         """Run S new tokens against a static KV cache.
 
         input_ids/position_ids (B, S); key_mask (B, Smax) = real tokens in the cache after the
         write; q_slots (S,) the cache slot of each new token; write (1, 1, Smax, S) the 0/1
         placement matrix; k_caches/v_caches tuples (per layer) of (B, Nk, Smax, D).
-        Returns (last-position float32 logits (B, V), new k_caches, new v_caches).
+        Returns (last-position float32 logits (B, V), new k_caches, new v_caches), and with
+        ``want_routes`` also the experts each MoE layer chose, (MoE layers, B*S, k) int32.
         """
         cos, sin = self.rope_tables(position_ids)
         bias = self.attn_bias(q_slots, key_mask)
         x = self.model.embed_tokens(input_ids)
         new_k = ()
         new_v = ()
+        used = ()
         i = 0
         for layer in self.model.layers:
-            x, kc, vc = layer.step_with_cache(x, cos, sin, bias, k_caches[i], v_caches[i], write)
+            if want_routes and layer.is_moe:
+                x, kc, vc = layer.attend_with_cache(x, cos, sin, bias, k_caches[i], v_caches[i],
+                                                    write)
+                y, idx = layer.mlp.routed(layer.post_attention_layernorm(x))
+                x = x + y
+                used = used + (idx,)
+            else:
+                x, kc, vc = layer.step_with_cache(x, cos, sin, bias, k_caches[i], v_caches[i],
+                                                  write)
             new_k = new_k + (kc,)
             new_v = new_v + (vc,)
             i = i + 1
@@ -434,4 +491,6 @@ class Qwen2ForCausalLM(nn.Cell):
             x = x[:, -1:]
         h = self.model.norm(x)
         # reshape, not [:, 0]: a StridedSlice here cost ~0.7 ms per decode step on CPU
+        if want_routes:
+            return self.head(h).reshape(x.shape[0], -1), new_k, new_v, ops.stack(used, 0)
         return self.head(h).reshape(x.shape[0], -1), new_k, new_v

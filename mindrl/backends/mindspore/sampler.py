@@ -99,8 +99,9 @@ class _BucketCache:
 
         self.k = tuple(buf("k", i) for i in range(layers))
         self.v = tuple(buf("v", i) for i in range(layers))
-        self.prefill: Dict[int, object] = {}      # prompt bucket -> jitted prefill
+        self.prefill: Dict[object, object] = {}   # prompt bucket (, "routes") -> jitted prefill
         self.decode = None
+        self.decode_routes = None                 # the decode graph that also returns routes
 
 
 class MindSporeSampler:
@@ -128,11 +129,14 @@ class MindSporeSampler:
         spec = model.spec
         self._cache_shape = (spec.num_key_value_heads, spec.head_dim)
         self._layers = spec.num_hidden_layers
+        self._k = spec.num_experts_per_tok
         self._inv_freq = model.inv_freq.asnumpy().reshape(-1).astype(np.float32)   # (D/2,)
         self._rope_scaling = np.float32(model.rope_scaling)      # YaRN's factor on cos/sin
         self._buckets: Dict[Tuple[int, int], _BucketCache] = {}
         self.share_prefill = True       # one prefill per group, its cache rows repeated n times
         self.compact = True             # finished rows leave the decode batch (smaller bucket)
+        # MoE: return each row's expert choices (routing replay; Rollouts.routed_experts)
+        self.record_routes = False
 
     # --- graphs -------------------------------------------------------------------------------
     def _bucket(self, rows: int, slots: int) -> _BucketCache:
@@ -143,9 +147,10 @@ class MindSporeSampler:
                                               self.model.compute_dtype)
         return self._buckets[key]
 
-    def _prefill_fn(self, cache: _BucketCache):
+    def _prefill_fn(self, cache: _BucketCache, routes: bool = False):
         """Prompt pass: writes the prompt's keys/values into the bucket's cache Parameters and
-        returns the float32 logits (B, V) of the last prompt position."""
+        returns the float32 logits (B, V) of the last prompt position (``routes``: and the
+        experts of every prompt token, (MoE layers, B*P, k))."""
         model, ks, vs, n = self.model, cache.k, cache.v, self._layers
 
         def prefill(ids, pos, key_mask, q_slots, write):
@@ -156,9 +161,17 @@ class MindSporeSampler:
                 ops.assign(vs[i], v_new[i])
             return logits
 
-        return ms.jit(prefill)
+        def prefill_routes(ids, pos, key_mask, q_slots, write):
+            logits, k_new, v_new, used = model.forward_with_cache(
+                ids, pos, key_mask, q_slots, write, ks, vs, True)
+            for i in range(n):
+                ops.assign(ks[i], k_new[i])
+                ops.assign(vs[i], v_new[i])
+            return logits, used
 
-    def _decode_fn(self, cache: _BucketCache):
+        return ms.jit(prefill_routes if routes else prefill)
+
+    def _decode_fn(self, cache: _BucketCache, routes: bool = False):
         """One token per row -> float32 logits (B, V). Inputs: ids (B,) int32; cos_q/sin_q
         (B, Nq*D) and cos_k/sin_k (B, Nk*D), the RoPE tables of each row's position tiled over
         the heads (the query's pre-multiplied by 1/sqrt(D), which RoPE's linearity allows);
@@ -168,7 +181,8 @@ class MindSporeSampler:
         Portable kernels: activations stay 2-D (B, heads*D) up to attention, rotate-half is
         one MatMul with a block-diagonal signed permutation (exact; costs at most one extra
         q-sized projection), grouped-query attention is two BatchMatMuls on the cache.
-        Fused (Ascend) kernels get the same math through ``model.kernels`` in BNSD layout."""
+        Fused (Ascend) kernels get the same math through ``model.kernels`` in BNSD layout.
+        ``routes``: also returns the experts each MoE layer chose, (MoE layers, B, k)."""
         model, ks, vs = self.model, cache.k, cache.v
         spec = model.spec
         Nq, Nk, D = spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim
@@ -184,6 +198,7 @@ class MindSporeSampler:
         def portable(ids, cos_q, sin_q, cos_k, sin_k, bias, idx):
             B = ids.shape[0]
             x = model.model.embed_tokens(ids)                                  # (B, H)
+            used = ()
             i = 0
             for layer in model.model.layers:
                 attn = layer.self_attn
@@ -200,15 +215,24 @@ class MindSporeSampler:
                 scores = bmm_t(q.reshape(B, Nk, rep, D), kc) + bias           # (B, Nk, rep, S)
                 o = bmm(ops.softmax(scores, -1), vc)                           # (B, Nk, rep, D)
                 x = x + attn.o_proj(o.reshape(B, Nq * D))
-                x = x + layer.mlp(layer.post_attention_layernorm(x))
+                if routes and layer.is_moe:
+                    y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
+                    x = x + y
+                    used = used + (r,)
+                else:
+                    x = x + layer.mlp(layer.post_attention_layernorm(x))
                 i = i + 1
-            return model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+            logits = model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+            if routes:
+                return logits, ops.stack(used, 0)
+            return logits
 
         def fused(ids, cos_q, sin_q, cos_k, sin_k, bias, idx):
             B = ids.shape[0]
             cos = cos_k[:, :D].reshape(B, 1, 1, D)
             sin = sin_k[:, :D].reshape(B, 1, 1, D)
             x = model.model.embed_tokens(ids)
+            used = ()
             i = 0
             for layer in model.model.layers:
                 attn = layer.self_attn
@@ -222,9 +246,17 @@ class MindSporeSampler:
                 vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
                 o = kernels.attention(q, kc, vc, bias, attn.scale)
                 x = x + attn.o_proj(o.reshape(B, Nq * D))
-                x = x + layer.mlp(layer.post_attention_layernorm(x))
+                if routes and layer.is_moe:
+                    y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
+                    x = x + y
+                    used = used + (r,)
+                else:
+                    x = x + layer.mlp(layer.post_attention_layernorm(x))
                 i = i + 1
-            return model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+            logits = model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+            if routes:
+                return logits, ops.stack(used, 0)
+            return logits
 
         return ms.jit(portable if kernels is PORTABLE else fused)
 
@@ -272,9 +304,13 @@ class MindSporeSampler:
 
     def _ready(self, rows: int, slots: int, prompt_bucket=None) -> _BucketCache:
         cache = self._bucket(rows, slots)
-        if prompt_bucket is not None and prompt_bucket not in cache.prefill:
-            cache.prefill[prompt_bucket] = self._prefill_fn(cache)
-        if prompt_bucket is None and cache.decode is None:
+        rec = self._recording()
+        key = (prompt_bucket, "routes") if rec else prompt_bucket
+        if prompt_bucket is not None and key not in cache.prefill:
+            cache.prefill[key] = self._prefill_fn(cache, rec)
+        if prompt_bucket is None and rec and cache.decode_routes is None:
+            cache.decode_routes = self._decode_fn(cache, True)
+        if prompt_bucket is None and not rec and cache.decode is None:
             cache.decode = self._decode_fn(cache)
         return cache
 
@@ -314,10 +350,17 @@ class MindSporeSampler:
         stop = set(self.eos_ids) | set(int(t) for t in sp.stop_token_ids)
 
         t0 = time.perf_counter()
+        rec = self._recording()
         pre = self._ready(Bq, S, P)
         self._note("prefill", (Bq, P, S))
-        logits = pre.prefill[P](Tensor(ids), Tensor(pos), Tensor(mask_q),
-                                Tensor(np.arange(P, dtype=np.int32)), Tensor(write))
+        out = pre.prefill[(P, "routes") if rec else P](
+            Tensor(ids), Tensor(pos), Tensor(mask_q), Tensor(np.arange(P, dtype=np.int32)),
+            Tensor(write))
+        logits = out[0] if rec else out
+        routes: List[List[np.ndarray]] = []
+        if rec:     # per rollout row: its prompt's routes, then one entry per decoded token
+            pr = self._full_layers(out[1].asnumpy().reshape(-1, Bq, P, self._k))   # (Bq,P,L,k)
+            routes = [[pr[(r // sp.n) if share else r, P - len(rows[r]):]] for r in range(B)]
         # rowmap[j]: the rollout row in cache row j of the current bucket (-1: padding)
         rowmap = np.full(Bp, -1, np.int64)
         rowmap[:B] = np.arange(B)
@@ -397,9 +440,15 @@ class MindSporeSampler:
             cos_k, sin_k = np.tile(cos, Nk), np.tile(sin, Nk)
             cos_q, sin_q = np.tile(cos * scale, Nq), np.tile(sin * scale, Nq)
             self._note("decode", (Bc, S))
-            logits_np = cache.decode(Tensor(step_ids), Tensor(cos_q, dtype),
-                                     Tensor(sin_q, dtype), Tensor(cos_k, dtype),
-                                     Tensor(sin_k, dtype), Tensor(bias), Tensor(idx)).asnumpy()
+            step = (cache.decode_routes if rec else cache.decode)(
+                Tensor(step_ids), Tensor(cos_q, dtype), Tensor(sin_q, dtype),
+                Tensor(cos_k, dtype), Tensor(sin_k, dtype), Tensor(bias), Tensor(idx))
+            if rec:
+                step, used = step
+                used = self._full_layers(used.asnumpy().reshape(-1, Bc, 1, self._k))
+                for j in np.nonzero(rowmap >= 0)[0]:
+                    routes[rowmap[j]].append(used[j])
+            logits_np = step.asnumpy()
         elapsed = time.perf_counter() - t0
         n_tok = sum(len(r) for r in out_tokens)
         self.last_stats = {"tokens": float(n_tok), "seconds": elapsed, "decode_steps": steps,
@@ -410,4 +459,15 @@ class MindSporeSampler:
         return Rollouts(prompt_ids=rows, response_ids=out_tokens,
                         logprobs=[np.asarray(x, np.float32) for x in out_logp],
                         finish_reasons=reasons,
-                        group_index=np.repeat(np.arange(len(prompt_ids)), sp.n), texts=texts)
+                        group_index=np.repeat(np.arange(len(prompt_ids)), sp.n), texts=texts,
+                        routed_experts=[np.concatenate(r) for r in routes])
+
+    def _recording(self) -> bool:
+        return self.record_routes and bool(self.model.spec.moe_layer_ids)
+
+    def _full_layers(self, used: np.ndarray) -> np.ndarray:
+        """(MoE layers, B, S, k) -> (B, S, num_hidden_layers, k) int16, -1 at dense layers."""
+        out = np.full(used.shape[1:3] + (self._layers, self._k), -1, np.int16)
+        for j, layer in enumerate(self.model.spec.moe_layer_ids):
+            out[:, :, layer] = used[j]
+        return out
