@@ -66,6 +66,12 @@ class MoEConfig:
                               "the old-log-prob pass records, every update replays). Padded (not "
                               "padding_free) batches; rollout needs rollout.engine=native.",
                               ["none", "rollout", "old"])
+    aux_loss_coef: float = opt(0.0, "Add the auxiliary load-balancing loss of the MoE layers "
+                               "(transformers' load_balancing_loss_func: num_experts x sum_e "
+                               "f_e P_e over real tokens and MoE layers, from the routers' "
+                               "native top-k) times this coefficient to the RL loss, weighted "
+                               "by each micro-batch's share of the response tokens; 0 = off "
+                               "(verl's and TRL's RL default). Metric moe/aux_loss.")
 
 
 @dataclass(frozen=True)
@@ -685,11 +691,19 @@ def _check_honoured(cfg) -> List[str]:
 
 
 def _check_routing_replay(cfg) -> List[str]:
-    """Combinations ``model.moe.routing_replay`` does not run with."""
-    mode = cfg.model.moe.routing_replay
+    """Combinations ``model.moe.routing_replay`` / ``aux_loss_coef`` do not run with."""
+    mode, coef = cfg.model.moe.routing_replay, cfg.model.moe.aux_loss_coef
+    errors = []
+    if coef < 0:
+        errors.append(f"model.moe.aux_loss_coef={coef} must be >= 0")
+    if coef and cfg.train.padding_free:
+        errors.append(f"model.moe.aux_loss_coef={coef} is computed on padded batches: set "
+                      "train.padding_free=false")
+    if coef and cfg.backend not in ("torch", "mindspore"):
+        errors.append(f"model.moe.aux_loss_coef={coef} needs backend=torch or mindspore")
     if mode == "none":
-        return []
-    key, errors = f"model.moe.routing_replay={mode}", []
+        return errors
+    key = f"model.moe.routing_replay={mode}"
     if cfg.backend not in ("torch", "mindspore"):
         errors.append(f"{key} needs backend=torch or mindspore (got backend={cfg.backend})")
     if cfg.train.padding_free:

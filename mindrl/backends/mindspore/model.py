@@ -276,15 +276,23 @@ class MoE(nn.Cell):
             y = y + ops.sigmoid(self.shared_expert_gate(x2)) * self.shared_expert(x2)
         return y
 
-    def routed(self, x, route=None):
-        """x (B, S, H) -> (output (B, S, H), the indices used (B*S, k) int32)."""
+    def routed(self, x, route=None, stats: bool = False):
+        """x (B, S, H) -> (output (B, S, H), the indices used (B*S, k) int32); with ``stats``
+        also the router probabilities (B*S, E) and the native top-k as a 0/1 mask (B*S, E),
+        the inputs of the load-balancing loss (:func:`load_balancing_loss`)."""
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.hidden)
         probs, idx = self.routes(x2)
+        native_idx = idx
         if route is not None:
             native = (route < 0).any(-1, keep_dims=True)
             idx = ops.where(native, idx, route)
-        return self.mix(x2, probs, idx).reshape(lead + (self.hidden,)), idx
+        out = self.mix(x2, probs, idx).reshape(lead + (self.hidden,))
+        if stats:
+            chosen = ops.equal(native_idx.reshape(native_idx.shape[0], self.k, 1),
+                               self.expert_ids).astype(ms.float32).sum(1)
+            return out, idx, probs, ops.stop_gradient(chosen)
+        return out, idx
 
     def construct(self, x):
         return self.routed(x)[0]
@@ -304,12 +312,12 @@ class DecoderLayer(nn.Cell):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-    def routed(self, x, cos, sin, bias, route=None):
+    def routed(self, x, cos, sin, bias, route=None, stats: bool = False):
         """A MoE layer's ``construct`` that also returns the experts used (B*S, k); ``route``
-        replays recorded ones (:meth:`MoE.routed`)."""
+        replays recorded ones; ``stats`` adds the router statistics (:meth:`MoE.routed`)."""
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias)
-        y, idx = self.mlp.routed(self.post_attention_layernorm(x), route)
-        return x + y, idx
+        out = self.mlp.routed(self.post_attention_layernorm(x), route, stats)
+        return (x + out[0],) + out[1:]
 
     def step_with_cache(self, x, cos, sin, bias, k_cache, v_cache, write):
         """Like ``construct`` but attends to a static KV cache (B, Nk, Smax, D).
@@ -346,6 +354,23 @@ class Qwen2Model(nn.Cell):
         self.layers = nn.CellList([DecoderLayer(spec, kernels, dtype, i)
                                    for i in range(spec.num_hidden_layers)])
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
+
+
+def load_balancing_loss(probs, chosen, key_mask):
+    """transformers' ``load_balancing_loss_func``: with w the real-token mask, over all MoE
+    layers l and tokens n, f_e = sum w_n [e in native top-k] / R, P_e = sum w_n p_e / R
+    (R = layers x real tokens); loss = E x sum_e f_e P_e. ``probs`` / ``chosen``: per layer
+    (N, E) float32; ``key_mask`` (B, S) with N = B*S. The gradient flows through P only."""
+    w = key_mask.astype(ms.float32).reshape(-1, 1)                        # (N, 1)
+    f = None
+    p = None
+    for j in range(len(probs)):
+        fl = (chosen[j] * w).sum(0)
+        pl = (probs[j] * w).sum(0)
+        f = fl if f is None else f + fl
+        p = pl if p is None else p + pl
+    rows = w.sum() * len(probs)
+    return (f / rows * (p / rows)).sum() * probs[0].shape[-1]
 
 
 def routes_into_positions(position_ids: np.ndarray, routing: np.ndarray) -> np.ndarray:
@@ -419,7 +444,8 @@ class Qwen2ForCausalLM(nn.Cell):
         x, _ = self._layers(input_ids, position_ids, key_mask, False)
         return x
 
-    def _layers(self, input_ids, position_ids, key_mask, want_routes: bool):
+    def _layers(self, input_ids, position_ids, key_mask, want_routes: bool,
+                want_aux: bool = False):
         routes = None
         if len(position_ids.shape) == 3:            # replay: positions, then the routes
             routes = position_ids[:, :, 1:]
@@ -430,18 +456,33 @@ class Qwen2ForCausalLM(nn.Cell):
         x = self.model.embed_tokens(input_ids)
         k = self.spec.num_experts_per_tok
         used = ()
+        probs = ()
+        chosen = ()
         i = 0
         for layer in self.model.layers:
-            if layer.is_moe and (routes is not None or want_routes):
+            if layer.is_moe and (routes is not None or want_routes or want_aux):
                 route = None
                 if routes is not None:
                     route = routes[:, :, i * k:(i + 1) * k].reshape(-1, k)
-                x, idx = layer.routed(x, cos, sin, bias, route)
-                used = used + (idx,)
+                out = layer.routed(x, cos, sin, bias, route, want_aux)
+                x = out[0]
+                used = used + (out[1],)
+                if want_aux:
+                    probs = probs + (out[2],)
+                    chosen = chosen + (out[3],)
             else:
                 x = layer(x, cos, sin, bias)
             i = i + 1
+        if want_aux:
+            return self.model.norm(x), load_balancing_loss(probs, chosen, key_mask)
         return self.model.norm(x), used
+
+    def response_logits_and_aux(self, input_ids, position_ids, key_mask, response_len: int):
+        """:meth:`response_logits` and the MoE load-balancing loss of this forward (a
+        scalar; transformers' ``load_balancing_loss_func`` over the real tokens)."""
+        S = input_ids.shape[1]
+        h, aux = self._layers(input_ids, position_ids, key_mask, False, True)
+        return self.head(h[:, S - response_len - 1:S - 1]), aux
 
     def route_indices(self, input_ids, position_ids, key_mask):
         """The experts each MoE layer routes every token to: (MoE layers, B*S, k) int32."""

@@ -46,8 +46,9 @@ class RLStepMixin:
     def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, has_teach: bool = False,
                   update: bool = False):
         """The compiled RL micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef
-        [, hyper]) -> vector``
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef,
+        aux_w [, hyper]) -> vector`` (``aux_w``: the micro-batch's share of the response
+        tokens, the weight of the MoE load-balancing loss, ``model.moe.aux_loss_coef``)
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
         see :meth:`_fused_step`). Returns (fn, keys)."""
         from algorithms.distill import full_reverse_kl
@@ -65,6 +66,15 @@ class RLStepMixin:
         inv_t_temp = 1.0 / acfg.distill.teacher_temperature
 
         trunc = self.truncation          # the rollout's top-k / min-p / top-p (or None)
+        aux_coef = float(self.cfg.model.moe.aux_loss_coef)
+        if aux_coef and (full or self.train_mode != "fused"):
+            from mindrl.errors import UserError
+
+            raise UserError("model.moe.aux_loss_coef > 0 on backend=mindspore needs the fused "
+                            "RL step without algorithm.distill.estimator=full")
+        rl_keys = keys                   # rl_loss's metrics; the aux loss's comes last
+        if aux_coef:
+            keys = keys + ["moe/aux_loss"]
 
         def scored(ids, pos, att, targets):
             logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
@@ -94,23 +104,36 @@ class RLStepMixin:
                 teacher_logp=teach if has_teach else None,
                 entropy_coef=ent_coef if adaptive else None, teacher_kl=kl)
             out = ()
-            for k in keys:
+            for k in rl_keys:
                 v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
                 out = out + (ops.stop_gradient(v),)
             return loss * inv_norm, out
 
         if self.train_mode == "fused" and full:
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
-                        ent_coef):
+                        ent_coef, aux_w):
                 logp, entropy, kl = token_logp_entropy_kl(ids, pos, att, targets)
                 return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
                                  ent_coef, kl)
 
             key = ("rl", has_old, has_ref, has_roll, has_teach, update)
             return self._fused_step(key, loss_fn, update), keys
+        if self.train_mode == "fused" and aux_coef:
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
+                        ent_coef, aux_w):
+                logits, aux = model.response_logits_and_aux(ids, pos, att, targets.shape[1])
+                logits, logp = truncated_logits_and_logp(logits * inv_temp, targets, trunc)
+                entropy = entropy_from_logits(o, logits if ent_grad
+                                              else ops.stop_gradient(logits))
+                loss, out = loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
+                                      ent_coef)
+                return loss + aux_coef * aux * aux_w, out + (ops.stop_gradient(aux),)
+
+            key = ("rl", has_old, has_ref, has_roll, has_teach, update)
+            return self._fused_step(key, loss_fn, update), keys
         if self.train_mode == "fused":
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
-                        ent_coef):
+                        ent_coef, aux_w):
                 logp, entropy = token_logp_entropy(ids, pos, att, targets)
                 return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
                                  ent_coef)
@@ -151,7 +174,8 @@ class RLStepMixin:
             accumulate(grads)
             return g_logp.sum()
 
-        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef):
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef,
+                 aux_w):
             outs = forward(ids, pos, att, targets)
             (loss, aux), cot = loss_grad(*outs[:2], mask, adv, old, ref, roll, teach, inv_norm,
                                          ent_coef, *outs[2:])
@@ -178,9 +202,11 @@ class RLStepMixin:
         for mb in micro_batches:
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
+            aux_w = Tensor(np.float32(mb.tokens.response_mask.sum() /
+                                      max(norm.global_tokens, 1.0)))
             args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
                                        f(mb.rollout_logp), f(getattr(mb, "teacher_logp", None)),
-                                       inv_norm, ent_coef)
+                                       inv_norm, ent_coef, aux_w)
             inputs.append((args, float(mb.tokens.response_mask.sum())))
         return flags, shape, inputs
 

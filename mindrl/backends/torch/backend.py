@@ -106,6 +106,7 @@ class TorchBackend:
 
             self.model = add_adapters(self.model, self.lora, cfg.train.seed)
         self.model.train()
+        self._aux_loss = None              # model.moe.aux_loss_coef: the last training forward's
         self.routes = None                 # model.moe.routing_replay: the policy's routers
         if cfg.model.moe.routing_replay != "none":
             from mindrl.backends.torch.moe_replay import RouterHooks
@@ -187,11 +188,23 @@ class TorchBackend:
         replay = contextlib.nullcontext()
         if batch.routing is not None and self.routes is not None and model is self.model:
             replay = self.routes.replaying(batch.routing, self.device)
+        # model.moe.aux_loss_coef: the MoE load-balancing loss of this (training) forward
+        aux = bool(self.cfg.model.moe.aux_loss_coef) and model is self.model and \
+            torch.is_grad_enabled()
+        extra = {"output_router_logits": True} if aux else {}
         # Right-padded responses: the logits of positions P-1 .. P+T-2 are the last T+1 minus
         # the final one, so the LM head runs on T+1 positions only.
         with replay:
             out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
-                        logits_to_keep=T + 1)
+                        logits_to_keep=T + 1, **extra)
+        if aux:
+            if getattr(out, "aux_loss", None) is None:
+                from mindrl.errors import UserError
+
+                raise UserError(f"model.moe.aux_loss_coef: model.path {self.cfg.model.path} "
+                                "returns no load-balancing loss (not a mixture-of-experts "
+                                "model); set model.moe.aux_loss_coef=0")
+            self._aux_loss = out.aux_loss
         logits = out.logits[:, :-1, :].float()
         return logits / (temperature if temperature > 0 else 1.0)
 
@@ -307,6 +320,14 @@ class TorchBackend:
             cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len,
             teacher_logp=self._const(getattr(mb, "teacher_logp", None)),
             entropy_coef=norm.entropy_coef, teacher_kl=teacher_kl)
+        coef = self.cfg.model.moe.aux_loss_coef
+        if coef:        # its share of the mini-batch's response tokens
+            aux, self._aux_loss = self._aux_loss, None
+            if aux is None:
+                raise RuntimeError("model.moe.aux_loss_coef: the training forward returned no "
+                                   "load-balancing loss")
+            loss = loss + coef * aux * (mask.sum() / norm.global_tokens)
+            metrics["moe/aux_loss"] = aux.detach()
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask

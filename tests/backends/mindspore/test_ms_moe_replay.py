@@ -150,3 +150,35 @@ def test_grpo_run_replays_routes(mode, tmp_path):
     for r in rows:
         assert r["grad_norm"] > 0 and np.isfinite(r["loss"])
         assert r["rollout/logprob_gap_mean"] < 1e-4     # the first mini-batch: unchanged policy
+
+
+def test_load_balancing_loss_and_its_gradient_match_torch(moe, tmp_path):
+    """``model.moe.aux_loss_coef``: the MindSpore step adds coef x transformers'
+    load-balancing loss (weighted by the micro-batch's token share) and its gradient, which
+    reaches the routers, equals the torch backend's (transformers' own implementation)."""
+    from mindrl.backends.base import build_backend
+    from mindrl.backends.mindspore import MindSporeBackend
+    from mindrl.config.loader import load_config
+    from mindrl.models.moe import unfuse_experts
+
+    directory, _, _, _ = moe
+    over = ["model.moe.aux_loss_coef=0.5", "train.threads=1"]
+    ms_be = MindSporeBackend(ms_config("data.max_prompt_len=32", *over), model_path=directory)
+    torch_be = build_backend("torch", load_config(None, [f"model.path={directory}", *over]))
+    rng = np.random.default_rng(2)
+    batch = random_batch(rng, 4, max_prompt=9)
+    batch.tokens.input_ids[batch.tokens.input_ids >= 300] %= 300
+    norm = _norm(batch)
+    got = ms_be.gradients([batch], norm)
+    torch_be.model.zero_grad()
+    loss, metrics = torch_be._micro_loss(batch, norm)
+    loss.backward()
+    aux = float(metrics["moe/aux_loss"])
+    assert 2.0 <= aux < 4.0                 # E x sum f P: k = 2 when balanced, more when not
+    ref = dict(unfuse_experts((n, p.grad.numpy()) for n, p in
+                              torch_be.model.named_parameters()))
+    _assert_grads_close(got, ref)
+    # the aux term's own gradient moved the routers: without it they differ
+    plain = MindSporeBackend(ms_config("data.max_prompt_len=32"), model_path=directory)
+    g0 = plain.gradients([batch], norm)["model.layers.0.mlp.gate.weight"]
+    assert np.abs(got["model.layers.0.mlp.gate.weight"] - g0).max() > 1e-4
