@@ -9,9 +9,9 @@ distill_tiny_demo.yaml`` takes the teacher from a further GRPO run (~97%); the d
 loss does not care where the teacher comes from, and the SFT teacher still leaves a gap of ~50
 points (the GRPO one ~74), so the test spares the GRPO run. Measured with the SFT teacher (SFT
 seed 0, distillation seeds 0/1/2): 72/60/77% of the gap closed, last-5/first-5 KL 0.36/0.29/
-0.22. The student is then trained only by the
-teacher's exact per-position reverse KL on its own rollouts (``distill_tiny_demo``: mode loss,
-estimator full, task_weight 0), 40 steps of 256 rollouts at lr 3e-4. Asserted: greedy accuracy
+0.22. The student is then trained only by the teacher's exact per-position reverse KL on its
+own rollouts (``distill_tiny_demo``: mode loss, estimator full, task_weight 0), 40 steps of 256
+rollouts at lr 3e-4. Asserted: greedy accuracy
 on the 256 held-out problems closes more than half of the student-teacher gap, and the KL to the
 teacher on the student's fresh rollouts falls (mean of the last 5 steps under 60% of the first
 5)."""
