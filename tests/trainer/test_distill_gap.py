@@ -1,15 +1,20 @@
 """On-policy distillation closes most of the greedy-accuracy gap to the teacher on the addition
 task (CPU), in 40 steps, with no reward and no gold answer.
 
-Built once in module fixtures, as ``yaml_configs/distill_tiny_demo.yaml`` documents: the demo's
-SFT of ``builtin:mini`` (``sft_tiny_demo``, 1200 steps, a checkpoint every 600) gives the
-student, its step 600 (the model has just begun to add: ~50% greedy on the held-out problems),
-and, after a short GRPO on the correctness reward (``grpo_tiny_demo`` from its step 1200), the
-teacher (~97%). The student is then trained only by the teacher's exact per-position reverse KL
-on its own rollouts (``distill_tiny_demo``: mode loss, estimator full, task_weight 0), 40 steps
-of 256 rollouts at lr 3e-4. Asserted: greedy accuracy on the 256 held-out problems closes more
-than half of the student-teacher gap, and the KL to the teacher on the student's fresh rollouts
-falls (mean of the last 5 steps under 60% of the first 5)."""
+Built once in a module fixture: the demo's SFT of ``builtin:mini`` (``sft_tiny_demo``, 1200
+steps, a checkpoint every 600) gives both models. The student is its step 600 (the model has just
+begun to add: ~25% greedy on the held-out problems), the teacher its step 1200 (~77%: it has
+learnt to add, and the demonstrations' forgotten carries with it). ``yaml_configs/
+distill_tiny_demo.yaml`` takes the teacher from a further GRPO run (~97%); the distillation
+loss does not care where the teacher comes from, and the SFT teacher still leaves a gap of ~50
+points (the GRPO one ~74), so the test spares the GRPO run. Measured with the SFT teacher (SFT
+seed 0, distillation seeds 0/1/2): 72/60/77% of the gap closed, last-5/first-5 KL 0.36/0.29/
+0.22. The student is then trained only by the teacher's exact per-position reverse KL on its
+own rollouts (``distill_tiny_demo``: mode loss, estimator full, task_weight 0), 40 steps of 256
+rollouts at lr 3e-4. Asserted: greedy accuracy
+on the 256 held-out problems closes more than half of the student-teacher gap, and the KL to the
+teacher on the student's fresh rollouts falls (mean of the last 5 steps under 60% of the first
+5)."""
 
 import json
 from pathlib import Path
@@ -17,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SFT_STEPS, STUDENT_STEP, GRPO_STEPS, DISTILL_STEPS = 1200, 600, 60, 40
+SFT_STEPS, STUDENT_STEP, DISTILL_STEPS = 1200, 600, 40
 QUIET = ["logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false"]
 
 
@@ -32,7 +37,7 @@ def _accuracy(path, step):
 
 @pytest.fixture(scope="module")
 def sft_run(tmp_path_factory):
-    """The demo's SFT run folder: step_000600 is the student, step_001200 the GRPO start."""
+    """The demo's SFT run folder: step_000600 is the student, step_001200 the teacher."""
     from mindrl.config.loader import load_config
     from mindrl.trainer.sft import train_sft
 
@@ -43,25 +48,13 @@ def sft_run(tmp_path_factory):
     return str(out)
 
 
-@pytest.fixture(scope="module")
-def teacher(sft_run, tmp_path_factory):
-    """The GRPO run folder (its final checkpoint is the teacher)."""
-    from mindrl.config.loader import load_config
-    from mindrl.trainer.rl import train
-
-    out = tmp_path_factory.mktemp("teacher")
-    train(load_config("grpo_tiny_demo", [
-        f"model.path={sft_run}", f"train.steps={GRPO_STEPS}", f"validation.every={GRPO_STEPS}",
-        "checkpoint.every=0", f"logging.output_dir={out}", *QUIET]))
-    return str(out)
-
-
 @pytest.mark.slow
-def test_distillation_closes_most_of_the_gap(sft_run, teacher, tmp_path):
+def test_distillation_closes_most_of_the_gap(sft_run, tmp_path):
     from mindrl.config.loader import load_config
     from mindrl.trainer.rl import train
 
     student = f"{sft_run}/checkpoints/step_{STUDENT_STEP:06d}"
+    teacher = f"{sft_run}/checkpoints/step_{SFT_STEPS:06d}"
     train(load_config("distill_tiny_demo", [
         f"model.path={student}", f"algorithm.distill.teacher={teacher}",
         f"validation.every={DISTILL_STEPS // 2}", "validation.before_training=true",
@@ -71,15 +64,14 @@ def test_distillation_closes_most_of_the_gap(sft_run, teacher, tmp_path):
     assert len(kl) == DISTILL_STEPS
     before, middle, after = (_accuracy(tmp_path, s) for s in (0, DISTILL_STEPS // 2,
                                                               DISTILL_STEPS))
-    teach = _accuracy(teacher, GRPO_STEPS)
+    teach = _accuracy(sft_run, SFT_STEPS)
     closed = (after - before) / (teach - before)
     print(f"\ngreedy held-out accuracy: student before {before:.1%} (SFT step {STUDENT_STEP}), "
-          f"teacher {teach:.1%} (+{GRPO_STEPS} GRPO steps), student after "
+          f"teacher {teach:.1%} (SFT step {SFT_STEPS}), student after "
           f"{DISTILL_STEPS // 2} / {DISTILL_STEPS} distillation steps {middle:.1%} / {after:.1%} "
           f"({closed:.0%} of the gap closed); exact reverse KL to the teacher on the student's "
           f"rollouts (nats/token): mean of the first 5 steps {np.mean(kl[:5]):.3f}, of the "
-          f"last 5 {np.mean(kl[-5:]):.3f}; SFT's own held-out accuracy at step 1200 "
-          f"{_accuracy(sft_run, SFT_STEPS):.1%}")
+          f"last 5 {np.mean(kl[-5:]):.3f}")
     assert teach - before > 0.25, "the fixtures give no gap to close"
     assert closed > 0.5, f"closed {closed:.0%} of the accuracy gap"
     assert np.mean(kl[-5:]) < 0.6 * np.mean(kl[:5]), kl

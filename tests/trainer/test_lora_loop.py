@@ -1,5 +1,6 @@
-"""LoRA in the RL loop: a 2-step smoke on both backends (KL to the adapters-off reference),
-resume (2 steps + resume + 2 steps == 4 steps) and `mindrl export` of the adapter."""
+"""LoRA in the RL loop on both backends: resume (2 steps + resume + 2 steps == 4 steps, the
+uninterrupted run doubling as the smoke: KL to the adapters-off reference, adapters move) and
+`mindrl export` of the adapter."""
 
 import numpy as np
 import pytest
@@ -25,25 +26,9 @@ def adapters(trainer):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "mindspore"])
-def test_lora_two_step_smoke_with_kl(tmp_path, backend):
-    from mindrl.trainer.rl import RLTrainer
-
-    cfg = cfg_for(tmp_path, f"backend={backend}", "train.steps=2", "algorithm.kl.coef=0.05",
-                  *LORA)
-    tr = RLTrainer(cfg)
-    assert tr.backend.reference is None              # the reference is the adapters-off model
-    before = adapters(tr)
-    last = tr.fit()
-    after = adapters(tr)
-    tr.close()
-    assert [r["step"] for r in rows(tmp_path)] == [1, 2]
-    assert np.isfinite(last["loss"]) and np.isfinite(last["kl"]) and last["kl"] > 0
-    assert any(not np.allclose(before[k], after[k]) for k in before)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", ["torch", "mindspore"])
 def test_lora_resume_equals_uninterrupted(tmp_path, monkeypatch, backend):
+    """The uninterrupted run is also the smoke: KL to the adapters-off reference (no second
+    model), finite loss and KL, KL > 0 once the adapters have moved."""
     from mindrl.trainer.rl import RLTrainer
 
     extra = [f"backend={backend}", "train.steps=4", "checkpoint.every=100",
@@ -51,9 +36,14 @@ def test_lora_resume_equals_uninterrupted(tmp_path, monkeypatch, backend):
              *LORA]
     full = tmp_path / "full"
     tr = RLTrainer(cfg_for(full, *extra))
+    assert tr.backend.reference is None              # the reference is the adapters-off model
+    w_init = adapters(tr)
     tr.fit()
     w_full = adapters(tr)
     tr.close()
+    m = rows(full)
+    assert all(np.isfinite(r["loss"]) and np.isfinite(r["kl"]) for r in m) and m[-1]["kl"] > 0, m
+    assert any(not np.allclose(w_init[k], w_full[k]) for k in w_init)
 
     part = tmp_path / "part"
     tr = RLTrainer(cfg_for(part, *extra))
