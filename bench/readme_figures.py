@@ -427,7 +427,8 @@ FIGURES: List[Figure] = [
           "mindrl sft sft_tool_demo; mindrl train grpo_tool_demo ... rollout.seed=N"),
     table("demo_variants", "| variant | command |", "the command in each row"),
     table("distill_result", "| greedy accuracy, 256 held-out problems |",
-          "python -m pytest -q -s tests/trainer/test_distill_gap.py"),
+          "mindrl sft sft_tiny_demo checkpoint.every=600; mindrl train grpo_tiny_demo "
+          "model.path=runs/sft_tiny_demo; mindrl train distill_tiny_demo"),
     table("distill_runs", "| run (40 steps; lr, rollouts a step) |",
           "mindrl train distill_tiny_demo with the overrides of each row"),
     table("trl_table", "| size | prompts x n x tokens |",
