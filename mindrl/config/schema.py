@@ -742,11 +742,9 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"rollout.workers={r.workers} exceeds the groups that may be in flight "
                       f"(min(rollout.queue_size, (rollout.max_staleness + 1) x "
                       f"train.prompts_per_step) = {limit}): some workers would never sample")
-    if cfg.backend != "torch":
-        errors.append(f"{key} needs backend=torch (got backend={cfg.backend}): its workers run "
-                      "the native torch engine")
-    if r.engine != "native":
-        errors.append(f"{key} needs rollout.engine=native (got {r.engine})")
+    if cfg.backend not in ("torch", "mindspore"):
+        errors.append(f"{key} needs backend=torch or mindspore (got backend={cfg.backend}): its "
+                      "workers run the native torch or MindSpore engine, or vLLM")
     if cfg.device != "cpu":
         errors.append(f"{key} runs its workers on device=cpu only (got device={cfg.device})")
     if cfg.model.lora.enabled:

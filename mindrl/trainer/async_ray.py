@@ -123,6 +123,28 @@ class WeightStore:
         return self.version, self.boxed
 
 
+def worker_engine(cfg, model_path: str):
+    """The engine of one rollout worker process, by ``backend`` and ``rollout.engine``: vLLM
+    (either backend; weights arrive as torch tensors or NumPy arrays), the native torch engine,
+    or the native MindSpore sampler over the worker's own copy of the model."""
+    if cfg.rollout.engine == "vllm":
+        from mindrl.rollout.vllm_engine import VLLMEngine
+
+        return VLLMEngine(cfg, model_path)
+    if cfg.backend == "mindspore":
+        from mindrl.backends.mindspore.backend import rollout_sampler
+
+        return rollout_sampler(cfg, model_path)
+    import torch
+
+    from mindrl.rollout.native_torch import NativeTorchEngine
+
+    torch.set_num_threads(max(1, cfg.train.threads))
+    engine = NativeTorchEngine.from_config(cfg, model_path)
+    engine.model.requires_grad_(False)
+    return engine
+
+
 class RolloutWorker:
     """One engine and one reward scorer (a Ray actor): samples and scores a group per call."""
 
@@ -131,16 +153,11 @@ class RolloutWorker:
         for p in sys_path:              # the driver's imports (dotted reward paths, tests)
             if p not in sys.path:
                 sys.path.append(p)
-        import torch
-
-        from mindrl.rollout.native_torch import NativeTorchEngine
         from rewards import build_scorer
 
-        torch.set_num_threads(max(1, cfg.train.threads))
-        self.engine = NativeTorchEngine.from_config(cfg, model_path)
-        self.engine.model.requires_grad_(False)
+        self.engine = worker_engine(cfg, model_path)
         if setup is not None:
-            pickle.loads(setup)(self.engine.model)
+            pickle.loads(setup)(getattr(self.engine, "model", self.engine))
         self.scorer = build_scorer(cfg.reward)
         self.index, self.store, self.version = index, store, -1
         self.last_end = time.perf_counter()
@@ -273,8 +290,11 @@ class RayRollout:
 
         if self.version == self.tr.step:
             return
-        weights = {name: t.detach().to("cpu").clone()
-                   for name, t in self.tr.backend.named_tensors()}
+        backend = self.tr.backend
+        if hasattr(backend, "named_tensors"):       # torch: tensors in the model's dtype
+            weights = {name: t.detach().to("cpu").clone() for name, t in backend.named_tensors()}
+        else:                                       # MindSpore: float32 NumPy, HF names
+            weights = dict(backend.named_weights())
         self._weights_ref = ray.put(weights)
         ray.get(self.store.publish.remote(self.tr.step, [self._weights_ref]))
         self.version = self.tr.step
