@@ -165,6 +165,9 @@ class RolloutWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def engine_name(self) -> str:
+        return type(self.engine).__name__
+
     def run(self, group: Group, sampling) -> Finished:
         import ray
 
@@ -221,6 +224,9 @@ class RayRollout:
                                    None if setup is None else cloudpickle.dumps(setup)))
         self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
+        self.engine_names = ray.get([w.engine_name.remote() for w in self.workers])
+        log.info("rollout.mode=async_ray: %d rollout workers (%s)", len(self.workers),
+                 ", ".join(self.engine_names))
         self.version: Optional[int] = None      # the version published last
         self._weights_ref = None
         self.in_flight: Dict[object, Tuple[Group, int]] = {}    # ref -> (group, worker)
