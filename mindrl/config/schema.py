@@ -214,8 +214,8 @@ class RolloutConfig:
                     "ahead with async_ahead=1); async_ray: rollout.workers Ray actors, each with "
                     "its own engine, sample and score groups into a bounded queue while the "
                     "trainer updates; a step takes its batch as soon as enough groups are ready "
-                    "(mindrl.trainer.async_ray; native engine, torch backend, device=cpu, one "
-                    "trainer process). Unless algorithm.rollout_correction.rollout_is or "
+                    "(mindrl.trainer.async_ray; backend torch or mindspore, engine native or vllm, "
+                    "device=cpu, one trainer process). Unless algorithm.rollout_correction.rollout_is or "
                     "algorithm.tis_cap is set, it turns on token-level truncated IS against the "
                     "workers' log-probs.", ["sync", "async_ray"])
     workers: int = opt(2, "mode=async_ray: rollout worker actors (each holds a full copy of the "

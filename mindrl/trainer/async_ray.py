@@ -28,6 +28,18 @@ the store for the latest version when it starts a group and loads the weights on
 version is newer than its own. A group may so start with a newer policy than the one it was
 issued under, which only lowers its lag.
 
+Engines (:func:`worker_engine`, each worker process holds its own model): ``backend=torch``
+with ``rollout.engine=native`` runs the native torch engine; ``backend=mindspore`` with
+``native`` runs the native MindSpore sampler over a fresh copy of the policy
+(:func:`mindrl.backends.mindspore.backend.rollout_sampler`: one MindSpore runtime thread per
+worker, ``train.threads``, and the host pipeline in the calling thread, as in the trainer; each
+worker compiles its own prefill/decode graphs once per bucket, in its first groups);
+``rollout.engine=vllm`` (either backend) runs an in-process vLLM engine
+(:class:`mindrl.rollout.vllm_engine.VLLMEngine`, oneDNN weight repacking off so reloads reach
+the linear layers). The pushed weights are the torch backend's tensors (``named_tensors``) or
+the MindSpore backend's float32 NumPy arrays (``named_weights``), under Hugging Face names; each
+engine's ``load_weights`` takes either.
+
 Loss: the workers' per-token log-probs are the behaviour log-probs (``Rollouts.logprobs``); as
 with ``rollout.async_ahead``, token-level truncated IS against them is turned on unless
 ``algorithm.rollout_correction`` or ``algorithm.tis_cap`` says otherwise
@@ -49,8 +61,8 @@ Checkpoints hold the queue (:meth:`RayRollout.state`): the scored groups ready t
 the prompts of the groups in flight, which a resumed run samples again (the first step after a
 resume reports ``rollout/ready_from_checkpoint`` and ``rollout/resampled_after_resume``).
 
-Not yet: partial rollouts (pausing generations in flight at a weight update), MindSpore and vLLM
-workers, several trainer ranks.
+Not yet: partial rollouts (pausing generations in flight at a weight update), several trainer
+ranks, backend=mindformers.
 """
 
 from __future__ import annotations
