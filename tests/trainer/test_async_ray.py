@@ -1,6 +1,8 @@
 """rollout.mode=async_ray: configuration errors before Ray starts, the staleness rule by hand, a
-run that survives kill -9 of a rollout worker, and a tiny model learning a dense reward with 2
-workers and max_staleness 1 while every sample's version lag stays <= 1."""
+run that survives kill -9 of a rollout worker, a tiny model learning a dense reward with 2
+workers and max_staleness 1 while every sample's version lag stays <= 1 (torch workers on the
+torch backend, MindSpore sampler workers on the MindSpore backend), and vLLM workers that
+sample with every pushed version (both backends)."""
 
 import json
 import os
