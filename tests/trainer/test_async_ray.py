@@ -349,6 +349,29 @@ def test_mindspore_workers_learn_with_staleness_one(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_mindspore_worker_samples_what_the_trainers_sampler_samples(tmp_path):
+    """The engine a MindSpore rollout worker builds from the model directory (its own copy, no
+    optimizer) draws the same tokens with the same log-probs as the backend's own sampler, for
+    a mixture-of-experts model too (no Ray: the worker's constructor path alone)."""
+    from mindrl.backends.mindspore.backend import MindSporeBackend
+    from mindrl.models.tiny import resolve_model_path
+    from mindrl.trainer.async_ray import worker_engine
+    from mindrl.types import SamplingParams
+
+    cfg = cfg_for(tmp_path, "backend=mindspore", "model.path=builtin:tiny-qwen3-moe")
+    path = resolve_model_path(cfg.model.path)
+    backend = MindSporeBackend(cfg, model_path=path)
+    worker = worker_engine(cfg, path)
+    assert type(worker).__name__ == "MindSporeSampler" and worker.model is not backend.model
+    sp = SamplingParams.from_config(cfg.rollout, seed=7, n=4)
+    ours, theirs = (e.generate([[5, 6, 7, 8], [9, 10]], sp)
+                    for e in (worker, backend.native_engine()))
+    assert ours.response_ids == theirs.response_ids
+    for a, b in zip(ours.logprobs, theirs.logprobs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "mindspore"])
 def test_vllm_workers_sample_with_the_pushed_weights(tmp_path, backend):
     """rollout.engine=vllm: each worker holds an in-process vLLM-CPU engine and loads every
