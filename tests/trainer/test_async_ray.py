@@ -398,7 +398,8 @@ def test_vllm_workers_sample_with_the_pushed_weights(tmp_path, backend):
     fresh = [r for r in m if r["rollout/staleness_max"] == 0]
     assert fresh and fresh[0] is m[0]
     assert all(r["rollout/logprob_gap_mean"] < 2e-4 for r in fresh), fresh
-    assert all(r["grad_norm"] > 0 for r in m)
+    # the weights moved (a step whose groups all tie has zero advantages and no update)
+    assert any(r["grad_norm"] > 0 for r in m), [r["grad_norm"] for r in m]
     assert version == 4 and gap < 2e-4, (version, gap)
 
 
