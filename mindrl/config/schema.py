@@ -214,8 +214,8 @@ class RolloutConfig:
                     "ahead with async_ahead=1); async_ray: rollout.workers Ray actors, each with "
                     "its own engine, sample and score groups into a bounded queue while the "
                     "trainer updates; a step takes its batch as soon as enough groups are ready "
-                    "(mindrl.trainer.async_ray; native engine, torch backend, device=cpu, one "
-                    "trainer process). Unless algorithm.rollout_correction.rollout_is or "
+                    "(mindrl.trainer.async_ray; backend torch or mindspore, engine native or vllm, "
+                    "device=cpu, one trainer process). Unless algorithm.rollout_correction.rollout_is or "
                     "algorithm.tis_cap is set, it turns on token-level truncated IS against the "
                     "workers' log-probs.", ["sync", "async_ray"])
     workers: int = opt(2, "mode=async_ray: rollout worker actors (each holds a full copy of the "
@@ -742,11 +742,9 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"rollout.workers={r.workers} exceeds the groups that may be in flight "
                       f"(min(rollout.queue_size, (rollout.max_staleness + 1) x "
                       f"train.prompts_per_step) = {limit}): some workers would never sample")
-    if cfg.backend != "torch":
-        errors.append(f"{key} needs backend=torch (got backend={cfg.backend}): its workers run "
-                      "the native torch engine")
-    if r.engine != "native":
-        errors.append(f"{key} needs rollout.engine=native (got {r.engine})")
+    if cfg.backend not in ("torch", "mindspore"):
+        errors.append(f"{key} needs backend=torch or mindspore (got backend={cfg.backend}): its "
+                      "workers run the native torch or MindSpore engine, or vLLM")
     if cfg.device != "cpu":
         errors.append(f"{key} runs its workers on device=cpu only (got device={cfg.device})")
     if cfg.model.lora.enabled:

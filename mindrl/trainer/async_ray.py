@@ -28,6 +28,18 @@ the store for the latest version when it starts a group and loads the weights on
 version is newer than its own. A group may so start with a newer policy than the one it was
 issued under, which only lowers its lag.
 
+Engines (:func:`worker_engine`, each worker process holds its own model): ``backend=torch``
+with ``rollout.engine=native`` runs the native torch engine; ``backend=mindspore`` with
+``native`` runs the native MindSpore sampler over a fresh copy of the policy
+(:func:`mindrl.backends.mindspore.backend.rollout_sampler`: one MindSpore runtime thread per
+worker, ``train.threads``, and the host pipeline in the calling thread, as in the trainer; each
+worker compiles its own prefill/decode graphs once per bucket, in its first groups);
+``rollout.engine=vllm`` (either backend) runs an in-process vLLM engine
+(:class:`mindrl.rollout.vllm_engine.VLLMEngine`, oneDNN weight repacking off so reloads reach
+the linear layers). The pushed weights are the torch backend's tensors (``named_tensors``) or
+the MindSpore backend's float32 NumPy arrays (``named_weights``), under Hugging Face names; each
+engine's ``load_weights`` takes either.
+
 Loss: the workers' per-token log-probs are the behaviour log-probs (``Rollouts.logprobs``); as
 with ``rollout.async_ahead``, token-level truncated IS against them is turned on unless
 ``algorithm.rollout_correction`` or ``algorithm.tis_cap`` says otherwise
@@ -49,8 +61,8 @@ Checkpoints hold the queue (:meth:`RayRollout.state`): the scored groups ready t
 the prompts of the groups in flight, which a resumed run samples again (the first step after a
 resume reports ``rollout/ready_from_checkpoint`` and ``rollout/resampled_after_resume``).
 
-Not yet: partial rollouts (pausing generations in flight at a weight update), MindSpore and vLLM
-workers, several trainer ranks.
+Not yet: partial rollouts (pausing generations in flight at a weight update), several trainer
+ranks, backend=mindformers.
 """
 
 from __future__ import annotations
@@ -123,6 +135,28 @@ class WeightStore:
         return self.version, self.boxed
 
 
+def worker_engine(cfg, model_path: str):
+    """The engine of one rollout worker process, by ``backend`` and ``rollout.engine``: vLLM
+    (either backend; weights arrive as torch tensors or NumPy arrays), the native torch engine,
+    or the native MindSpore sampler over the worker's own copy of the model."""
+    if cfg.rollout.engine == "vllm":
+        from mindrl.rollout.vllm_engine import VLLMEngine
+
+        return VLLMEngine(cfg, model_path)
+    if cfg.backend == "mindspore":
+        from mindrl.backends.mindspore.backend import rollout_sampler
+
+        return rollout_sampler(cfg, model_path)
+    import torch
+
+    from mindrl.rollout.native_torch import NativeTorchEngine
+
+    torch.set_num_threads(max(1, cfg.train.threads))
+    engine = NativeTorchEngine.from_config(cfg, model_path)
+    engine.model.requires_grad_(False)
+    return engine
+
+
 class RolloutWorker:
     """One engine and one reward scorer (a Ray actor): samples and scores a group per call."""
 
@@ -131,22 +165,20 @@ class RolloutWorker:
         for p in sys_path:              # the driver's imports (dotted reward paths, tests)
             if p not in sys.path:
                 sys.path.append(p)
-        import torch
-
-        from mindrl.rollout.native_torch import NativeTorchEngine
         from rewards import build_scorer
 
-        torch.set_num_threads(max(1, cfg.train.threads))
-        self.engine = NativeTorchEngine.from_config(cfg, model_path)
-        self.engine.model.requires_grad_(False)
+        self.engine = worker_engine(cfg, model_path)
         if setup is not None:
-            pickle.loads(setup)(self.engine.model)
+            pickle.loads(setup)(getattr(self.engine, "model", self.engine))
         self.scorer = build_scorer(cfg.reward)
         self.index, self.store, self.version = index, store, -1
         self.last_end = time.perf_counter()
 
     def pid(self) -> int:
         return os.getpid()
+
+    def engine_name(self) -> str:
+        return type(self.engine).__name__
 
     def run(self, group: Group, sampling) -> Finished:
         import ray
@@ -204,6 +236,9 @@ class RayRollout:
                                    None if setup is None else cloudpickle.dumps(setup)))
         self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
+        self.engine_names = ray.get([w.engine_name.remote() for w in self.workers])
+        log.info("rollout.mode=async_ray: %d rollout workers (%s)", len(self.workers),
+                 ", ".join(self.engine_names))
         self.version: Optional[int] = None      # the version published last
         self._weights_ref = None
         self.in_flight: Dict[object, Tuple[Group, int]] = {}    # ref -> (group, worker)
@@ -273,8 +308,11 @@ class RayRollout:
 
         if self.version == self.tr.step:
             return
-        weights = {name: t.detach().to("cpu").clone()
-                   for name, t in self.tr.backend.named_tensors()}
+        backend = self.tr.backend
+        if hasattr(backend, "named_tensors"):       # torch: tensors in the model's dtype
+            weights = {name: t.detach().to("cpu").clone() for name, t in backend.named_tensors()}
+        else:                                       # MindSpore: float32 NumPy, HF names
+            weights = dict(backend.named_weights())
         self._weights_ref = ray.put(weights)
         ray.get(self.store.publish.remote(self.tr.step, [self._weights_ref]))
         self.version = self.tr.step

