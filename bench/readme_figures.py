@@ -434,6 +434,9 @@ FIGURES: List[Figure] = [
     table("trl_table", "| size | prompts x n x tokens |",
           "python bench/trl_compare.py --repeats 5   (TRL in bench/.trl_pkgs; ~15 min)"),
     table("backends_table", "| model | torch eager step |", "python bench/backends.py"),
+    table("backends_families", "| family (built-in model) | torch train step |",
+          "python bench/backends.py --sizes tiny,tiny-qwen3,tiny-llama,tiny-qwen3-moe "
+          "--rl-steps 0"),
     table("trl_mixed", "| model | prompts x n x max tokens (mixed) |",
           "python bench/trl_compare.py --no-vllm --mixed --repeats 3 ... (Benchmarks page)"),
     table("trl_mixed_variants", "| model | mindrl variant |",
