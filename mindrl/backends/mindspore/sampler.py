@@ -195,6 +195,19 @@ class MindSporeSampler:
         bmm_t = ops.BatchMatMul(transpose_b=True)
         bmm = ops.BatchMatMul()
 
+        def mlp_step(layer, x, used):
+            """The layer's MLP half; a MoE layer adds the experts it chose to ``used``."""
+            if routes and layer.is_moe:
+                y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
+                return x + y, used + (r,)
+            return x + layer.mlp(layer.post_attention_layernorm(x)), used
+
+        def finish(x, B, used):
+            logits = model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+            if routes:
+                return logits, ops.stack(used, 0)
+            return logits
+
         def portable(ids, cos_q, sin_q, cos_k, sin_k, bias, idx):
             B = ids.shape[0]
             x = model.model.embed_tokens(ids)                                  # (B, H)
@@ -215,17 +228,9 @@ class MindSporeSampler:
                 scores = bmm_t(q.reshape(B, Nk, rep, D), kc) + bias           # (B, Nk, rep, S)
                 o = bmm(ops.softmax(scores, -1), vc)                           # (B, Nk, rep, D)
                 x = x + attn.o_proj(o.reshape(B, Nq * D))
-                if routes and layer.is_moe:
-                    y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
-                    x = x + y
-                    used = used + (r,)
-                else:
-                    x = x + layer.mlp(layer.post_attention_layernorm(x))
+                x, used = mlp_step(layer, x, used)
                 i = i + 1
-            logits = model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
-            if routes:
-                return logits, ops.stack(used, 0)
-            return logits
+            return finish(x, B, used)
 
         def fused(ids, cos_q, sin_q, cos_k, sin_k, bias, idx):
             B = ids.shape[0]
@@ -246,17 +251,9 @@ class MindSporeSampler:
                 vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
                 o = kernels.attention(q, kc, vc, bias, attn.scale)
                 x = x + attn.o_proj(o.reshape(B, Nq * D))
-                if routes and layer.is_moe:
-                    y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
-                    x = x + y
-                    used = used + (r,)
-                else:
-                    x = x + layer.mlp(layer.post_attention_layernorm(x))
+                x, used = mlp_step(layer, x, used)
                 i = i + 1
-            logits = model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
-            if routes:
-                return logits, ops.stack(used, 0)
-            return logits
+            return finish(x, B, used)
 
         return ms.jit(portable if kernels is PORTABLE else fused)
 
