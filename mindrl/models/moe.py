@@ -38,10 +38,6 @@ def moe_layer_flags(cfg: dict) -> List[bool]:
     return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
 
 
-def is_moe(cfg: dict) -> bool:
-    return any(moe_layer_flags(cfg))
-
-
 _FUSED_SUFFIXES = (".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")
 
 
