@@ -129,8 +129,9 @@ def test_vllm_with_lora_stays_in_sync(tmp_path, backend, mode):
         assert r["grad_norm"] > 0
     if mode == "merged":
         assert sent == {"weight_loads": 3, "weight_tensors": sent["weight_tensors"],
-                        "adapter_loads": 0} and sent["weight_tensors"] > 0
+                        "adapter_loads": 0, "moe_repacks": 0} and sent["weight_tensors"] > 0
         assert left == []
     else:                             # one adapter per sync, no base weights, one adapter held
-        assert sent == {"weight_loads": 0, "weight_tensors": 0, "adapter_loads": 3}
+        assert sent == {"weight_loads": 0, "weight_tensors": 0, "adapter_loads": 3,
+                        "moe_repacks": 0}
         assert held == [3] and left == ["r0_000003"]
