@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class RouterHooks:
         self.k = int(next(iter(self.routers.values())).top_k) if self.routers else 0
         self._mode: Optional[str] = None
         self._targets = None                 # torch (N, L, k) long, the router rows' order
-        self._records: Dict[int, List] = {}
+        self._records: Dict[int, object] = {}   # layer -> the last forward's indices
         self.flips = 0                       # replayed (token, layer) whose native set differs
         self.replayed = 0                    # replayed (token, layer) rows
         for layer, mod in self.routers.items():
@@ -68,7 +68,7 @@ class RouterHooks:
     def _hook(self, layer: int):
         def hook(mod, args, out):
             if self._mode == "record":
-                self._records.setdefault(layer, []).append(out[2].detach().to("cpu"))
+                self._records[layer] = out[2].detach().to("cpu")
                 return None
             if self._mode != "replay" or self._targets is None:
                 return None
@@ -104,13 +104,11 @@ class RouterHooks:
             self._mode, self._records = old, {}
 
     def pop(self, rows: int, positions: int) -> np.ndarray:
-        """The routes of the last forward(s) since the previous pop as ``(rows, positions, L,
-        k)`` int16 (the router saw ``rows * positions`` tokens, row-major); -1 for layers
-        without a router."""
+        """The routes of the last forward as ``(rows, positions, L, k)`` int16 (the router saw
+        ``rows * positions`` tokens, row-major); -1 for layers without a router."""
         out = np.full((rows, positions, self.layers, self.k), -1, np.int16)
-        for layer, parts in self._records.items():
-            idx = parts[-1].numpy().reshape(rows, positions, self.k)
-            out[:, :, layer] = idx
+        for layer, idx in self._records.items():
+            out[:, :, layer] = idx.numpy().reshape(rows, positions, self.k)
         self._records = {}
         return out
 
