@@ -1,8 +1,14 @@
-"""Step time and response tokens/s of one RL recipe run four ways, in one process, same model,
-same prompts, long-tailed response lengths (bench/trl_compare.py ``mixed_lengths``: most
-responses short, a few at the limit; every mode samples the same lengths per step): sync,
-``rollout.async_ahead=1`` (a sampler process one step ahead), and ``rollout.mode=async_ray``
-with 2 rollout workers at max_staleness 1 and 2.
+"""Step time and response tokens/s of one RL recipe run several ways, in one process, same model,
+same prompts, long-tailed response lengths: sync, ``rollout.async_ahead=1`` (a sampler process
+one step ahead), and ``rollout.mode=async_ray`` with 2 rollout workers at max_staleness 1, 2
+and 4, and at 1 with partial rollouts (generations in flight at a weight push continue under
+the new weights).
+
+Lengths: every decode step ends each live row with probability 3.5 / max tokens (EOS forced,
+otherwise suppressed): a geometric, long-tailed length (mean ~max/3.5, a few rows at the limit,
+as :func:`trl_compare.mixed_lengths`) that has no memory, so a generation interrupted and
+resumed draws its length from the same law as one that ran through. Every mode samples the
+same law; the mean response length is printed beside each row.
 Ratios are against sync, measured in the same run (the machine's load drifts between runs).
 
     .venv/bin/python bench/async_rl.py --size tiny --steps 8 --warmup 2
@@ -19,35 +25,29 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from trl_compare import SIZES, length_hook, length_processor, make_prompts, mixed_lengths  # noqa: E402,E501
+from trl_compare import SIZES, make_prompts  # noqa: E402
 
 
+def geometric_lengths(model, tokens: int, eos_id: int) -> None:
+    """The decode loop's logits hook (``model.mindrl_logits_hook``): each live row ends at this
+    step with probability 3.5 / ``tokens`` (EOS forced), else EOS is suppressed. Draws come from
+    the engine's seeded torch stream."""
+    import torch
 
-def cycled_lengths(model, rows: int, tokens: int, eos_id: int) -> None:
-    """``model.generate`` ends its rows at the long-tailed :func:`mixed_lengths` of one step's
-    ``rows`` rollouts, taken in turn across calls: a call over a whole step's batch and calls
-    over one group at a time (a Ray worker's) sample the same lengths over a step."""
-    from transformers import LogitsProcessorList
+    p = 3.5 / tokens
 
-    targets, gen, state = mixed_lengths(rows, tokens), model.generate, {"next": 0}
+    def per_call(rows: int):
+        def step(row_ids, t, scores):
+            end = (torch.rand(len(row_ids)) < p).to(scores.device)
+            scores = scores.clone()
+            scores[:, eos_id] = -float("inf")
+            forced = torch.full_like(scores, -float("inf"))
+            forced[:, eos_id] = 0.0
+            return torch.where(end[:, None], forced, scores)
 
-    def take(count):
-        first = state["next"]
-        state["next"] = (first + count) % rows
-        return [targets[(first + b) % rows] for b in range(count)]
+        return step
 
-    model.mindrl_logits_hook = length_hook(take, eos_id)
-
-    def generate(*args, **kw):
-        ids = kw.get("input_ids", args[0] if args else None)
-        first = state["next"]
-        mine = [targets[(first + b) % rows] for b in range(ids.shape[0])]
-        state["next"] = (first + ids.shape[0]) % rows
-        lp = LogitsProcessorList(list(kw.pop("logits_processor", None) or []) +
-                                 [length_processor(mine, eos_id)()])
-        return gen(*args, logits_processor=lp, **kw)
-
-    model.generate = generate
+    model.mindrl_logits_hook = per_call
 
 
 MODES = {
@@ -55,6 +55,9 @@ MODES = {
     "async_ahead=1": ["rollout.async_ahead=1"],
     "async_ray k=1": ["rollout.mode=async_ray", "rollout.workers=2", "rollout.max_staleness=1"],
     "async_ray k=2": ["rollout.mode=async_ray", "rollout.workers=2", "rollout.max_staleness=2"],
+    "async_ray k=4": ["rollout.mode=async_ray", "rollout.workers=2", "rollout.max_staleness=4"],
+    "k=1 partial": ["rollout.mode=async_ray", "rollout.workers=2", "rollout.max_staleness=1",
+                    "rollout.partial_rollouts=true"],
 }
 
 
@@ -72,6 +75,7 @@ def run(mode: str, size: str, steps: int, warmup: int, tmp: pathlib.Path):
         "reward.functions=[{name: 'trl_compare:bench_reward'}]", "validation.every=0",
         "logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false",
         "checkpoint.resume=false", "checkpoint.save_final=false",
+        "rollout.logprob_gap_warn=100",     # the forced EOS moves the engine's log-probs
         f"logging.output_dir={tmp / mode.replace(' ', '_')}", *MODES[mode]])
     from transformers import AutoTokenizer
 
@@ -79,8 +83,7 @@ def run(mode: str, size: str, steps: int, warmup: int, tmp: pathlib.Path):
 
     t0 = time.perf_counter()
     eos = AutoTokenizer.from_pretrained(resolve_model_path(S["model"])).eos_token_id
-    setup = functools.partial(cycled_lengths, rows=S["prompts"] * S["n"], tokens=S["tokens"],
-                              eos_id=eos)
+    setup = functools.partial(geometric_lengths, tokens=S["tokens"], eos_id=eos)
 
     class Bench(RLTrainer):
         rollout_worker_setup = setup            # async_ray: each worker's model
@@ -101,7 +104,10 @@ def run(mode: str, size: str, steps: int, warmup: int, tmp: pathlib.Path):
     tok = sum(r["throughput/tokens_per_s"] * r["time/step"] for r in rows) / \
         sum(r["time/step"] for r in rows)
     stale = sum(r.get("rollout/staleness", 0.0) for r in rows) / len(rows)
+    tok_stale = sum(r.get("rollout/token_staleness", r.get("rollout/staleness", 0.0))
+                    for r in rows) / len(rows)
     return {"mode": mode, "step_s": step, "tokens_per_s": tok, "staleness": stale,
+            "token_staleness": tok_stale,
             "resp_len": sum(r["response_length/mean"] for r in rows) / len(rows),
             "total_s": setup_s}
 
@@ -120,11 +126,11 @@ def main() -> None:
     print(f"\n{a.size}: {SIZES[a.size]}, {a.steps} steps after {a.warmup} warm-up, "
           "long-tailed response lengths")
     print(f"{'mode':<15}{'step s':>9}{'x sync':>8}{'tokens/s':>10}{'x sync':>8}"
-          f"{'staleness':>11}{'resp len':>10}")
+          f"{'staleness':>11}{'per token':>11}{'resp len':>10}")
     for r in out:
         print(f"{r['mode']:<15}{r['step_s']:>9.3f}{r['step_s'] / base['step_s']:>8.2f}"
               f"{r['tokens_per_s']:>10.0f}{r['tokens_per_s'] / base['tokens_per_s']:>8.2f}"
-              f"{r['staleness']:>11.2f}{r['resp_len']:>10.1f}")
+              f"{r['staleness']:>11.2f}{r['token_staleness']:>11.2f}{r['resp_len']:>10.1f}")
 
 
 if __name__ == "__main__":

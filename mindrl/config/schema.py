@@ -230,6 +230,16 @@ class RolloutConfig:
                           "train.prompts_per_step. At least train.prompts_per_step.")
     max_restarts: int = opt(3, "mode=async_ray: restarts of a rollout worker whose process died "
                             "(its groups are re-issued to the workers alive); -1 = no limit.")
+    partial_rollouts: bool = opt(False, "mode=async_ray: a generation in flight when the "
+                                 "trainer publishes new weights stops at the next token "
+                                 "boundary, loads them and continues its tokens under them "
+                                 "(each token keeps the behaviour log-prob of the policy that "
+                                 "sampled it; rollout/token_staleness, rollout/resumes). The "
+                                 "staleness bound and drops still count from the version a "
+                                 "group started with.")
+    partial_check_tokens: int = opt(8, "partial_rollouts: decode steps between a worker's "
+                                    "checks for newer weights (rollout.engine=vllm: the length "
+                                    "of the segments it generates between checks).")
 
 
 @dataclass(frozen=True)
@@ -723,6 +733,9 @@ def _check_async_ray(cfg) -> List[str]:
     """Combinations ``rollout.mode=async_ray`` does not run with (mindrl.trainer.async_ray)."""
     r = cfg.rollout
     if r.mode != "async_ray":
+        if r.partial_rollouts:
+            return ["rollout.partial_rollouts=true resumes generations across weight pushes to "
+                    f"rollout workers: it needs rollout.mode=async_ray (got {r.mode})"]
         return []
     key, errors = "rollout.mode=async_ray", []
     if r.async_ahead:
@@ -733,6 +746,8 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"rollout.max_staleness={r.max_staleness} must be >= 0 (0 = on-policy)")
     if r.max_restarts < -1:
         errors.append(f"rollout.max_restarts={r.max_restarts} must be >= 0, or -1 (no limit)")
+    if r.partial_check_tokens < 1:
+        errors.append(f"rollout.partial_check_tokens={r.partial_check_tokens} must be >= 1")
     batch = cfg.train.prompts_per_step
     if r.queue_size < 0 or 0 < r.queue_size < batch:
         errors.append(f"rollout.queue_size={r.queue_size} must be 0 (auto) or >= "

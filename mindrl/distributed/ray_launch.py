@@ -137,8 +137,8 @@ def join_ray(address: str, *, key: str = "distributed.ray_address", log_to_drive
     import ray  # noqa: PLC0415
 
     kwargs = dict(include_dashboard=False, configure_logging=False, log_to_driver=log_to_driver)
-    if local:
-        ray.init(num_cpus=num_cpus, **kwargs)
+    if local:       # a new instance, even when another run's Ray is up on this machine
+        ray.init(address="local", num_cpus=num_cpus, **kwargs)
         return ray
     try:
         ray.init(address=address, **kwargs)

@@ -110,12 +110,14 @@ class NativeTorchEngine:
 
     # ------------------------------------------------------------------ generate
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
-                 on_group_done=None) -> Rollouts:
+                 on_group_done=None, interrupt=None, done_tokens=None) -> Rollouts:
         """All prompts x ``sampling.n`` samples through :func:`mindrl.rollout.torch_decode.decode`
         (one prefill per prompt, finished rows leave the batch). ``on_group_done(group,
         responses)``, when given, is called during generation for each group whose samples have
-        all stopped."""
-        return self._sample(prompt_ids, sampling, on_group_done, hf=False)
+        all stopped. ``interrupt`` / ``done_tokens``: partial rollouts (a generation stopped
+        at a weight update), see :func:`mindrl.rollout.torch_decode.decode`."""
+        return self._sample(prompt_ids, sampling, on_group_done, hf=False, interrupt=interrupt,
+                            done_tokens=done_tokens)
 
     def generate_hf(self, prompt_ids: List[List[int]], sampling: SamplingParams,
                     on_group_done=None) -> Rollouts:
@@ -123,7 +125,8 @@ class NativeTorchEngine:
         longest; n prefills per prompt): the reference the benchmark and tests compare with."""
         return self._sample(prompt_ids, sampling, on_group_done, hf=True)
 
-    def _sample(self, prompt_ids, sampling, on_group_done, hf: bool) -> Rollouts:
+    def _sample(self, prompt_ids, sampling, on_group_done, hf: bool, interrupt=None,
+                done_tokens=None) -> Rollouts:
         import torch
 
         n, B0 = sampling.n, len(prompt_ids)
@@ -153,7 +156,8 @@ class NativeTorchEngine:
                     responses, logps, reasons = decode(
                         self.model, prompt_ids, n, sampling.max_new_tokens, eos, self.pad_id,
                         sampling.temperature, trunc, device=self.device,
-                        on_group_done=on_group_done, routes_out=routes)
+                        on_group_done=on_group_done, routes_out=routes, interrupt=interrupt,
+                        done_tokens=done_tokens)
         finally:
             self.model.train(was_training)
         self.calls += 1

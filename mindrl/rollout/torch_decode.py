@@ -34,7 +34,8 @@ import numpy as np
 def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
            stop_ids: Sequence[int], pad_id: int, temperature: float, trunc=None,
            device=None, on_group_done: Optional[Callable[[int, List[List[int]]], None]] = None,
-           routes_out: Optional[list] = None
+           routes_out: Optional[list] = None, interrupt: Optional[Callable[[], bool]] = None,
+           done_tokens: Optional[Sequence[int]] = None
            ) -> Tuple[List[List[int]], List[np.ndarray], List[str]]:
     """Sample ``n`` responses for each prompt: (response ids per row, log-probs per row, finish
     reason per row), rows prompt-major (prompt 0's n samples first). ``temperature <= 0`` is
@@ -43,7 +44,12 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
 
     ``routes_out`` (a list, mixture-of-experts models): receives each row's expert choices,
     ``(len(prompt) + len(response) - 1, num_hidden_layers, k)`` int16 for the tokens the model
-    was fed (:mod:`mindrl.backends.torch.moe_replay`)."""
+    was fed (:mod:`mindrl.backends.torch.moe_replay`).
+
+    ``interrupt`` (partial rollouts): called after each decode step; when it returns True the
+    rows still decoding end there with reason ``"interrupted"`` (their tokens and log-probs kept,
+    to be continued later). ``done_tokens`` (per prompt): tokens a continued generation already
+    has; they only shift the position a ``model.mindrl_logits_hook`` sees."""
     import contextlib
 
     import torch
@@ -75,11 +81,12 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
     with hooks.recording() if hooks is not None else contextlib.nullcontext():
         return _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trunc,
                        device, on_group_done, ids, att, responses, logps, reasons, hooks,
-                       routes_out)
+                       routes_out, interrupt, done_tokens)
 
 
 def _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trunc, device,
-            on_group_done, ids, att, responses, logps, reasons, hooks, routes_out):
+            on_group_done, ids, att, responses, logps, reasons, hooks, routes_out, interrupt,
+            done_tokens):
     import torch
     from transformers import DynamicCache
 
@@ -109,9 +116,11 @@ def _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trun
     hook = getattr(model, "mindrl_logits_hook", None)
     step_hook = hook(rows_total) if hook is not None else None
     left = [n] * B0                                                 # unstopped samples per group
+    offset = None if done_tokens is None else torch.tensor(
+        [int(done_tokens[r // n]) for r in range(rows_total)], device=device)
     for t in range(max_new_tokens):
         if step_hook is not None:
-            logits = step_hook(live, t, logits)
+            logits = step_hook(live, t if offset is None else offset[live] + t, logits)
         z = truncated_logits(logits * inv_t, trunc)
         logp_all = torch.log_softmax(z, dim=-1)
         if greedy:
@@ -132,6 +141,11 @@ def _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trun
                 if left[g] == 0 and on_group_done is not None and t < max_new_tokens - 1:
                     on_group_done(g, [responses[j] for j in range(g * n, (g + 1) * n)])
         if t == max_new_tokens - 1:
+            break
+        if interrupt is not None and not all(done_l) and interrupt():
+            for r, d in zip(live_l, done_l):
+                if not d:
+                    reasons[r] = "interrupted"
             break
         if any(done_l):
             keep = (~done).nonzero().squeeze(-1)

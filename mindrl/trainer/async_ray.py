@@ -107,6 +107,17 @@ class Finished:
     pid: int
     idle_s: float               # the worker's idle time before it started this group
     busy_s: float
+    # partial rollouts: the policy version of each response token, per row (empty: every token
+    # is of ``version``), and how many times the group's generation was resumed
+    token_versions: List[np.ndarray] = dataclasses.field(default_factory=list)
+    resumes: int = 0
+
+
+def token_versions(f: Finished) -> List[np.ndarray]:
+    """The policy version of each response token of ``f``, per row."""
+    if f.token_versions:
+        return list(f.token_versions)
+    return [np.full(len(r), f.version, np.int64) for r in f.rollouts.response_ids]
 
 
 def lag_ok(step: int, version: int, k: int) -> bool:
@@ -133,6 +144,92 @@ class WeightStore:
 
     def latest(self):
         return self.version, self.boxed
+
+    def latest_version(self) -> int:
+        return self.version
+
+
+def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, newer):
+    """Partial rollouts: ``sampling.n`` samples of one prompt whose generation is interrupted
+    when the trainer publishes a newer policy and continued under it.
+
+    ``hold``: the policy version the engine holds now; ``refresh()`` loads the latest policy
+    into the engine and returns its version; ``newer()`` is True once a version newer than the
+    engine's is published. Native engines take ``newer`` as their ``interrupt`` (polled between
+    decode steps: the rows still decoding stop at that token boundary); an engine without it
+    (vLLM) decodes segments of ``check_tokens`` tokens (``newer.check_tokens``) and looks in
+    between. The rows left are continued by one call over their prefixes (prompt + tokens so
+    far, ``n = 1`` each), so every token keeps the log-prob of the policy that sampled it.
+
+    Returns (Rollouts of the n rows, version of each response token per row, resumes)."""
+    import inspect
+
+    from mindrl.types import Rollouts
+
+    n, T = sampling.n, sampling.max_new_tokens
+    params = inspect.signature(engine.generate).parameters
+    native = "interrupt" in params
+    resp: List[List[int]] = [[] for _ in range(n)]
+    logp: List[List[np.ndarray]] = [[] for _ in range(n)]
+    vers: List[List[np.ndarray]] = [[] for _ in range(n)]
+    reasons = ["length"] * n
+    todo, resumes, version = list(range(n)), -1, hold
+    while todo:
+        resumes += 1
+        if resumes:
+            version = refresh()
+        if resumes == 0:
+            prompts, sp = [list(prompt_ids)], sampling
+        else:
+            prompts = [list(prompt_ids) + resp[r] for r in todo]
+            seed = None if sampling.seed is None else sampling.seed + 7919 * resumes
+            sp = dataclasses.replace(sampling, n=1, seed=seed,
+                                     max_new_tokens=max(T - len(resp[r]) for r in todo))
+        kw = {}
+        if native:
+            kw["interrupt"] = newer
+            if "done_tokens" in params and resumes:
+                kw["done_tokens"] = [len(resp[r]) for r in todo]
+        else:
+            sp = dataclasses.replace(sp, max_new_tokens=min(sp.max_new_tokens,
+                                                            newer.check_tokens))
+        ro = engine.generate(prompts, sp, **kw)
+        left = []
+        for j, r in enumerate(todo):
+            room = T - len(resp[r])
+            ids = list(ro.response_ids[j][:room])
+            resp[r] += ids
+            logp[r].append(np.asarray(ro.logprobs[j][:room], np.float32))
+            vers[r].append(np.full(len(ids), version, np.int64))
+            if ro.finish_reasons[j] == "stop" and len(ids) == len(ro.response_ids[j]):
+                reasons[r] = "stop"
+            elif len(resp[r]) < T:
+                left.append(r)              # interrupted, or a segment ended: go on
+        todo = left
+    texts = []
+    tok = getattr(engine, "tokenizer", None)
+    if tok is not None:
+        texts = [tok.decode(r, skip_special_tokens=True) for r in resp]
+    ro = Rollouts(prompt_ids=[list(prompt_ids) for _ in range(n)], response_ids=resp,
+                  logprobs=[np.concatenate(x) for x in logp], finish_reasons=reasons,
+                  group_index=np.zeros(n, np.int64), texts=texts)
+    return ro, [np.concatenate(v) for v in vers], resumes
+
+
+class NewerPolicy:
+    """``newer()`` polled by a generating worker: asks the :class:`WeightStore` every
+    ``check_tokens`` calls whether a version newer than ``worker.version`` is out."""
+
+    def __init__(self, worker, check_tokens: int):
+        self.worker, self.check_tokens, self.calls = worker, max(1, int(check_tokens)), 0
+
+    def __call__(self) -> bool:
+        import ray
+
+        self.calls += 1
+        if self.calls % self.check_tokens:
+            return False
+        return ray.get(self.worker.store.latest_version.remote()) > self.worker.version
 
 
 def worker_engine(cfg, model_path: str):
@@ -172,6 +269,8 @@ class RolloutWorker:
             pickle.loads(setup)(getattr(self.engine, "model", self.engine))
         self.scorer = build_scorer(cfg.reward)
         self.index, self.store, self.version = index, store, -1
+        self.partial = cfg.rollout.partial_rollouts
+        self.check_tokens = cfg.rollout.partial_check_tokens
         self.last_end = time.perf_counter()
 
     def pid(self) -> int:
@@ -181,22 +280,33 @@ class RolloutWorker:
         return type(self.engine).__name__
 
     def run(self, group: Group, sampling) -> Finished:
-        import ray
-
         from mindrl.trainer.base import score_rollouts
 
         t0 = time.perf_counter()
         idle = t0 - self.last_end
-        version, boxed = ray.get(self.store.latest.remote())
-        if version != self.version:         # a newer policy: load it before this group
-            weights = ray.get(boxed[0])
-            self.engine.load_weights(weights.items())
-            self.version = version
-        ro = self.engine.generate([group.prompt_ids], sampling)
+        version = self.refresh()
+        token_versions, resumes = [], 0
+        if self.partial:
+            ro, token_versions, resumes = sample_partial(
+                self.engine, group.prompt_ids, sampling, version, self.refresh,
+                NewerPolicy(self, self.check_tokens))
+        else:
+            ro = self.engine.generate([group.prompt_ids], sampling)
         sc = score_rollouts(self.scorer, [group.row], ro)
         self.last_end = time.perf_counter()
         return Finished(group, version, ro, sc, self.index, os.getpid(), idle,
-                        self.last_end - t0)
+                        self.last_end - t0, token_versions, resumes)
+
+    def refresh(self) -> int:
+        """Load the latest published policy if it is newer than the engine's; its version."""
+        import ray
+
+        version, boxed = ray.get(self.store.latest.remote())
+        if version != self.version:
+            weights = ray.get(boxed[0])
+            self.engine.load_weights(weights.items())
+            self.version = version
+        return self.version
 
     def close(self) -> None:
         close = getattr(self.scorer, "close", None)
@@ -217,11 +327,12 @@ class RayRollout:
         cfg = trainer.cfg
         r = cfg.rollout
         self.k, self.B, self.queue_size = r.max_staleness, trainer.local_prompts, r.queue_size
+        self.partial = r.partial_rollouts
         self.own_ray = not ray.is_initialized()
-        if self.own_ray:
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            ray.init(num_cpus=max(2, os.cpu_count() or 1), include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+        if self.own_ray:            # its own one-machine Ray, whatever else runs here
+            from mindrl.distributed.ray_launch import join_ray
+
+            join_ray("local", log_to_driver=False, num_cpus=max(2, os.cpu_count() or 1))
         self.store = ray.remote(num_cpus=0)(WeightStore).remote()
         actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=r.max_restarts,
                                                   max_task_retries=0)
@@ -288,6 +399,11 @@ class RayRollout:
         self.sources.append([(f.worker, f.pid) for f in batch])
         m["rollout/staleness"] = float(lag.mean())
         m["rollout/staleness_max"] = float(lag.max())
+        if self.partial:        # per token: later tokens of a resumed group lag less
+            tok_lag = np.concatenate([tr.step - v for f in batch for v in token_versions(f)])
+            m["rollout/token_staleness"] = float(tok_lag.mean()) if len(tok_lag) else 0.0
+            m["rollout/resumed_groups"] = float(sum(f.resumes > 0 for f in batch))
+            m["rollout/resumes"] = float(sum(f.resumes for f in batch))
         m["rollout/dropped_groups"] = float(self.step_dropped)
         m["rollout/groups_reissued"] = float(self.reissued)
         m["rollout/worker_restarts"] = float(self.restarts)
@@ -457,7 +573,9 @@ class RayRollout:
                   "pid": f.pid, "rollouts": rollouts_to_json(f.rollouts),
                   "total": nan_none(f.scored.total),
                   "components": {k: nan_none(v) for k, v in f.scored.components.items()},
-                  "metrics": {k: float(v) for k, v in f.scored.metrics.items()}}
+                  "metrics": {k: float(v) for k, v in f.scored.metrics.items()},
+                  "token_versions": [np.asarray(v).tolist() for v in f.token_versions],
+                  "resumes": f.resumes}
                  for f in self.ready]
         pending = sorted([g for g, _ in self.in_flight.values()] + list(self.retry),
                          key=lambda g: g.gid)
@@ -484,7 +602,10 @@ class RayRollout:
                             dict(d["metrics"]))
             self.ready.append(Finished(Group(**d["group"]), int(d["version"]),
                                        rollouts_from_json(d["rollouts"]), scored,
-                                       int(d["worker"]), int(d["pid"]), 0.0, 0.0))
+                                       int(d["worker"]), int(d["pid"]), 0.0, 0.0,
+                                       [np.asarray(v, np.int64)
+                                        for v in d.get("token_versions", [])],
+                                       int(d.get("resumes", 0))))
         self.retry = collections.deque(Group(**d) for d in state["resample"])
         self.rows = collections.deque(state["rows"])
         self.next_gid = int(state["next_gid"])

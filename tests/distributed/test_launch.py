@@ -114,3 +114,28 @@ def test_launch_checks_the_model_before_starting_workers():
     assert res.returncode == 2
     assert "model directory /nonexistent/qwen does not exist" in res.stderr
     assert "before starting 1 node(s) x 2 workers" in res.stderr and "torchrun" not in res.stderr
+
+
+@pytest.mark.slow
+def test_local_ray_is_its_own_even_when_another_run_has_one(tmp_path):
+    """Two runs on one machine that each start a one-machine Ray (rollout.mode=async_ray, sharded
+    evaluation): the second gets its own instance instead of failing to join the first's
+    ("num_cpus ... must not be provided")."""
+    code = ("import os, sys, time\nos.environ['RAY_AUTH_MODE'] = 'disabled'\n"
+            "from mindrl.distributed.ray_launch import join_ray\n"
+            "ray = join_ray('local', log_to_driver=False, num_cpus=2)\n"
+            "print('gcs', ray.get_runtime_context().gcs_address, flush=True)\n"
+            "sys.stdin.read()\nray.shutdown()\n")      # holds its Ray until stdin closes
+    first = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        line = first.stdout.readline()
+        assert line.startswith("gcs "), line
+        second = subprocess.run([sys.executable, "-c", code], input="", capture_output=True,
+                                text=True, timeout=120)
+        assert second.returncode == 0, second.stderr[-2000:]
+        other = [x for x in second.stdout.splitlines() if x.startswith("gcs ")]
+        assert other and other[0] != line.strip(), (other, line)
+    finally:
+        first.stdin.close()
+        first.wait(timeout=60)

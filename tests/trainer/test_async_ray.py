@@ -99,7 +99,7 @@ def test_token_tis_is_the_default_correction(tmp_path):
 
 def test_queue_state_survives_json_exactly():
     """RayRollout.state() -> JSON -> load_state(): the ready groups (rollouts, totals and
-    components with NaN, the row), the groups to sample again in issue order, the rows not yet
+    components with NaN, the row, the version of each token of a resumed group), the groups to sample again in issue order, the rows not yet
     issued and the counters come back as they were."""
     import collections
 
@@ -114,7 +114,7 @@ def test_queue_state_survives_json_exactly():
                   texts=["ab", "c"])
     sc = Scored(np.array([1.0, np.nan]), {"acc": np.array([1.0, np.nan])}, {"timeouts": 1.0})
     q.ready = [Finished(Group(3, {"problem": "1+1", "answer": "2"}, [1, 2], 99), 4, ro, sc,
-                        1, 4242, 0.5, 0.25)]
+                        1, 4242, 0.5, 0.25, [np.array([3, 4, 4]), np.array([3])], 1)]
     q.in_flight = {"ref-a": (Group(7, {"problem": "p7"}, [3], 11), 0),
                    "ref-b": (Group(5, {"problem": "p5"}, [4], 12, 1), 1)}
     q.retry = collections.deque([Group(6, {"problem": "p6"}, [5], 13)])
@@ -133,6 +133,7 @@ def test_queue_state_survives_json_exactly():
     np.testing.assert_array_equal(f.scored.total, sc.total)         # NaN where it was
     np.testing.assert_array_equal(f.scored.components["acc"], sc.components["acc"])
     assert f.scored.metrics == {"timeouts": 1.0}
+    assert [v.tolist() for v in f.token_versions] == [[3, 4, 4], [3]] and f.resumes == 1
     assert [(g.gid, g.seed, g.attempts) for g in r.retry] == [(5, 12, 1), (6, 13, 0), (7, 11, 0)]
     assert list(r.rows) == [{"problem": "p8"}] and r.next_gid == 8
     assert (r.dropped, r.reissued, r.restarts) == (2, 1, 1)

@@ -403,7 +403,11 @@ def rollout_sampler(cfg, model_path: str):
         pad_id = pid if pid is not None else (tokenizer.eos_token_id or 0)
         if tokenizer.eos_token_id is not None:
             stop = (tokenizer.eos_token_id,)
+    prompt_buckets = default_buckets(cfg.data.max_prompt_len)
+    if cfg.rollout.partial_rollouts:    # a resumed generation's prompt holds its tokens so far
+        longest = cfg.data.max_prompt_len + cfg.rollout.max_new_tokens
+        prompt_buckets += [b for b in default_buckets(longest) if b > prompt_buckets[-1]]
     return MindSporeSampler(model, tokenizer=tokenizer, pad_id=pad_id, eos_ids=stop,
-                            prompt_buckets=default_buckets(cfg.data.max_prompt_len),
+                            prompt_buckets=prompt_buckets,
                             response_buckets=default_buckets(cfg.rollout.max_new_tokens),
                             seed=cfg.rollout.seed)

@@ -278,16 +278,18 @@ class MindSporeSampler:
         self.compile_counts[name] = len(seen)
 
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
-                 on_group_done=None) -> Rollouts:
+                 on_group_done=None, interrupt=None) -> Rollouts:
         """``on_group_done(group, responses)``, when given, is called from the decode loop for
         each group whose samples have all stopped (responses: the group's token ids, stop token
-        included), while the other groups go on decoding (``reward.overlap_groups``)."""
+        included), while the other groups go on decoding (``reward.overlap_groups``).
+        ``interrupt`` (partial rollouts): called after each decode step; when it returns True the
+        rows still decoding end there with reason ``"interrupted"``, tokens and log-probs kept."""
         # The decode loop allocates a few small objects per token and step; the cyclic GC they
         # trigger was ~4% of a step's CPU (perf) and they hold no cycles: pause it meanwhile.
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._generate(prompt_ids, sampling, on_group_done)
+            return self._generate(prompt_ids, sampling, on_group_done, interrupt)
         finally:
             if enabled:
                 gc.enable()
@@ -312,7 +314,7 @@ class MindSporeSampler:
         return cache
 
     def _generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
-                  on_group_done=None) -> Rollouts:
+                  on_group_done=None, interrupt=None) -> Rollouts:
         sp = sampling
         rng = np.random.default_rng(sp.seed) if sp.seed is not None else self._rng
         rows = [list(p) for p in prompt_ids for _ in range(sp.n)]
@@ -406,6 +408,10 @@ class MindSporeSampler:
                     open_groups.discard(g)
                     on_group_done(g, [list(out_tokens[i]) for i in rows_g])
             if finished.all() or t == Tmax - 1:
+                break
+            if interrupt is not None and interrupt():
+                for r in np.nonzero(~finished)[0]:
+                    reasons[r] = "interrupted"
                 break
             step_ids = np.full(len(rowmap), self.pad_id, np.int32)
             step_ids[here] = tok
