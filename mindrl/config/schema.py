@@ -762,9 +762,6 @@ def _check_async_ray(cfg) -> List[str]:
                       "workers run the native torch or MindSpore engine, or vLLM")
     if cfg.device != "cpu":
         errors.append(f"{key} runs its workers on device=cpu only (got device={cfg.device})")
-    if cfg.model.lora.enabled:
-        errors.append(f"{key} pushes full weights to its workers: model.lora.enabled=true is "
-                      "not supported")
     if cfg.tools.enabled:
         errors.append(f"{key} does not run multi-turn tool rollouts: set tools.enabled=false")
     if cfg.algorithm.dynamic_sampling.enabled:

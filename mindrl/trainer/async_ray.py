@@ -61,8 +61,14 @@ Checkpoints hold the queue (:meth:`RayRollout.state`): the scored groups ready t
 the prompts of the groups in flight, which a resumed run samples again (the first step after a
 resume reports ``rollout/ready_from_checkpoint`` and ``rollout/resampled_after_resume``).
 
-Not yet: partial rollouts (pausing generations in flight at a weight update), several trainer
-ranks, backend=mindformers.
+Partial rollouts (``rollout.partial_rollouts``, :func:`sample_partial`): a generation still
+running when a newer version is published stops at a token boundary, loads it and continues;
+each token keeps its behaviour log-prob and its version (``rollout/token_staleness``).
+
+LoRA: a version is the adapters alone; each worker merges them into its own copy of the adapted
+base weights (:meth:`RolloutWorker.refresh`), so the push is a few percent of the model.
+
+Not yet: several trainer ranks, backend=mindformers.
 """
 
 from __future__ import annotations
@@ -147,6 +153,29 @@ class WeightStore:
 
     def latest_version(self) -> int:
         return self.version
+
+
+def adapted_names(adapters) -> set:
+    """The base weights (``<path>.weight``) that LoRA adapters ``<path>.lora_A.weight`` adapt."""
+    tail = ".lora_A.weight"
+    return {k[:-len(tail)] + ".weight" for k in adapters if k.endswith(tail)}
+
+
+def base_weights(model_path: str, names) -> Dict[str, np.ndarray]:
+    """float32 arrays of the tensors ``names`` in the safetensors files of ``model_path``."""
+    from pathlib import Path
+
+    from safetensors import safe_open
+
+    out: Dict[str, np.ndarray] = {}
+    for f in sorted(Path(model_path).glob("*.safetensors")):
+        with safe_open(str(f), framework="pt") as st:
+            for k in set(st.keys()) & set(names):
+                out[k] = st.get_tensor(k).float().numpy()
+    missing = sorted(set(names) - set(out))
+    if missing:
+        raise RuntimeError(f"{model_path}: the base model has no {missing[:3]} (adapted by LoRA)")
+    return out
 
 
 def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, newer):
@@ -235,7 +264,12 @@ class NewerPolicy:
 def worker_engine(cfg, model_path: str):
     """The engine of one rollout worker process, by ``backend`` and ``rollout.engine``: vLLM
     (either backend; weights arrive as torch tensors or NumPy arrays), the native torch engine,
-    or the native MindSpore sampler over the worker's own copy of the model."""
+    or the native MindSpore sampler over the worker's own copy of the model. A worker's engine
+    never runs LoRA itself: with ``model.lora`` on it receives merged weights (see
+    :meth:`RolloutWorker.refresh`)."""
+    if cfg.model.lora.enabled:
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(
+            cfg.model, lora=dataclasses.replace(cfg.model.lora, enabled=False)))
     if cfg.rollout.engine == "vllm":
         from mindrl.rollout.vllm_engine import VLLMEngine
 
@@ -269,6 +303,7 @@ class RolloutWorker:
             pickle.loads(setup)(getattr(self.engine, "model", self.engine))
         self.scorer = build_scorer(cfg.reward)
         self.index, self.store, self.version = index, store, -1
+        self.model_path, self.base = model_path, None    # LoRA: the adapted base weights
         self.partial = cfg.rollout.partial_rollouts
         self.check_tokens = cfg.rollout.partial_check_tokens
         self.last_end = time.perf_counter()
@@ -303,8 +338,16 @@ class RolloutWorker:
 
         version, boxed = ray.get(self.store.latest.remote())
         if version != self.version:
-            weights = ray.get(boxed[0])
-            self.engine.load_weights(weights.items())
+            push = ray.get(boxed[0])
+            if push["kind"] == "adapters":      # LoRA: W0 + s B A, for the adapted layers only
+                from mindrl.backends.lora import merge
+
+                if self.base is None:
+                    self.base = base_weights(self.model_path, adapted_names(push["weights"]))
+                self.engine.load_weights(merge(self.base.items(), push["weights"],
+                                               push["scale"]))
+            else:
+                self.engine.load_weights(push["weights"].items())
             self.version = version
         return self.version
 
@@ -351,6 +394,7 @@ class RayRollout:
         log.info("rollout.mode=async_ray: %d rollout workers (%s)", len(self.workers),
                  ", ".join(self.engine_names))
         self.version: Optional[int] = None      # the version published last
+        self.push_mb = 0.0                      # size of the last version pushed
         self._weights_ref = None
         self.in_flight: Dict[object, Tuple[Group, int]] = {}    # ref -> (group, worker)
         self.per_worker = [0] * r.workers       # groups in flight on each worker
@@ -378,6 +422,7 @@ class RayRollout:
         t0 = time.perf_counter()
         self.publish()
         m["time/weight_sync"] = time.perf_counter() - t0
+        m["rollout/push_mb"] = self.push_mb
         self.step_dropped, self.step_idle = 0, 0.0
         t0 = time.perf_counter()
         self.ready = [f for f in self.ready if self._keep(f)]  # waited past k updates
@@ -424,14 +469,36 @@ class RayRollout:
 
         if self.version == self.tr.step:
             return
+        push = self.payload()
+        self.push_mb = sum(w.nbytes for w in push["weights"].values()) / 1e6
+        self._weights_ref = ray.put(push)
+        ray.get(self.store.publish.remote(self.tr.step, [self._weights_ref]))
+        self.version = self.tr.step
+
+    def payload(self) -> Dict:
+        """What one version sends: {"kind": "full", "weights": {HF name: tensor or array}}, or
+        with LoRA {"kind": "adapters", "weights": {<path>.lora_A/B.weight: float32 array},
+        "scale": alpha / r}: the adapters alone (the base never changes; each worker merges
+        them into its own copy of the adapted base weights)."""
         backend = self.tr.backend
+        if getattr(backend, "lora", None):
+            from mindrl.backends.lora import scale
+
+            if hasattr(backend, "named_tensors"):
+                from mindrl.backends.torch.lora import adapter_tensors
+
+                adapters = {n: t.detach().float().cpu().numpy().copy()
+                            for n, t in adapter_tensors(backend.model)}
+            else:
+                from mindrl.backends.mindspore.lora import adapter_arrays
+
+                adapters = dict(adapter_arrays(backend.model))
+            return {"kind": "adapters", "weights": adapters, "scale": scale(backend.lora)}
         if hasattr(backend, "named_tensors"):       # torch: tensors in the model's dtype
             weights = {name: t.detach().to("cpu").clone() for name, t in backend.named_tensors()}
         else:                                       # MindSpore: float32 NumPy, HF names
             weights = dict(backend.named_weights())
-        self._weights_ref = ray.put(weights)
-        ray.get(self.store.publish.remote(self.tr.step, [self._weights_ref]))
-        self.version = self.tr.step
+        return {"kind": "full", "weights": weights}
 
     def fill(self, after_take: bool) -> None:
         """Issue groups while the queue is below its cap (see :func:`queue_cap`)."""
