@@ -4,7 +4,7 @@ trainer updates; a step takes its batch as soon as ``train.prompts_per_step`` gr
 
 Topology (one trainer process, the Ray driver)::
 
-    trainer --ray.put(weights_v) once per version--> WeightStore (latest version, ref)
+    trainer --ray.put(each changed tensor)--> WeightStore (version, {name: (changed at, ref)})
     trainer --run(group)--> RolloutWorker i: load weights_latest if newer, generate, score
             <--(group, version, rollouts, scores)-- bounded queue (in flight + ready)
     step s: take the prompts_per_step ready groups of the oldest versions; top up the queue
@@ -22,11 +22,13 @@ s - v updates. With k = ``rollout.max_staleness`` and B = ``train.prompts_per_st
   overtaken by later ones) is dropped, counted in ``rollout/dropped_groups``, and its prompt
   is sampled again.
 
-Weight sync: at the start of each step the trainer puts its weights into the object store once
-(``ray.put``) and publishes (version, ref) to a small :class:`WeightStore` actor; each worker asks
-the store for the latest version when it starts a group and loads the weights only when that
-version is newer than its own. A group may so start with a newer policy than the one it was
-issued under, which only lowers its lag.
+Weight sync: at the start of each step the trainer publishes its weights as a new version:
+every tensor that changed since the last version goes into the object store (one ``ray.put``
+each), and a small :class:`WeightStore` actor keeps the manifest, name -> (version it last
+changed at, ref). Each worker asks the store for the latest version when it starts a group and
+fetches and loads only the tensors that changed after the version it holds (all of them after a
+restart). A group may so start with a newer policy than the one it was issued under, which
+only lowers its lag.
 
 Engines (:func:`worker_engine`, each worker process holds its own model): ``backend=torch``
 with ``rollout.engine=native`` runs the native torch engine; ``backend=mindspore`` with
@@ -153,6 +155,15 @@ class WeightStore:
 
     def latest_version(self) -> int:
         return self.version
+
+
+def same_tensor(a, b) -> bool:
+    """Bitwise-equal tensors (torch) or arrays (NumPy) of the same shape and dtype."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    import torch
+
+    return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
 
 
 def adapted_names(adapters) -> set:
@@ -303,7 +314,8 @@ class RolloutWorker:
             pickle.loads(setup)(getattr(self.engine, "model", self.engine))
         self.scorer = build_scorer(cfg.reward)
         self.index, self.store, self.version = index, store, -1
-        self.model_path, self.base = model_path, None    # LoRA: the adapted base weights
+        # LoRA: the adapted layers' base weights (read once) and the adapters as last loaded
+        self.model_path, self.base, self.adapters = model_path, None, {}
         self.partial = cfg.rollout.partial_rollouts
         self.check_tokens = cfg.rollout.partial_check_tokens
         self.last_end = time.perf_counter()
@@ -333,21 +345,27 @@ class RolloutWorker:
                         self.last_end - t0, token_versions, resumes)
 
     def refresh(self) -> int:
-        """Load the latest published policy if it is newer than the engine's; its version."""
+        """Load the latest published policy if it is newer than the engine's; its version. Only
+        the tensors that changed after the engine's version are fetched and loaded."""
         import ray
 
         version, boxed = ray.get(self.store.latest.remote())
         if version != self.version:
-            push = ray.get(boxed[0])
+            push = boxed[0]
+            need = [n for n, (changed, _) in push["tensors"].items() if changed > self.version]
+            fresh = dict(zip(need, ray.get([push["tensors"][n][1] for n in need])))
             if push["kind"] == "adapters":      # LoRA: W0 + s B A, for the adapted layers only
                 from mindrl.backends.lora import merge
 
+                self.adapters.update(fresh)
                 if self.base is None:
-                    self.base = base_weights(self.model_path, adapted_names(push["weights"]))
-                self.engine.load_weights(merge(self.base.items(), push["weights"],
-                                               push["scale"]))
-            else:
-                self.engine.load_weights(push["weights"].items())
+                    self.base = base_weights(self.model_path, adapted_names(self.adapters))
+                moved = adapted_names({n.replace(".lora_B.", ".lora_A."): 0 for n in fresh})
+                if moved:
+                    self.engine.load_weights(merge(((n, self.base[n]) for n in sorted(moved)),
+                                                   self.adapters, push["scale"]))
+            elif fresh:
+                self.engine.load_weights(fresh.items())
             self.version = version
         return self.version
 
@@ -394,8 +412,9 @@ class RayRollout:
         log.info("rollout.mode=async_ray: %d rollout workers (%s)", len(self.workers),
                  ", ".join(self.engine_names))
         self.version: Optional[int] = None      # the version published last
-        self.push_mb = 0.0                      # size of the last version pushed
-        self._weights_ref = None
+        self.push_mb, self.push_skipped = 0.0, 0   # the last version: MB sent, tensors kept
+        self._last: Dict[str, object] = {}      # the tensors as last published
+        self._tensors: Dict[str, Tuple[int, object]] = {}  # name -> (changed at, ref)
         self.in_flight: Dict[object, Tuple[Group, int]] = {}    # ref -> (group, worker)
         self.per_worker = [0] * r.workers       # groups in flight on each worker
         self.down: Dict[int, Tuple[object, int]] = {}  # worker -> (probe ref, failed probes)
@@ -423,6 +442,7 @@ class RayRollout:
         self.publish()
         m["time/weight_sync"] = time.perf_counter() - t0
         m["rollout/push_mb"] = self.push_mb
+        m["rollout/push_unchanged"] = float(self.push_skipped)
         self.step_dropped, self.step_idle = 0, 0.0
         t0 = time.perf_counter()
         self.ready = [f for f in self.ready if self._keep(f)]  # waited past k updates
@@ -464,15 +484,25 @@ class RayRollout:
         return rows, ro, sc, m
 
     def publish(self) -> None:
-        """Put the trainer's weights into the object store once for this version."""
+        """Publish this version: each tensor that changed since the last version goes into the
+        object store (one ``ray.put`` each); the store's manifest maps every name to (the
+        version it last changed at, its ref), so a worker fetches only what changed after the
+        version it holds, however many versions it skipped."""
         import ray
 
         if self.version == self.tr.step:
             return
         push = self.payload()
-        self.push_mb = sum(w.nbytes for w in push["weights"].values()) / 1e6
-        self._weights_ref = ray.put(push)
-        ray.get(self.store.publish.remote(self.tr.step, [self._weights_ref]))
+        changed = {n: w for n, w in push["weights"].items()
+                   if n not in self._last or not same_tensor(self._last[n], w)}
+        for n, w in changed.items():
+            self._tensors[n] = (self.tr.step, ray.put(w))
+        self._last = push["weights"]
+        self.push_mb = sum(w.nbytes for w in changed.values()) / 1e6
+        self.push_skipped = len(push["weights"]) - len(changed)
+        manifest = {"kind": push["kind"], "scale": push.get("scale"),
+                    "tensors": dict(self._tensors)}
+        ray.get(self.store.publish.remote(self.tr.step, [manifest]))
         self.version = self.tr.step
 
     def payload(self) -> Dict:

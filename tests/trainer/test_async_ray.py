@@ -99,8 +99,9 @@ def test_token_tis_is_the_default_correction(tmp_path):
 
 def test_queue_state_survives_json_exactly():
     """RayRollout.state() -> JSON -> load_state(): the ready groups (rollouts, totals and
-    components with NaN, the row, the version of each token of a resumed group), the groups to sample again in issue order, the rows not yet
-    issued and the counters come back as they were."""
+    components with NaN, the row, the version of each token of a resumed group), the groups to
+    sample again in issue order, the rows not yet issued and the counters come back as they
+    were."""
     import collections
 
     from mindrl.trainer.async_ray import Finished, Group, RayRollout
@@ -467,3 +468,31 @@ def test_lora_pushes_only_the_adapters(tmp_path, backend, engine):
     assert all(0 < r["rollout/push_mb"] < 0.15 * full_mb for r in m)
     assert any(r["grad_norm"] > 0 for r in m)
     assert version == 3 and gap < 2e-4, (version, gap)
+
+
+@pytest.mark.slow
+def test_unchanged_tensors_are_not_sent_again(tmp_path):
+    """A constant reward (zero advantages, zero gradients: AdamW leaves every weight bitwise
+    as it was): the first version sends every tensor, later versions none (the manifest
+    keeps the first refs, so a worker that skipped versions still finds every tensor), and a
+    worker that fetched nothing since still samples what the trainer scores. (That changed
+    tensors are sent is what the gap checks of the other runs here test.)"""
+    from mindrl.trainer.rl import RLTrainer
+
+    tr = RLTrainer(cfg_for(
+        tmp_path, "reward.functions=[{name: 'trainer_helpers:constant_reward'}]",
+        "train.steps=3", "validation.every=0"))
+    try:
+        tr.fit()
+        q = tr.ahead
+        version, gap = worker_gap(tr)
+        assert q.push_skipped == len(q._last) and q.push_mb == 0.0
+        changed_at = {c for c, _ in q._tensors.values()}
+    finally:
+        tr.close()
+    m = rows(tmp_path)
+    print(f"\npush MB by step {[r['rollout/push_mb'] for r in m]}; unchanged "
+          f"{[r['rollout/push_unchanged'] for r in m]}; gap {gap:.1e}")
+    assert m[0]["rollout/push_unchanged"] == 0 and m[0]["rollout/push_mb"] > 0.5
+    assert all(r["rollout/push_mb"] == 0 and r["rollout/push_unchanged"] > 0 for r in m[1:])
+    assert changed_at == {0} and version == 3 and gap < 1e-4
