@@ -74,6 +74,9 @@ class TorchBackend:
     """
 
     name = "torch"
+    # each micro-batch is padded only to its own longest row (packing.trim_train), so the
+    # trainer cuts micro-batches from rows sorted by length (mindrl.trainer.batching)
+    trims_micro_batches = True
 
     def __init__(self, cfg, with_reference: bool = False):
         from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -131,6 +131,9 @@ def test_micro_batch_rows_by_count_and_by_budget():
     # by count: longest first 12, 10 | 7, 3 | 3 (ties keep row order), rows ascending in each
     by_count = micro_batch_rows(lengths, count=2)
     assert [c.tolist() for c in by_count] == [[0, 4], [1, 2], [3]]
+    # a backend that pads every micro-batch to one shape (MindSpore) keeps the row order
+    in_order = micro_batch_rows(lengths, count=2, by_length=False)
+    assert [c.tolist() for c in in_order] == [[0, 1], [2, 3], [4]]
     # padded: longest first 12 | 10 (2x12=24 > 20) | 10,7 (2x10=20) | 3,3 (3x7=21 > 20 -> new)
     padded = micro_batch_rows(lengths, count=2, max_tokens=20)
     assert [c.tolist() for c in padded] == [[4], [0, 2], [1, 3]]
@@ -220,7 +223,7 @@ def test_ppo_mini_batches_cut_by_length_give_each_mini_batch_gradient(tiny_dir, 
                    train={"mini_batch_size": 4, "micro_batch_size": 2, "ppo_epochs": 2},
                    rollout={"max_new_tokens": 24})
     be = _backend(cfg)
-    host = SimpleNamespace(cfg=cfg, world=1, allsum=lambda x: x)
+    host = SimpleNamespace(cfg=cfg, world=1, allsum=lambda x: x, backend=be)
     ids = [r.tobytes() for r in batch.tokens.input_ids]
     seen = 0
     for micro, norm in RLTrainer.mini_batches(host, batch, seed=5):
