@@ -429,10 +429,11 @@ class TrainConfig:
     mini_batch_size: int = opt(0, "Rollouts per optimizer step (0 = the whole batch: strict "
                                "on-policy).")
     micro_batch_size: int = opt(8, "Rollouts per forward/backward (gradient accumulation). "
-                                "RL on backend=torch: rows are sorted by length (longest "
-                                "first) before they are cut, so each micro-batch is padded "
-                                "only to its own longest row; loss normalisers stay global, so "
-                                "the gradient is the in-order one up to float summation order.")
+                                "RL on backend=torch, unless train.padding_free: rows are "
+                                "sorted by length (longest first) before they are cut, so "
+                                "each micro-batch is padded only to its own longest row; loss "
+                                "normalisers stay global, so the gradient is the in-order one "
+                                "up to float summation order.")
     ppo_epochs: int = opt(1, "Passes over each rollout batch.")
     lr: float = opt(1e-6, "Peak learning rate (AdamW).")
     weight_decay: float = opt(0.0, "AdamW weight decay.")

@@ -10,7 +10,9 @@ By count, on a backend that pads each micro-batch only to its own longest row (t
 ``trims_micro_batches``), rows are sorted by length (longest first) before they are cut, so
 the short responses of a mixed batch share micro-batches instead of each being padded to a
 long one. A backend that pads every micro-batch of a step to one compiled shape (MindSpore)
-gains nothing from that and keeps the row order.
+gains nothing from that and keeps the row order, as do packed micro-batches
+(``train.padding_free``: no padding to save, and sorting would put the longest rows in one
+pack, whose dense block-diagonal mask grows with the square of its length).
 
 By token budget, rows go longest first and a micro-batch takes rows while its cost stays
 within the budget: padded, cost = rows x the longest row (every row is padded to it); packed

@@ -242,9 +242,10 @@ class TorchBackend:
 
         logps, ents = [], []
         T = batch.response_len
-        # rows of similar length share a micro-batch (each trimmed to its own longest row);
-        # every row's log-probs go back to its own place
-        cuts = micro_batch_rows(batch.attention_mask.sum(axis=1), count=micro_batch_size)
+        # padded: rows of similar length share a micro-batch (each trimmed to its own longest
+        # row); every row's log-probs go back to its own place
+        cuts = micro_batch_rows(batch.attention_mask.sum(axis=1), count=micro_batch_size,
+                                by_length=not self.cfg.train.padding_free)
         for idx in cuts:
             mb = packing.trim_tokens(batch.rows(idx))
             scope = contextlib.nullcontext()
