@@ -237,3 +237,32 @@ def test_ppo_mini_batches_cut_by_length_give_each_mini_batch_gradient(tiny_dir, 
         np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5 * scale, rtol=0)
         seen += 1
     assert seen == 4
+
+
+@pytest.mark.parametrize("padding_free", [False, True])
+def test_trainer_sorts_padded_micro_batches_and_keeps_packed_ones_in_order(make_cfg,
+                                                                          padding_free):
+    # packed micro-batches carry no padding to save: sorting would only put the longest rows in
+    # one pack (dense block-diagonal mask, quadratic in its length), so they keep row order;
+    # MindSpore (no trims_micro_batches) keeps it too
+    from types import SimpleNamespace
+
+    from mindrl.backends.mindspore.backend import MindSporeBackend
+    from mindrl.backends.torch.backend import TorchBackend
+    from mindrl.trainer.rl import RLTrainer
+
+    batch = _mixed_batch(seed=4)          # response lengths [1, 24, 3, 9, 2, 17, 5, 1]
+    cfg = make_cfg("unused", train={"micro_batch_size": 3, "padding_free": padding_free})
+    ids = [r.tobytes() for r in batch.tokens.input_ids]
+
+    def cuts(backend):
+        host = SimpleNamespace(cfg=cfg, world=1, allsum=lambda x: x, backend=backend)
+        (micro, _), = RLTrainer.mini_batches(host, batch, seed=0)
+        return [sorted(ids.index(r.tobytes()) for r in mb.tokens.input_ids) for mb in micro]
+
+    in_order = [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert cuts(MindSporeBackend) == in_order
+    # by total length (prompt + response: 7 26 6 14 6 21 12 5), longest first: 26 21 14 |
+    # 12 7 6 | 6 5 (ties keep row order)
+    want = in_order if padding_free else [[1, 3, 5], [0, 2, 6], [4, 7]]
+    assert cuts(TorchBackend) == want
