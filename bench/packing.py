@@ -5,10 +5,11 @@ and laid out five ways (torch backend, one thread).
     .venv/bin/python bench/packing.py --size tiny --max-len 32 --reps 5
 
 Layouts: the padded batch as before this bench existed (micro-batches of 8 in order, every row
-padded to the batch's longest response), the same trimmed to each micro-batch's longest row
-(the default now), packed (``train.padding_free``) micro-batches of 8, padded micro-batches
-by token budget (``train.max_tokens_per_micro_batch``: rows sorted by length), and packed
-micro-batches by token budget. All give the same gradient (tests/backends/torch/
+padded to the batch's longest response), the same trimmed to each micro-batch's longest row,
+micro-batches of 8 cut from the rows sorted by length, each trimmed (the default now),
+packed (``train.padding_free``) micro-batches of 8 in order, padded micro-batches by token
+budget (``train.max_tokens_per_micro_batch``: rows sorted by length), and packed micro-batches
+by token budget. All give the same gradient (tests/backends/torch/
 test_packing.py); the table shows the median process CPU seconds of each (CPU time: on a shared
 machine wall time mostly measures the other jobs), the layouts interleaved ``--reps`` times
 (the first dropped), and the tokens each one pushes through the model.
@@ -66,8 +67,11 @@ def main(argv=None) -> int:
     row_len = tokens.attention_mask.sum(axis=1)
     no_trim = lambda mb: mb  # noqa: E731
 
-    def layout(packed: bool, budget: int, trim: bool = True):
-        cuts = micro_batch_rows(row_len, count=8, max_tokens=budget, packed=packed)
+    def layout(packed: bool, budget: int, trim: bool = True, in_order: bool = False):
+        cuts = micro_batch_rows(row_len, count=8, max_tokens=budget, packed=packed,
+                                by_length=not packed)     # as the trainer cuts them
+        if in_order:
+            cuts = [np.arange(s, min(s + 8, a.rows)) for s in range(0, a.rows, 8)]
         P = tokens.prompt_len
         if not trim:
             work = a.rows * tokens.input_ids.shape[1]
@@ -91,9 +95,11 @@ def main(argv=None) -> int:
         return step, len(cuts), work
 
     layouts = {
-        "padded to the batch's longest row, 8 rows (before)": layout(False, 0, trim=False),
-        "padded, trimmed per micro-batch, 8 rows (default)": layout(False, 0),
-        "packed (train.padding_free), 8 rows": layout(True, 0),
+        "padded to the batch's longest row, 8 rows in order": layout(False, 0, trim=False,
+                                                                      in_order=True),
+        "padded, trimmed per micro-batch, 8 rows in order": layout(False, 0, in_order=True),
+        "padded, trimmed, 8 rows sorted by length (default)": layout(False, 0),
+        "packed (train.padding_free), 8 rows in order": layout(True, 0),
         "padded by token budget 1024 (sorted)": layout(False, 1024),
         "packed by token budget 512": layout(True, 512),
         "packed by token budget 2048": layout(True, 2048),

@@ -446,6 +446,9 @@ FIGURES: List[Figure] = [
     table("trl_defaults", "| model | TRL GRPOTrainer s/step |",
           "python bench/trl_compare.py --no-vllm --mixed --repeats 2 --steps 3 --warmup 1 "
           "--variant packed:... --variant async_packed:..."),
+    table("trl_sorted", "| size | TRL GRPOTrainer s/step | mindrl defaults s/step (ratio) |",
+          "python bench/trl_compare.py --no-vllm --mixed --repeats 2 --steps 3 --warmup 1 "
+          "--set logging.profile=true --sizes tiny,small --variant packed:train.padding_free=true"),
     table("rollout_table", "| model | rows x max tokens | side |",
           "python bench/rollout.py --reps 5"),
     table("packing_table", "| layout | micro-batches |", "python bench/packing.py"),

@@ -438,7 +438,12 @@ class TrainConfig:
     prompts_per_step: int = opt(8, "Prompts per rollout batch (each sampled rollout.n times).")
     mini_batch_size: int = opt(0, "Rollouts per optimizer step (0 = the whole batch: strict "
                                "on-policy).")
-    micro_batch_size: int = opt(8, "Rollouts per forward/backward (gradient accumulation).")
+    micro_batch_size: int = opt(8, "Rollouts per forward/backward (gradient accumulation). "
+                                "RL on backend=torch, unless train.padding_free: rows are "
+                                "sorted by length (longest first) before they are cut, so "
+                                "each micro-batch is padded only to its own longest row; loss "
+                                "normalisers stay global, so the gradient is the in-order one "
+                                "up to float summation order.")
     ppo_epochs: int = opt(1, "Passes over each rollout batch.")
     lr: float = opt(1e-6, "Peak learning rate (AdamW).")
     weight_decay: float = opt(0.0, "AdamW weight decay.")
@@ -463,7 +468,8 @@ class TrainConfig:
                              "by SFT / DPO jobs): pack the rows of a micro-batch into one "
                              "row with per-sequence position ids and a block-diagonal causal "
                              "mask, so no compute goes to padding (same log-probs as the padded "
-                             "layout). Off: each micro-batch is trimmed to its own longest row.")
+                             "layout). Off: each micro-batch (rows of similar length, see "
+                             "train.micro_batch_size) is trimmed to its own longest row.")
     max_tokens_per_micro_batch: int = opt(0, "Cut micro-batches by a token budget instead of "
                                           "train.micro_batch_size: rows sorted by length are "
                                           "grouped while their prompt+response tokens (padded "

@@ -3,8 +3,18 @@
 
 The loss of every micro-batch is divided by the GLOBAL normalisers of its mini-batch
 (:class:`mindrl.types.LossNormalizers`), so how the rows are cut into micro-batches never
-changes the summed gradient; only how much padding each forward carries and how many forwards
-run. By token budget, rows go longest first and a micro-batch takes rows while its cost stays
+changes the summed gradient, only the float summation order, how much padding each forward
+carries and how many forwards run.
+
+By count, on a backend that pads each micro-batch only to its own longest row (torch:
+``trims_micro_batches``), rows are sorted by length (longest first) before they are cut, so
+the short responses of a mixed batch share micro-batches instead of each being padded to a
+long one. A backend that pads every micro-batch of a step to one compiled shape (MindSpore)
+gains nothing from that and keeps the row order, as do packed micro-batches
+(``train.padding_free``: no padding to save, and sorting would put the longest rows in one
+pack, whose dense block-diagonal mask grows with the square of its length).
+
+By token budget, rows go longest first and a micro-batch takes rows while its cost stays
 within the budget: padded, cost = rows x the longest row (every row is padded to it); packed
 (``train.padding_free``), cost = the sum of the rows' tokens. A row longer than the budget on
 its own gets a micro-batch of its own.
@@ -18,15 +28,17 @@ import numpy as np
 
 
 def micro_batch_rows(lengths: np.ndarray, *, count: int, max_tokens: int = 0,
-                     packed: bool = False) -> List[np.ndarray]:
+                     packed: bool = False, by_length: bool = True) -> List[np.ndarray]:
     """Row indices of each micro-batch. ``lengths`` (B,) = prompt + response tokens of each
-    row; ``max_tokens`` 0 = ``count`` rows at a time, in order."""
+    row; ``max_tokens`` 0 = ``count`` rows at a time, longest first (``by_length``) or in row
+    order. Each micro-batch lists its rows in ascending order."""
     lengths = np.asarray(lengths, dtype=np.int64)
-    B = len(lengths)
+    order = np.argsort(-lengths, kind="stable")          # longest first; ties keep row order
     if max_tokens <= 0:
         count = max(1, count)
-        return [np.arange(s, min(s + count, B)) for s in range(0, B, count)]
-    order = np.argsort(-lengths, kind="stable")          # longest first
+        if not by_length:
+            order = np.arange(len(lengths))
+        return [np.sort(order[s:s + count]) for s in range(0, len(order), count)]
     out: List[List[int]] = []
     cur: List[int] = []
     longest = total = 0

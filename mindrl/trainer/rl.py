@@ -359,7 +359,9 @@ class RLTrainer(Trainer):
                 micro = [part.rows(idx) for idx in micro_batch_rows(
                     part.tokens.attention_mask.sum(axis=1), count=mb,
                     max_tokens=cfg.train.max_tokens_per_micro_batch,
-                    packed=cfg.train.padding_free)]
+                    packed=cfg.train.padding_free,
+                    by_length=getattr(self.backend, "trims_micro_batches", False) and
+                    not cfg.train.padding_free)]
                 yield micro, norm
 
     def update(self, batch: TrainBatch) -> Dict[str, float]:

@@ -74,6 +74,9 @@ class TorchBackend:
     """
 
     name = "torch"
+    # each micro-batch is padded only to its own longest row (packing.trim_train), so the
+    # trainer cuts micro-batches from rows sorted by length (mindrl.trainer.batching)
+    trims_micro_batches = True
 
     def __init__(self, cfg, with_reference: bool = False):
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -235,10 +238,16 @@ class TorchBackend:
 
         if (reference or teacher) and batch.routing is not None:
             batch = dataclasses.replace(batch, routing=None)   # frozen models route natively
+        from mindrl.trainer.batching import micro_batch_rows
+
         logps, ents = [], []
         T = batch.response_len
-        for s in range(0, len(batch), micro_batch_size):
-            mb = packing.trim_tokens(batch.rows(slice(s, s + micro_batch_size)))
+        # padded: rows of similar length share a micro-batch (each trimmed to its own longest
+        # row); every row's log-probs go back to its own place
+        cuts = micro_batch_rows(batch.attention_mask.sum(axis=1), count=micro_batch_size,
+                                by_length=not self.cfg.train.padding_free)
+        for idx in cuts:
+            mb = packing.trim_tokens(batch.rows(idx))
             scope = contextlib.nullcontext()
             if self.lora and model is self.model:   # adapters off for the reference, no dropout
                 from mindrl.backends.torch.lora import scoring
@@ -252,8 +261,9 @@ class TorchBackend:
             logps.append(packing.pad_columns((logp * mask).cpu().numpy(), T))
             if with_entropy:
                 ents.append(packing.pad_columns((ent * mask).cpu().numpy(), T))
-        logp = np.concatenate(logps).astype(np.float32)
-        return logp, (np.concatenate(ents).astype(np.float32) if with_entropy else None)
+        where = np.argsort(np.concatenate(cuts), kind="stable")   # back to the batch's order
+        logp = np.concatenate(logps)[where].astype(np.float32)
+        return logp, (np.concatenate(ents)[where].astype(np.float32) if with_entropy else None)
 
     def logprobs(self, batch: TokenBatch, *, temperature: float, reference: bool = False,
                  micro_batch_size: int = 8, teacher: bool = False,

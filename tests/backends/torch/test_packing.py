@@ -73,9 +73,12 @@ def test_trim_train_cuts_every_per_token_field():
     np.testing.assert_array_equal(trim_train(full).teacher_logp, arr(4)[:, :2])
 
 
+@pytest.mark.parametrize("padding_free", [True, False])
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_packed_logprobs_equal_a_plain_padded_forward(tiny_dir, make_cfg, temperature):
-    cfg = make_cfg(tiny_dir, train={"padding_free": True})
+def test_packed_logprobs_equal_a_plain_padded_forward(tiny_dir, make_cfg, temperature,
+                                                      padding_free):
+    # padded: rows are scored in length-sorted micro-batches and must come back in place
+    cfg = make_cfg(tiny_dir, train={"padding_free": padding_free})
     be = _backend(cfg)
     tokens = _mixed_batch().tokens
     logp, ent = be.logprobs_and_entropy(tokens, temperature=temperature, micro_batch_size=3)
@@ -125,11 +128,141 @@ def test_micro_batch_rows_by_count_and_by_budget():
     from mindrl.trainer.batching import micro_batch_rows
 
     lengths = np.array([10, 3, 7, 3, 12])
+    # by count: longest first 12, 10 | 7, 3 | 3 (ties keep row order), rows ascending in each
     by_count = micro_batch_rows(lengths, count=2)
-    assert [c.tolist() for c in by_count] == [[0, 1], [2, 3], [4]]
+    assert [c.tolist() for c in by_count] == [[0, 4], [1, 2], [3]]
+    # a backend that pads every micro-batch to one shape (MindSpore) keeps the row order
+    in_order = micro_batch_rows(lengths, count=2, by_length=False)
+    assert [c.tolist() for c in in_order] == [[0, 1], [2, 3], [4]]
     # padded: longest first 12 | 10 (2x12=24 > 20) | 10,7 (2x10=20) | 3,3 (3x7=21 > 20 -> new)
     padded = micro_batch_rows(lengths, count=2, max_tokens=20)
     assert [c.tolist() for c in padded] == [[4], [0, 2], [1, 3]]
     # packed: 12 | 10+7=17 (12+10=22 > 20) | 17+3=20 | 3
     packed = micro_batch_rows(lengths, count=2, max_tokens=20, packed=True)
     assert [c.tolist() for c in packed] == [[4], [0, 1, 2], [3]]
+
+
+# ------------------------------------------------------- length-sorted micro-batches (default)
+AGG = ["token_mean", "seq_mean_token_sum", "seq_mean_token_mean", "seq_mean_token_sum_norm"]
+
+
+def _reference_grad(be, batch, rows, agg, max_len):
+    """Independent full-batch gradient of the on-policy clipped loss over ``rows`` of ``batch``:
+    each row alone through the model, unpadded (so no micro-batching and no masking at all),
+    loss = -A logp per token (its gradient at ratio 1), aggregated by hand with the counts of
+    exactly these rows."""
+    tb = batch.tokens
+    P = tb.prompt_len
+    be.model.zero_grad(set_to_none=True)
+    per_row = []
+    for i in rows:
+        prompt = tb.input_ids[i, :P][tb.attention_mask[i, :P] == 1]
+        r = int(tb.response_mask[i].sum())
+        seq = torch.from_numpy(np.concatenate([prompt, tb.input_ids[i, P:P + r]]))[None]
+        logits = be.model(input_ids=seq).logits[0, len(prompt) - 1:len(prompt) - 1 + r]
+        logp = torch.log_softmax(logits.float(), -1).gather(-1, seq[0, len(prompt):, None])[:, 0]
+        per_row.append(-(torch.from_numpy(batch.advantages[i, :r]) * logp))
+    tokens, seqs = sum(len(x) for x in per_row), len(per_row)
+    loss = {"token_mean": lambda: sum(x.sum() for x in per_row) / tokens,
+            "seq_mean_token_sum": lambda: sum(x.sum() for x in per_row) / seqs,
+            "seq_mean_token_mean": lambda: sum(x.mean() for x in per_row) / seqs,
+            "seq_mean_token_sum_norm": lambda: sum(x.sum() for x in per_row) / (seqs * max_len),
+            }[agg]()
+    loss.backward()
+    return torch.cat([p.grad.flatten() for p in be.params]).clone()
+
+
+def _own_norm(mb, max_len):
+    """The per-micro-batch normalisers a broken trainer would pass."""
+    return LossNormalizers(global_tokens=float(mb.tokens.response_mask.sum()),
+                           global_seqs=float(len(mb)), max_len=max_len)
+
+
+@pytest.mark.parametrize("agg", AGG)
+def test_length_sorted_micro_batches_give_the_in_order_full_batch_gradient(tiny_dir, make_cfg,
+                                                                          agg):
+    from mindrl.trainer.batching import micro_batch_rows
+
+    batch = _mixed_batch(seed=2)
+    batch.old_logp = None
+    be = _backend(make_cfg(tiny_dir, algorithm={"loss_agg_mode": agg}))
+    norm = LossNormalizers(global_tokens=float(batch.tokens.response_mask.sum()),
+                           global_seqs=float(len(batch)), max_len=24.0)
+    want = _reference_grad(be, batch, range(len(batch)), agg, 24.0)
+    in_order = [np.arange(s, min(s + 3, 8)) for s in range(0, 8, 3)]
+    cuts = micro_batch_rows(batch.tokens.attention_mask.sum(axis=1), count=3)
+    # response lengths [1, 24, 3, 9, 2, 17, 5, 1]: the long rows share a micro-batch
+    assert [c.tolist() for c in cuts] != [c.tolist() for c in in_order]
+    assert sorted(np.concatenate(cuts).tolist()) == list(range(8))
+    scale = float(want.abs().max())
+    assert scale > 1e-4
+    for layout in (in_order, cuts):
+        got = _grads(be, [batch.rows(c) for c in layout], norm)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5 * scale, rtol=0)
+    # normalisers counted per micro-batch would change the gradient: this test would see it
+    be.model.zero_grad(set_to_none=True)
+    for c in cuts:
+        mb = batch.rows(c)
+        be._micro_loss(mb, _own_norm(mb, 24.0))[0].backward()
+    wrong = torch.cat([p.grad.flatten() for p in be.params])
+    assert float((wrong - want).abs().max()) > 1e-2 * scale
+
+
+@pytest.mark.parametrize("agg", AGG)
+def test_ppo_mini_batches_cut_by_length_give_each_mini_batch_gradient(tiny_dir, make_cfg, agg):
+    # the trainer's own mini-batching (2 epochs x 2 mini-batches of 4 rows, micro-batches of
+    # 2): each mini-batch's summed micro-batch gradient equals the independent gradient of
+    # exactly its rows, normalised by its own counts
+    from types import SimpleNamespace
+
+    from mindrl.trainer.rl import RLTrainer
+
+    batch = _mixed_batch(seed=3)
+    batch.old_logp = None
+    cfg = make_cfg(tiny_dir, algorithm={"loss_agg_mode": agg},
+                   train={"mini_batch_size": 4, "micro_batch_size": 2, "ppo_epochs": 2},
+                   rollout={"max_new_tokens": 24})
+    be = _backend(cfg)
+    host = SimpleNamespace(cfg=cfg, world=1, allsum=lambda x: x, backend=be)
+    ids = [r.tobytes() for r in batch.tokens.input_ids]
+    seen = 0
+    for micro, norm in RLTrainer.mini_batches(host, batch, seed=5):
+        rows = sorted(ids.index(r.tobytes()) for mb in micro for r in mb.tokens.input_ids)
+        assert len(rows) == 4 and len(set(rows)) == 4 and [len(mb) for mb in micro] == [2, 2]
+        lengths = [mb.tokens.attention_mask.sum(axis=1) for mb in micro]
+        assert lengths[0].min() >= lengths[1].max()      # the two longest rows go together
+        want = _reference_grad(be, batch, rows, agg, 24.0)
+        got = _grads(be, micro, norm)
+        scale = float(want.abs().max())
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5 * scale, rtol=0)
+        seen += 1
+    assert seen == 4
+
+
+@pytest.mark.parametrize("padding_free", [False, True])
+def test_trainer_sorts_padded_micro_batches_and_keeps_packed_ones_in_order(make_cfg,
+                                                                          padding_free):
+    # packed micro-batches carry no padding to save: sorting would only put the longest rows in
+    # one pack (dense block-diagonal mask, quadratic in its length), so they keep row order;
+    # MindSpore (no trims_micro_batches) keeps it too
+    from types import SimpleNamespace
+
+    from mindrl.backends.mindspore.backend import MindSporeBackend
+    from mindrl.backends.torch.backend import TorchBackend
+    from mindrl.trainer.rl import RLTrainer
+
+    batch = _mixed_batch(seed=4)          # response lengths [1, 24, 3, 9, 2, 17, 5, 1]
+    cfg = make_cfg("unused", train={"micro_batch_size": 3, "padding_free": padding_free})
+    ids = [r.tobytes() for r in batch.tokens.input_ids]
+
+    def cuts(backend):
+        host = SimpleNamespace(cfg=cfg, world=1, allsum=lambda x: x, backend=backend)
+        (micro, _), = RLTrainer.mini_batches(host, batch, seed=0)
+        return [sorted(ids.index(r.tobytes()) for r in mb.tokens.input_ids) for mb in micro]
+
+    in_order = [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert cuts(MindSporeBackend) == in_order
+    # by total length (prompt + response: 7 26 6 14 6 21 12 5), longest first: 26 21 14 |
+    # 12 7 6 | 6 5 (ties keep row order)
+    want = in_order if padding_free else [[1, 3, 5], [0, 2, 6], [4, 7]]
+    assert cuts(TorchBackend) == want
