@@ -449,6 +449,12 @@ FIGURES: List[Figure] = [
     table("trl_sorted", "| size | TRL GRPOTrainer s/step | mindrl defaults s/step (ratio) |",
           "python bench/trl_compare.py --no-vllm --mixed --repeats 2 --steps 3 --warmup 1 "
           "--set logging.profile=true --sizes tiny,small --variant packed:train.padding_free=true"),
+    table("async_rl_table", "| size | mode | s/step | x sync |",
+          "python bench/async_rl.py --size tiny --steps 8 --warmup 2; python bench/async_rl.py "
+          "--size small --steps 6 --warmup 2"),
+    table("async_demo_table", "| mode | keys | held-out accuracy after GRPO",
+          "mindrl train grpo_tiny_demo model.path=<sft>/checkpoints/step_001200/model "
+          "+ each mode's keys (docs/benchmarks.md)"),
     table("rollout_table", "| model | rows x max tokens | side |",
           "python bench/rollout.py --reps 5"),
     table("packing_table", "| layout | micro-batches |", "python bench/packing.py"),
