@@ -230,6 +230,12 @@ class RolloutConfig:
                           "train.prompts_per_step. At least train.prompts_per_step.")
     max_restarts: int = opt(3, "mode=async_ray: restarts of a rollout worker whose process died "
                             "(its groups are re-issued to the workers alive); -1 = no limit.")
+    worker_devices: List[int] = opt([], "mode=async_ray with device=cuda or ascend: the "
+                                    "accelerators the rollout workers run on (ids as nvidia-smi "
+                                    "/ npu-smi number them); worker i gets "
+                                    "worker_devices[i % len]; the trainer keeps the device it "
+                                    "was started on (a worker on the same one shares its "
+                                    "memory). Empty with device=cpu.")
     partial_rollouts: bool = opt(False, "mode=async_ray: a generation in flight when the "
                                  "trainer publishes new weights stops at the next token "
                                  "boundary, loads them and continues its tokens under them "
@@ -766,8 +772,14 @@ def _check_async_ray(cfg) -> List[str]:
     if cfg.backend not in ("torch", "mindspore"):
         errors.append(f"{key} needs backend=torch or mindspore (got backend={cfg.backend}): its "
                       "workers run the native torch or MindSpore engine, or vLLM")
-    if cfg.device != "cpu":
-        errors.append(f"{key} runs its workers on device=cpu only (got device={cfg.device})")
+    if cfg.device == "cpu" and r.worker_devices:
+        errors.append(f"rollout.worker_devices={list(r.worker_devices)} places workers on "
+                      "accelerators: it needs device=cuda or ascend (got device=cpu)")
+    if cfg.device != "cpu" and not r.worker_devices:
+        errors.append(f"{key} with device={cfg.device} needs rollout.worker_devices: the "
+                      "accelerator ids the workers run on (the trainer keeps its own)")
+    if any(d < 0 for d in r.worker_devices):
+        errors.append(f"rollout.worker_devices={list(r.worker_devices)}: ids are >= 0")
     if cfg.tools.enabled:
         errors.append(f"{key} does not run multi-turn tool rollouts: set tools.enabled=false")
     if cfg.algorithm.dynamic_sampling.enabled:

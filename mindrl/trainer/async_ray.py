@@ -42,6 +42,12 @@ the linear layers). The pushed weights are the torch backend's tensors (``named_
 the MindSpore backend's float32 NumPy arrays (``named_weights``), under Hugging Face names; each
 engine's ``load_weights`` takes either.
 
+Placement: with ``device=cpu`` every process shares the host's cores. With ``device=cuda`` or
+``ascend`` the trainer keeps the accelerator it was started on and worker i runs on
+``rollout.worker_devices[i % len]``: its process sees only that one (``CUDA_VISIBLE_DEVICES`` /
+``ASCEND_RT_VISIBLE_DEVICES`` through the actor's runtime environment, Ray's own setting of
+them turned off), so its engine's device 0 is it (:func:`worker_options`).
+
 Loss: the workers' per-token log-probs are the behaviour log-probs (``Rollouts.logprobs``); as
 with ``rollout.async_ahead``, token-level truncated IS against them is turned on unless
 ``algorithm.rollout_correction`` or ``algorithm.tis_cap`` says otherwise
@@ -155,6 +161,25 @@ class WeightStore:
 
     def latest_version(self) -> int:
         return self.version
+
+
+# the variable that makes one accelerator visible to a process, and the one that keeps Ray
+# from setting it itself (Ray sets it for actors that request its GPU resources; the workers
+# request none: their placement is rollout.worker_devices)
+VISIBLE = {"cuda": ("CUDA_VISIBLE_DEVICES", "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"),
+           "ascend": ("ASCEND_RT_VISIBLE_DEVICES",
+                      "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")}
+
+
+def worker_options(cfg, index: int) -> Dict:
+    """Ray actor options of rollout worker ``index``: on an accelerator, its process sees only
+    ``rollout.worker_devices[index % len]`` (so its engine's device 0 is that one)."""
+    devices = list(cfg.rollout.worker_devices)
+    if cfg.device not in VISIBLE or not devices:
+        return {}
+    visible, noset = VISIBLE[cfg.device]
+    dev = str(devices[index % len(devices)])
+    return {"runtime_env": {"env_vars": {visible: dev, noset: "1"}}}
 
 
 def same_tensor(a, b) -> bool:
@@ -304,6 +329,9 @@ class RolloutWorker:
 
     def __init__(self, args, index: int):
         cfg, model_path, store, sys_path, setup = args
+        env = worker_options(cfg, index).get("runtime_env", {}).get("env_vars", {})
+        os.environ.update(env)          # before any framework import (Ray sets them too)
+        self.visible = {k: os.environ.get(k) for k in env}
         for p in sys_path:              # the driver's imports (dotted reward paths, tests)
             if p not in sys.path:
                 sys.path.append(p)
@@ -406,7 +434,8 @@ class RayRollout:
         setup = getattr(trainer, "rollout_worker_setup", None)
         self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path),
                                    None if setup is None else cloudpickle.dumps(setup)))
-        self.workers = [actor.remote(self._init_args, i) for i in range(r.workers)]
+        self.workers = [actor.options(**worker_options(cfg, i)).remote(self._init_args, i)
+                         for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
         self.engine_names = ray.get([w.engine_name.remote() for w in self.workers])
         log.info("rollout.mode=async_ray: %d rollout workers (%s)", len(self.workers),

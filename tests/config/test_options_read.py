@@ -43,7 +43,8 @@ NOT_READ_BY_RL = {
     "rollout.async_ahead=1 only": ["rollout.async_sampler"],
     "rollout.mode=async_ray only (the Ray rollout workers)":
         ["rollout.workers", "rollout.max_staleness", "rollout.queue_size",
-         "rollout.max_restarts", "rollout.partial_rollouts", "rollout.partial_check_tokens"],
+         "rollout.max_restarts", "rollout.partial_rollouts", "rollout.partial_check_tokens",
+         "rollout.worker_devices"],
     "tool rollouts, tools.enabled=true":
         ["rollout.max_turns", "tools.format", "tools.names", "tools.max_output_tokens",
          "tools.workers", "tools.sandbox.*"],

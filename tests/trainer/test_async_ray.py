@@ -51,7 +51,9 @@ def rows(run_dir):
     (["rollout.queue_size=4", "rollout.workers=6"], "rollout.workers=6 exceeds"),
     (["rollout.async_ahead=1"], "rollout.mode=async_ray and rollout.async_ahead=1"),
     (["backend=mindformers"], "rollout.mode=async_ray needs backend=torch or mindspore"),
-    (["device=cuda"], "runs its workers on device=cpu only"),
+    (["device=cuda"], "with device=cuda needs rollout.worker_devices"),
+    (["rollout.worker_devices=[1]"], "it needs device=cuda or ascend"),
+    (["device=cuda", "rollout.worker_devices=[-1]"], "ids are >= 0"),
     (["tools.enabled=true"], "does not run multi-turn tool rollouts"),
     (["algorithm.dynamic_sampling.enabled=true"], "algorithm.dynamic_sampling.enabled=true"),
     (["distributed.nproc=2"], "runs one trainer process"),
@@ -72,6 +74,40 @@ def test_valid_combinations_load(tmp_path):
     assert cfg_for(tmp_path, "rollout.engine=vllm").rollout.engine == "vllm"
     both = cfg_for(tmp_path, "backend=mindspore", "rollout.engine=vllm")
     assert (both.backend, both.rollout.engine) == ("mindspore", "vllm")
+
+
+def test_workers_on_accelerators_see_only_their_device(tmp_path):
+    """device=cuda / ascend: worker i's process sees worker_devices[i % len] alone (its engine's
+    device 0), and Ray is told not to set the variable itself; on the CPU nothing is set. The
+    variables reach a real Ray actor's process through the options (the GPU run itself was not
+    done: written against Ray's documented runtime_env)."""
+    import ray
+
+    from mindrl.distributed.ray_launch import join_ray
+    from mindrl.trainer.async_ray import worker_options
+
+    cuda = cfg_for(tmp_path, "device=cuda", "rollout.worker_devices=[2,3]", "rollout.workers=3")
+    npu = cfg_for(tmp_path, "device=ascend", "backend=mindspore", "rollout.worker_devices=[5]")
+    envs = [worker_options(cuda, i)["runtime_env"]["env_vars"] for i in range(3)]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["2", "3", "2"]
+    assert all(e["RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"] == "1" for e in envs)
+    assert worker_options(npu, 1)["runtime_env"]["env_vars"] == {
+        "ASCEND_RT_VISIBLE_DEVICES": "5", "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"}
+    assert worker_options(cfg_for(tmp_path), 0) == {}
+
+    def seen():
+        return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+    own = not ray.is_initialized()
+    if own:
+        join_ray("local", log_to_driver=False, num_cpus=2)
+    try:
+        probe = ray.remote(num_cpus=0)(seen)
+        got = ray.get([probe.options(**worker_options(cuda, i)).remote() for i in range(2)])
+    finally:
+        if own:
+            ray.shutdown()
+    assert got == ["2", "3"]
 
 
 def test_queue_cap_and_lag_by_hand():
