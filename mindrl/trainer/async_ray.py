@@ -354,6 +354,12 @@ class RolloutWorker:
     def engine_name(self) -> str:
         return type(self.engine).__name__
 
+    def placement(self) -> str:
+        """Where this worker's engine runs: its device, and the visible-devices variable."""
+        where = str(getattr(self.engine, "device", "") or "")
+        env = ", ".join(f"{k}={v}" for k, v in self.visible.items() if "NOSET" not in k)
+        return " ".join(x for x in (where, f"({env})" if env else "") if x) or "host"
+
     def run(self, group: Group, sampling) -> Finished:
         from mindrl.trainer.base import score_rollouts
 
@@ -423,8 +429,7 @@ class RayRollout:
 
             join_ray("local", log_to_driver=False, num_cpus=max(2, os.cpu_count() or 1))
         self.store = ray.remote(num_cpus=0)(WeightStore).remote()
-        actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=r.max_restarts,
-                                                  max_task_retries=0)
+        actor = ray.remote(RolloutWorker)
         # the constructor's arguments stay referenced here: a restart re-reads them
         # (a trainer's ``rollout_worker_setup``, a picklable fn(model), runs in each worker
         # once its model is loaded: benchmarks fix the response lengths with it)
@@ -434,12 +439,14 @@ class RayRollout:
         setup = getattr(trainer, "rollout_worker_setup", None)
         self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path),
                                    None if setup is None else cloudpickle.dumps(setup)))
-        self.workers = [actor.options(**worker_options(cfg, i)).remote(self._init_args, i)
-                         for i in range(r.workers)]
+        self.workers = [actor.options(num_cpus=0, max_restarts=r.max_restarts,
+                                      max_task_retries=0, **worker_options(cfg, i))
+                        .remote(self._init_args, i) for i in range(r.workers)]
         self.pids = ray.get([w.pid.remote() for w in self.workers])
         self.engine_names = ray.get([w.engine_name.remote() for w in self.workers])
+        self.placements = ray.get([w.placement.remote() for w in self.workers])
         log.info("rollout.mode=async_ray: %d rollout workers (%s)", len(self.workers),
-                 ", ".join(self.engine_names))
+                 ", ".join(f"{n} on {p}" for n, p in zip(self.engine_names, self.placements)))
         self.version: Optional[int] = None      # the version published last
         self.push_mb, self.push_skipped = 0.0, 0   # the last version: MB sent, tensors kept
         self._last: Dict[str, object] = {}      # the tensors as last published
