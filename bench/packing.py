@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     from mindrl.backends.base import build_backend
     from mindrl.backends.torch import packing
     from mindrl.config.loader import load_config
-    from mindrl.trainer.batching import micro_batch_rows
+    from mindrl.backends.batching import micro_batch_rows
     from mindrl.types import LossNormalizers, TrainBatch, pad_token_batch
     from trl_compare import mixed_lengths
 

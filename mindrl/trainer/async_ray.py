@@ -383,6 +383,8 @@ class RolloutWorker:
         the tensors that changed after the engine's version are fetched and loaded."""
         import ray
 
+        if ray.get(self.store.latest_version.remote()) == self.version:
+            return self.version                 # the cheap question first (no manifest)
         version, boxed = ray.get(self.store.latest.remote())
         if version != self.version:
             push = boxed[0]

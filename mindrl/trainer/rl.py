@@ -32,7 +32,7 @@ import numpy as np
 from mindrl.trainer import profile
 from mindrl.trainer.base import (Scored, Trainer, group_all_equal, run_trainer, score_rollouts,
                                  stats)
-from mindrl.trainer.batching import micro_batch_rows
+from mindrl.backends.batching import micro_batch_rows
 from mindrl.trainer.rollout_log import save_step_rollouts
 from mindrl.types import LossNormalizers, Rollouts, TrainBatch, pad_token_batch
 

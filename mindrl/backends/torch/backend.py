@@ -75,7 +75,7 @@ class TorchBackend:
 
     name = "torch"
     # each micro-batch is padded only to its own longest row (packing.trim_train), so the
-    # trainer cuts micro-batches from rows sorted by length (mindrl.trainer.batching)
+    # trainer cuts micro-batches from rows sorted by length (mindrl.backends.batching)
     trims_micro_batches = True
 
     def __init__(self, cfg, with_reference: bool = False):
@@ -238,7 +238,7 @@ class TorchBackend:
 
         if (reference or teacher) and batch.routing is not None:
             batch = dataclasses.replace(batch, routing=None)   # frozen models route natively
-        from mindrl.trainer.batching import micro_batch_rows
+        from mindrl.backends.batching import micro_batch_rows
 
         logps, ents = [], []
         T = batch.response_len

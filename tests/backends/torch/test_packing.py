@@ -105,7 +105,7 @@ def _grads(be, micro, norm):
 
 @pytest.mark.parametrize("agg", ["token_mean", "seq_mean_token_mean"])
 def test_token_budget_packed_micro_batches_give_the_padded_gradient(tiny_dir, make_cfg, agg):
-    from mindrl.trainer.batching import micro_batch_rows
+    from mindrl.backends.batching import micro_batch_rows
 
     batch = _mixed_batch(seed=1)
     batch.old_logp = None
@@ -125,7 +125,7 @@ def test_token_budget_packed_micro_batches_give_the_padded_gradient(tiny_dir, ma
 
 
 def test_micro_batch_rows_by_count_and_by_budget():
-    from mindrl.trainer.batching import micro_batch_rows
+    from mindrl.backends.batching import micro_batch_rows
 
     lengths = np.array([10, 3, 7, 3, 12])
     # by count: longest first 12, 10 | 7, 3 | 3 (ties keep row order), rows ascending in each
@@ -181,7 +181,7 @@ def _own_norm(mb, max_len):
 @pytest.mark.parametrize("agg", AGG)
 def test_length_sorted_micro_batches_give_the_in_order_full_batch_gradient(tiny_dir, make_cfg,
                                                                           agg):
-    from mindrl.trainer.batching import micro_batch_rows
+    from mindrl.backends.batching import micro_batch_rows
 
     batch = _mixed_batch(seed=2)
     batch.old_logp = None
