@@ -138,13 +138,14 @@ def bench_size(size: str, args, rows_out):
     rows_out[size] = rows
 
 
-def bench_rl(args):
+def bench_rl(args, size: str = "tiny"):
     """One RL step (rollout with the backend's native engine, old log-probs, update) through
-    RLTrainer with each backend on the same config; median per-phase seconds."""
+    RLTrainer with each backend on the same config (``builtin:<size>``); median per-phase
+    seconds."""
     from mindrl.config.loader import load_config
     from mindrl.trainer.rl import RLTrainer
 
-    base = ["model.path=builtin:tiny", "model.chat_template=none",
+    base = [f"model.path=builtin:{size}", "model.chat_template=none",
             "data.train_file=arithmetic:digits=2,ops=+", "data.max_val_samples=16",
             "rollout.n=8", "rollout.max_new_tokens=8", "train.prompts_per_step=16",
             "train.micro_batch_size=128", "train.lr=1e-4", "train.threads=1",
@@ -167,7 +168,7 @@ def bench_rl(args):
             m = tr.run_step()
             for k in keys:
                 out[backend][k].append(m.get(k, 0.0) * 1e3)
-    print(f"\nRL step via RLTrainer.run_step (builtin:tiny, 16 prompts x 8 samples x <=8 tokens, "
+    print(f"\nRL step via RLTrainer.run_step (builtin:{size}, 16 prompts x 8 samples x <=8 tokens, "
           f"native engine; load avg {load0} -> {load()}; median of {args.rl_steps} steps "
           f"after 2 warm-up)")
     print(f"| {'phase (ms, median)':28s} | {'torch':>8s} | {'MindSpore':>10s} | ratio")
@@ -187,6 +188,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rl-steps", type=int, default=6, help="0 = skip the RL-step comparison")
+    ap.add_argument("--rl-sizes", default="tiny", help="built-in models of the RL-step comparison")
     args = ap.parse_args()
 
     import torch
@@ -196,7 +198,8 @@ def main() -> None:
     for size in [s for s in args.sizes.split(",") if s]:
         bench_size(size, args, rows)
     if args.rl_steps > 0:
-        bench_rl(args)
+        for size in [s for s in args.rl_sizes.split(",") if s]:
+            bench_rl(args, size)
 
 
 if __name__ == "__main__":
