@@ -238,18 +238,9 @@ def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, 
     logp: List[List[np.ndarray]] = [[] for _ in range(n)]
     vers: List[List[np.ndarray]] = [[] for _ in range(n)]
     reasons = ["length"] * n
-    todo, resumes, version = list(range(n)), -1, hold
-    while todo:
-        resumes += 1
-        if resumes:
-            version = refresh()
-        if resumes == 0:
-            prompts, sp = [list(prompt_ids)], sampling
-        else:
-            prompts = [list(prompt_ids) + resp[r] for r in todo]
-            seed = None if sampling.seed is None else sampling.seed + 7919 * resumes
-            sp = dataclasses.replace(sampling, n=1, seed=seed,
-                                     max_new_tokens=max(T - len(resp[r]) for r in todo))
+    todo, resumes, version = list(range(n)), 0, hold
+    prompts, sp = [list(prompt_ids)], sampling          # the first call: n samples of the prompt
+    while True:
         kw = {}
         if native:
             kw["interrupt"] = newer
@@ -271,6 +262,14 @@ def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, 
             elif len(resp[r]) < T:
                 left.append(r)              # interrupted, or a segment ended: go on
         todo = left
+        if not todo:
+            break
+        resumes += 1                        # the rest go on under the latest policy
+        version = refresh()
+        prompts = [list(prompt_ids) + resp[r] for r in todo]
+        seed = None if sampling.seed is None else sampling.seed + 7919 * resumes
+        sp = dataclasses.replace(sampling, n=1, seed=seed,
+                                 max_new_tokens=max(T - len(resp[r]) for r in todo))
     texts = []
     tok = getattr(engine, "tokenizer", None)
     if tok is not None:
@@ -366,9 +365,9 @@ class RolloutWorker:
         t0 = time.perf_counter()
         idle = t0 - self.last_end
         version = self.refresh()
-        token_versions, resumes = [], 0
+        versions, resumes = [], 0
         if self.partial:
-            ro, token_versions, resumes = sample_partial(
+            ro, versions, resumes = sample_partial(
                 self.engine, group.prompt_ids, sampling, version, self.refresh,
                 NewerPolicy(self, self.check_tokens))
         else:
@@ -376,7 +375,7 @@ class RolloutWorker:
         sc = score_rollouts(self.scorer, [group.row], ro)
         self.last_end = time.perf_counter()
         return Finished(group, version, ro, sc, self.index, os.getpid(), idle,
-                        self.last_end - t0, token_versions, resumes)
+                        self.last_end - t0, versions, resumes)
 
     def refresh(self) -> int:
         """Load the latest published policy if it is newer than the engine's; its version. Only
