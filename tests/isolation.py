@@ -9,6 +9,11 @@ the summary read as if the tests had run in-process. A child that dies without r
 crash, an out-of-memory kill) fails the test it was running, with its output's tail, and a
 new child runs the module's remaining tests.
 
+Children run ahead: ``MINDRL_TEST_JOBS`` lanes (default 1) start the isolated modules' children
+in background threads, in collection order, while the parent runs the light modules in-process;
+when the parent reaches a module no lane has started it runs that child itself. On 2 cores the
+suite then keeps both busy. ``MINDRL_TEST_JOBS=0`` runs each child when its module comes up.
+
 Isolated: the modules under :data:`HEAVY` (their growth measured with ``MINDRL_RSS_LOG``, see
 conftest.py). ``MINDRL_TEST_ISOLATE=0`` runs everything in one process (for a debugger); a run
 that selects a single module runs it in-process as well.
@@ -19,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -55,21 +61,97 @@ def _wanted(session) -> set:
 
 
 # ------------------------------------------------------------------------------- parent side
+class _Job:
+    """One child run: the selected tests ``ids`` of module ``mod`` (a CHUNK of them at most)."""
+
+    def __init__(self, mod, ids):
+        self.mod, self.ids = mod, ids
+        self.done = threading.Event()
+        self.result = None
+        self.proc = None
+
+
+def _jobs_ahead() -> int:
+    """How many children run ahead of the parent, in background threads, while it runs the
+    light modules in-process: ``MINDRL_TEST_JOBS`` (0 = each child when its module comes up, as
+    a plain serial run); default 1, so a 2-core machine runs the parent and one child at once."""
+    try:
+        return max(0, int(os.environ.get("MINDRL_TEST_JOBS", "1")))
+    except ValueError:
+        raise pytest.UsageError("MINDRL_TEST_JOBS must be an integer (0 = run children serially)")
+
+
 def pytest_collection_finish(session):
-    session.config._isolated_modules = _wanted(session)
-    session.config._isolated_reports = {}
+    config = session.config
+    config._isolated_modules = mods = _wanted(session)
+    config._isolated_jobs = {}                      # nodeid -> _Job
+    config._isolated_threads = []
+    if not mods:
+        return
+    jobs, by_mod = [], {}
+    for item in session.items:
+        mod = _module(item)
+        if mod in mods:
+            by_mod.setdefault(mod, []).append(item.nodeid)
+    for mod, ids in by_mod.items():                  # in the order the modules come up
+        step = CHUNK.get(mod, len(ids))
+        for k in range(0, len(ids), step):
+            job = _Job(mod, ids[k:k + step])
+            jobs.append(job)
+            for nid in job.ids:
+                config._isolated_jobs[nid] = job
+    config._isolated_queue = list(jobs)
+    # the environment as it is before any test runs: a lane starts children while the parent's
+    # tests run, and those may set variables for themselves (monkeypatch, fixtures)
+    config._isolated_env = dict(os.environ)
+    config._isolated_lock = threading.Lock()
+    n = _jobs_ahead()
+    for _ in range(min(n, len(jobs))):
+        t = threading.Thread(target=_lane, args=(config,), daemon=True)
+        t.start()
+        config._isolated_threads.append(t)
 
 
-def _run_child(item) -> dict:
-    """Run the selected tests of ``item``'s module from ``item`` on in a child:
-    {nodeid: [TestReport]}, and under "<child>" (its first test, exit code, output's tail)."""
-    config, mod = item.config, _module(item)
-    ids = [i.nodeid for i in item.session.items if _module(i) == mod]
-    ids = ids[ids.index(item.nodeid):][:CHUNK.get(mod, len(ids))]
+def _next_job(config):
+    with config._isolated_lock:
+        while config._isolated_queue:
+            job = config._isolated_queue.pop(0)
+            if not job.done.is_set() and job.result is None:
+                job.result = "running"
+                return job
+    return None
+
+
+def _lane(config):
+    """A background lane: runs the queued children in collection order, one at a time."""
+    while not getattr(config, "_isolated_stop", False):
+        job = _next_job(config)
+        if job is None:
+            return
+        try:
+            job.result = _run_child(config, job.mod, job.ids, job)
+        except BaseException as e:               # never leave the parent waiting
+            job.result = {"<child>": (job.ids[0], -1, f"the child could not run: {e!r}")}
+        job.done.set()
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    config._isolated_stop = True
+    with getattr(config, "_isolated_lock", threading.Lock()):
+        config.__dict__.get("_isolated_queue", []).clear()
+    for job in set(getattr(config, "_isolated_jobs", {}).values()):
+        if job.proc is not None and job.proc.poll() is None:
+            job.proc.kill()
+
+
+def _run_child(config, mod, ids, job=None) -> dict:
+    """Run the tests ``ids`` of module ``mod`` in a child: {nodeid: [TestReport]}, and under
+    "<child>" (its first test, exit code, output's tail)."""
     base = Path(str(config._tmp_path_factory.getbasetemp()))
     work = Path(tempfile.mkdtemp(prefix="child-", dir=base))
     (work / "ids.json").write_text(json.dumps(ids))
-    env = dict(os.environ)
+    env = dict(config._isolated_env)
     env[CHILD_ENV] = str(work)
     env.setdefault("MINDRL_TEST_CACHE", str(base / "cache"))   # builtin:tiny built once
     cmd = [sys.executable, "-m", "pytest", mod, "-q", "-p", "no:cacheprovider",
@@ -78,8 +160,11 @@ def _run_child(item) -> dict:
         cmd.append("-s")
     if config.option.maxfail:
         cmd.append(f"--maxfail={config.option.maxfail}")
-    proc = subprocess.run(cmd, cwd=str(config.rootpath), env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace")
+    proc = subprocess.Popen(cmd, cwd=str(config.rootpath), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
+    if job is not None:
+        job.proc = proc
+    stdout, _ = proc.communicate()
     out = {}
     path = work / "reports.jsonl"
     for line in (path.read_text().splitlines() if path.exists() else []):
@@ -87,7 +172,7 @@ def _run_child(item) -> dict:
         if isinstance(rep.longrepr, list):        # a skip's (path, line, reason): JSON made it a list
             rep.longrepr = tuple(rep.longrepr)
         out.setdefault(rep.nodeid, []).append(rep)
-    out["<child>"] = (ids[0], proc.returncode, proc.stdout[-6000:])
+    out["<child>"] = (ids[0], proc.returncode, stdout[-6000:])
     return out
 
 
@@ -101,22 +186,45 @@ def _lost(item, child) -> list:
                        f"test finished; its output ends with:\n{tail}", "call", [])]
 
 
+def _reports_for(item) -> list:
+    """The reports of ``item``: from its job (run ahead in a lane, or now); when the child died
+    before reaching it, a new child runs the job's remaining tests from ``item`` on."""
+    config = item.config
+    job = config._isolated_jobs[item.nodeid]
+    if _next_job_is(config, job):                 # not started by a lane: run it here
+        job.result = _run_child(config, job.mod, job.ids, job)
+        job.done.set()
+    job.done.wait()
+    reports = job.result
+    if item.nodeid not in reports and reports["<child>"][0] != item.nodeid:
+        rest = job.ids[job.ids.index(item.nodeid):]
+        more = _run_child(config, job.mod, rest, job)
+        reports = dict(reports)
+        reports.update(more)
+        reports["<child>"] = more["<child>"]
+        job.result = reports
+    mine = reports.get(item.nodeid, [])
+    if not any(r.when == "teardown" for r in mine):
+        mine = mine + _lost(item, reports["<child>"])
+    return mine
+
+
+def _next_job_is(config, job) -> bool:
+    """Take ``job`` off the queue if no lane has started it (True: the caller runs it)."""
+    with config._isolated_lock:
+        if job in config._isolated_queue:
+            config._isolated_queue.remove(job)
+            job.result = "running"
+            return True
+    return False
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     config = item.config
     if _module(item) not in getattr(config, "_isolated_modules", ()):
         return None
-    cache = config._isolated_reports
-    reports = cache.get(_module(item))
-    if reports is None or (item.nodeid not in reports
-                           and reports["<child>"][0] != item.nodeid):
-        # the module's first test, the child died before this one, or its chunk (CHUNK) ended
-        # before it: a (new) child from here
-        cache.clear()                     # one module's reports at a time
-        reports = cache[_module(item)] = _run_child(item)
-    mine = reports.get(item.nodeid, [])
-    if not any(r.when == "teardown" for r in mine):
-        mine = mine + _lost(item, reports["<child>"])
+    mine = _reports_for(item)
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for rep in mine:
