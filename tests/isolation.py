@@ -145,6 +145,23 @@ def pytest_sessionfinish(session):
             job.proc.kill()
 
 
+_PRCTL = None
+try:                                       # Linux: a child gets SIGKILL when its parent dies
+    import ctypes
+    import signal
+
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    pass
+
+
+def _die_with_parent():
+    """In the forked child, before exec: end with the thread that started it (PR_SET_PDEATHSIG),
+    so a killed parent (Ctrl-C twice, a CI timeout) leaves no child running a module."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGKILL, 0, 0, 0)
+
+
 def _run_child(config, mod, ids, job=None) -> dict:
     """Run the tests ``ids`` of module ``mod`` in a child: {nodeid: [TestReport]}, and under
     "<child>" (its first test, exit code, output's tail)."""
@@ -161,7 +178,8 @@ def _run_child(config, mod, ids, job=None) -> dict:
     if config.option.maxfail:
         cmd.append(f"--maxfail={config.option.maxfail}")
     proc = subprocess.Popen(cmd, cwd=str(config.rootpath), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")
+                            stderr=subprocess.STDOUT, text=True, errors="replace",
+                            preexec_fn=_die_with_parent)
     if job is not None:
         job.proc = proc
     stdout, _ = proc.communicate()
