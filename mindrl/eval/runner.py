@@ -327,6 +327,8 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
                top_p=settings.top_p, top_k=settings.top_k, max_new_tokens=settings.max_new_tokens,
                seed=settings.seed, engine=settings.engine, backend=settings.backend,
                dtype=settings.dtype)
+    if settings.min_p:
+        gen["min_p"] = settings.min_p
     if settings.tools:
         gen["tools"] = dict(names=settings.tools, format=settings.tool_format,
                             max_turns=settings.max_turns, timeout=settings.tool_timeout)
@@ -371,7 +373,8 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
                       dtype=settings.dtype, device=settings.device, seed=settings.seed,
                       max_prompt_len=max(len(p.prompt_ids) for ps in problems.values() for p in ps),
                       sampling=dict(temperature=settings.temperature, top_p=settings.top_p,
-                                    top_k=settings.top_k, max_new_tokens=settings.max_new_tokens,
+                                    top_k=settings.top_k, min_p=settings.min_p,
+                                    max_new_tokens=settings.max_new_tokens,
                                     stop_token_ids=stop_token_ids(model_dir, tokenizer)),
                       tools=gen.get("tools", {}),
                       tool_hide=[str(run_dir), str(resolve_data_dir(settings.data_dir))])
