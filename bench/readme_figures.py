@@ -431,11 +431,11 @@ FIGURES: List[Figure] = [
            r"(?m)^\| response \(rewards 1 1 0 0\) \|[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
            "python bench/seed_log.py lengths", lambda: _seed_log("lengths_lines"), True),
     table("seed_template", "| evaluation template | accuracy |",
-          "mindrl sft sft_tiny_demo ... logging.output_dir=runs/seed_sft; mindrl eval runs/seed_sft "
-          "... --template T (docs/benchmarks.md, the experiment log in miniature)"),
+          "mindrl sft sft_tiny_demo ... logging.output_dir=runs/seed_sft; "
+          "mindrl eval runs/seed_sft ... --template T (docs/benchmarks.md)"),
     table("seed_pairs", "| sampling temperature | avg@8 |",
-          "mindrl eval runs/seed_sft ... --n 8 --temperature T; mindrl data pairs RUN -o pairs.jsonl "
-          "--max-pairs 0 --pair-format pairwise"),
+          "mindrl eval runs/seed_sft ... --n 8 --temperature T; "
+          "mindrl data pairs RUN -o pairs.jsonl --max-pairs 0 --pair-format pairwise"),
     table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
     table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
     table("demo_backends", "| backend | seed | SFT |",
