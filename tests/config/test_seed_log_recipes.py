@@ -153,7 +153,8 @@ def header_commands(path):
         if buf.endswith("\\"):
             buf = buf[:-1].rstrip()
             continue
-        out.append(re.sub(r"\s+#.*$|\s+\(.*\)$|\s+/\s+mindrl .*$", "", buf))
+        for part in re.split(r"\s+/\s+(?=mindrl )", buf):      # "A   /   B": two commands
+            out.append(re.sub(r"\s+#.*$|\s+\(.*\)$", "", part))
         buf = ""
     return out
 
@@ -168,6 +169,11 @@ def test_header_commands_are_found():
             "logic_rl_schedule", "countdown_mini_r1"} <= names
     dpo = [c for r, c in HEADERS if r == "dpo_seed_continued"]
     assert [c.split()[1] for c in dpo] == ["data", "eval", "data", "dpo"]
+    assert ("ppo_orz_smoke", "mindrl train ppo_orz_smoke backend=mindspore") in HEADERS
+    bad = "mindrl eval /m --benchmarks gsm8k_train --samples 8"     # the kind of line refused
+    with pytest.raises(SystemExit):
+        from mindrl.cli import parse_argv
+        parse_argv(shlex.split(bad)[1:])
 
 
 @pytest.mark.parametrize("recipe, command", HEADERS,
@@ -176,7 +182,7 @@ def test_header_command_parses_and_resolves(recipe, command):
     """Every option exists; a training command's recipe and overrides load; an eval command's
     benchmarks are built-in names or files; a preference recipe is run by its own command."""
     from mindrl.cli import parse_argv
-    from mindrl.data.benchmarks import is_builtin, split_benchmarks
+    from mindrl.data.benchmarks import _looks_like_file, is_builtin, split_benchmarks
 
     argv = shlex.split(command)
     if argv[0] == "bash":
@@ -194,5 +200,6 @@ def test_header_command_parses_and_resolves(recipe, command):
             assert stages[0].cfg.preference.loss == sub, command
     if sub == "eval" and args.benchmarks:
         for b in split_benchmarks(args.benchmarks):
-            assert is_builtin(b) or Path(b).suffix in (".jsonl", ".json", ".parquet"), \
-                f"{recipe} header: `{command}`: {b} is neither a benchmark nor a file"
+            known = is_builtin(b) or b.startswith("hf:") or _looks_like_file(b) or \
+                re.match(r"(arithmetic|kk|countdown)\w*:", b)              # a generated task
+            assert known, f"{recipe} header: `{command}`: {b} is neither a benchmark nor a file"
