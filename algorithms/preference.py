@@ -15,9 +15,12 @@ Implicit rewards (metrics): DPO/IPO beta (S - S_ref); SimPO beta S/|y|. ``prefer
 ``pref_ftx`` times an SFT term on the chosen response, averaged over pairs (the seed work needed
 it after plain SimPO produced garbled text); ``sft_term`` picks its form:
 
-* ``mean_token``  -S(y_w)/|y_w|  (LLaMA-Factory's ``pref_ftx``: per-token NLL, length-free scale)
-* ``sum``         -S(y_w)        (the seed code's ``-policy_chosen_log_probs``: summed over the
-                                  chosen tokens, so it grows with the response length)
+* ``mean_token``  -S(y_w)/|y_w|  (per-token NLL, length-free scale: the seed code's
+                                  ``-policy_chosen_log_probs``, whose trainer has already
+                                  divided the log-probs by the length; LLaMA-Factory's
+                                  ``pref_ftx``)
+* ``sum``         -S(y_w)        (the sequence NLL, summed over the chosen tokens: it grows with
+                                  the response length)
 Every registered loss: fn(ops, chosen_logp, chosen_mask, rejected_logp, rejected_mask,
 ref_chosen_logp, ref_rejected_logp, *, beta, label_smoothing, gamma) -> (per-pair loss (B,),
 chosen reward (B,), rejected reward (B,)).

@@ -207,6 +207,16 @@ def verdicts_differ() -> str:
     return str(sum((a or 0.0) != (b or 0.0) for a, b in zip(mv, mine)))
 
 
+def _seed_log(fn: str) -> str:
+    """Rows of a bench/seed_log.py table, as the docs print them (header and rule dropped)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("seed_log", REPO / "bench" / "seed_log.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return "\n".join(getattr(mod, fn)()[2:]) + "\n"
+
+
 def table(name: str, header: str, command: str) -> Figure:
     """A whole docs table as one figure (its rows under the header line that starts with
     ``header``): every cell of a benchmark's table comes from one command."""
@@ -414,6 +424,18 @@ FIGURES: List[Figure] = [
            "time bash launch/install_peers_plugins.sh   (on a machine without tests/.peers)"),
     # ---- evaluation
     # ---- whole tables of measured numbers: every cell comes from the command named
+    # ---- the experiment log in miniature (docs/reproduced.md)
+    Figure("seed_passk", r"(?m)^\| N_neg \| mean pass@k R \|[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
+           "python bench/seed_log.py passk", lambda: _seed_log("passk_lines"), True),
+    Figure("seed_lengths",
+           r"(?m)^\| response \(rewards 1 1 0 0\) \|[^\n]*\n\|[-|: ]+\|\n((?:\|[^\n]*\n)+)",
+           "python bench/seed_log.py lengths", lambda: _seed_log("lengths_lines"), True),
+    table("seed_template", "| evaluation template | accuracy |",
+          "mindrl sft sft_tiny_demo ... logging.output_dir=runs/seed_sft; "
+          "mindrl eval runs/seed_sft ... --template T (docs/benchmarks.md)"),
+    table("seed_pairs", "| sampling temperature | avg@8 |",
+          "mindrl eval runs/seed_sft ... --n 8 --temperature T; "
+          "mindrl data pairs RUN -o pairs.jsonl --max-pairs 0 --pair-format pairwise"),
     table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
     table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
     table("demo_backends", "| backend | seed | SFT |",
@@ -508,14 +530,15 @@ def main(argv=None) -> int:
         if a.cheap and f.compute is not None:
             t0 = time.perf_counter()
             new = f.compute()
-            if new == shown_old:
+            if len(old) == 1 and new == old[0]:
                 mark = ""
             elif f.exact:
                 mark = "   <- differs"
                 status = 1
             else:
                 mark = "   (a timing: moves with the load)"
-            new = f"{new} ({time.perf_counter() - t0:.0f} s){mark}"
+            shown_new = f"table, {new.count(chr(10))} rows" if "\n" in new else new
+            new = f"{shown_new} ({time.perf_counter() - t0:.0f} s){mark}"
         elif f.compute is None:
             new = "(run its command)"
         print(f"{f.name:24s} {shown_old:18s} {new:26s} {f.command}")

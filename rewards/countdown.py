@@ -4,9 +4,12 @@ Rewards (Mini-R1, philschmid "mini-deepseek-r1"; TinyZero's countdown task):
   - ``countdown_format``: 1.0 when the completion (with ``<think>`` prepended, as Mini-R1's
     prompt ends in ``<think>``) is ``<think>...</think>\\n<answer>...</answer>``, else 0.0.
   - ``countdown_equation``: 1.0 when the first ``<answer>`` holds an equation that uses exactly
-    the given numbers, each once, only + - * / and parentheses, and equals the target exactly
-    (Mini-R1 accepts anything within 1e-5; exact fractions make that tolerance unnecessary, and
-    it pays near misses such as ``7 + 1/(50*50*50)`` for 7); else 0.0.
+    the given numbers, each once, and equals the target; else 0.0. Two checks
+    (``check``): ``exact`` (the default) allows only integers, + - * / and parentheses and asks
+    for the target exactly, in fractions; ``mini_r1`` is Mini-R1's own check: the characters
+    digits, + - * / ( ) . and whitespace, the numbers read as the runs of digits, and any value
+    within ``tolerance`` (1e-5) of the target, so it also pays near misses such as
+    ``7 + 1/(50*50*50)`` for 7. ``countdown_mini_r1`` uses ``mini_r1``.
 
 The equation is evaluated by ``safe_eval`` on the Python AST with exact fractions: only integer
 literals, the four binary operators and parentheses are accepted (no names, calls, powers,
@@ -92,6 +95,65 @@ def check_equation(equation: str, nums: Sequence[int], target: Union[int, float,
     return value == goal
 
 
+MINI_R1_CHARS = re.compile(r"[\d+\-*/().\s]+")      # Mini-R1's allowed_pattern, whole string
+MAX_POWER = 64                                       # |exponent| cap for ** (Python eval's power)
+
+
+def _eval_mini_r1(node: ast.AST) -> Fraction:
+    """Python's value of what Mini-R1's character set lets through (+ - * / // ** and unary
+    signs on integer or decimal literals), in exact fractions; anything else raises."""
+    if isinstance(node, ast.Expression):
+        return _eval_mini_r1(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return Fraction(str(node.value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        v = _eval_mini_r1(node.operand)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp):
+        a, b = _eval_mini_r1(node.left), _eval_mini_r1(node.right)
+        if isinstance(node.op, (ast.Div, ast.FloorDiv)) and b == 0:
+            raise ZeroDivisionError("division by zero")
+        if type(node.op) in _OPS:
+            return _OPS[type(node.op)](a, b)
+        if isinstance(node.op, ast.FloorDiv):
+            return Fraction(a // b)
+        if isinstance(node.op, ast.Pow) and b.denominator == 1 and abs(b) <= MAX_POWER \
+                and not (a == 0 and b < 0):
+            return a ** int(b)
+    raise UnsafeExpression(f"not allowed in an equation: {type(node).__name__}")
+
+
+def check_equation_mini_r1(equation: str, nums: Sequence[int], target: Union[int, float, str],
+                           tolerance: float = 1e-5) -> bool:
+    """Mini-R1's equation check: only digits, + - * / ( ) . and whitespace; the runs of digits
+    are the numbers used and must be ``nums`` (each once); the value must lie within
+    ``tolerance`` of the target. Evaluated on the AST, without ``eval``; a power whose exponent
+    is not a whole number up to 64 in size scores 0 (Python would compute it).
+
+    >>> check_equation_mini_r1("7 + 1 / (50 * 50 * 50)", [7, 1, 50, 50, 50], 7)
+    True
+    >>> check_equation_mini_r1("7 + 1 / (50 * 50)", [7, 1, 50, 50], 7)
+    False
+    """
+    try:
+        goal = Fraction(str(target).strip())
+    except ValueError:
+        raise ValueError(f"countdown: target {target!r} is not a number") from None
+    if len(equation) > MAX_EQUATION_CHARS or not MINI_R1_CHARS.fullmatch(equation):
+        return False
+    if sorted(int(t) for t in re.findall(r"\d+", equation)) != sorted(int(n) for n in nums):
+        return False
+    try:
+        value = _eval_mini_r1(ast.parse(equation.strip(), mode="eval"))
+    except (UnsafeExpression, SyntaxError, ZeroDivisionError, ValueError, RecursionError,
+            MemoryError, OverflowError):
+        return False
+    return abs(value - goal) < Fraction(tolerance)
+
+
+CHECKS = ("exact", "mini_r1")
+
+
 def _nums(x) -> List[int]:
     if isinstance(x, str):
         return [int(t) for t in x.split(",") if t.strip()]
@@ -128,20 +190,33 @@ class CountdownFormat:
 
 @REWARDS.register("countdown_equation")
 def countdown_equation(completions: Sequence[str], nums: Sequence, target: Sequence,
+                       check: str = "exact", tolerance: float = 1e-5,
                        **columns) -> List[Optional[float]]:
     """1.0 when the first ``<answer>`` equation is valid and hits the target, else 0.0.
 
-    Columns: ``nums`` (a list of ints or "30,100,93") and ``target``. Source: Mini-R1
-    ``equation_reward_func`` (which uses a regex and ``eval``; we use ``safe_eval``).
+    Columns: ``nums`` (a list of ints or "30,100,93") and ``target``. ``check``: ``exact``
+    (:func:`check_equation`) or ``mini_r1`` (:func:`check_equation_mini_r1`, within
+    ``tolerance``), set as reward params. Source: Mini-R1 ``equation_reward_func`` (which uses
+    a regex and ``eval``; both checks here read the AST).
 
     >>> countdown_equation(["<answer>(100 - 93) * 30 / 10</answer>", "<answer>100-93</answer>"],
     ...                    nums=[[30, 100, 93, 10]] * 2, target=[21, 7])
     [1.0, 0.0]
     """
+    if check not in CHECKS:
+        raise ValueError(f"countdown_equation: check={check!r}; valid: {', '.join(CHECKS)}")
+    if check == "mini_r1" and not tolerance > 0:
+        raise ValueError(f"countdown_equation: tolerance={tolerance} must be > 0")
     out: List[Optional[float]] = []
     for text, ns, tgt in zip(completions, nums, target):
         m = _ANSWER.search(text)
-        out.append(1.0 if m and check_equation(m.group(1).strip(), _nums(ns), tgt) else 0.0)
+        if not m:
+            out.append(0.0)
+            continue
+        eq = m.group(1).strip()
+        ok = check_equation(eq, _nums(ns), tgt) if check == "exact" else \
+            check_equation_mini_r1(eq, _nums(ns), tgt, tolerance)
+        out.append(1.0 if ok else 0.0)
     return out
 
 

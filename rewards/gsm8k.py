@@ -5,8 +5,9 @@
     read as whole expressions by :mod:`rewards.answer_value` (``2/3`` is two thirds, never 2;
     ``2 or 3`` is no value), so no prefix of a fraction, decimal or power is ever paid.
   - ``gsm8k_format``: +1.0 for ``<think>...</think>`` followed by ``<answer>...</answer>`` whose
-    answer contains a number, else -1.0 (the +1/-1 format reward of GSM8K R1-Zero
-    reproductions, which punish a missing structure instead of ignoring it).
+    answer contains a number, else -1.0. This is mindrl's own shape check, not the GSM8K-R1
+    reproduction's: that one is Logic-RL's tag check (``kk_format``: each tag once, in order),
+    which ``grpo_gsm8k_qwen25_1.5b`` uses.
 """
 
 from __future__ import annotations

@@ -97,6 +97,9 @@ class ResampleConfig:
     lo: float = opt(0.0, "Keep problems whose pass rate is above this (exclusive).")
     hi: float = opt(1.0, "Keep problems whose pass rate is below this (exclusive): 0 < p < 1 "
                     "by default, the problems the model solves sometimes but not always.")
+    keep_unsolved: bool = opt(False, "Also keep the problems no sample solved (pass rate 0): "
+                              "with hi=1 only the always-solved problems are dropped, the "
+                              "drop-all-correct rule of the seed log's data preparation.")
     temperature: float = opt(1.0, "Sampling temperature of the rating run.")
     max_new_tokens: int = opt(0, "Response limit of the rating run (0 = rollout.max_new_tokens).")
 

@@ -105,7 +105,7 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
                          "(chosen) against their K longest (rejected), K x K pairs (0 = off)")
     pr.add_argument("--pair-format", default="standard", choices=["standard", "pairwise"],
                     help="standard: prompt/chosen/rejected; pairwise: id, prompt, "
-                         "completion_1, completion_2, preferred (1 or 2)")
+                         "completion_1, completion_2, preferred (the chosen column's name)")
     pr.set_defaults(func=data_command)
 
     rj = sub.add_parser("rejection", formatter_class=fmt,

@@ -26,7 +26,7 @@ orz                 a JSON list per row: [{from: human, value},   problem <- ``[
                     {from: assistant, ground_truth: {value}}]     answer <-
                                                                   ``[1].ground_truth.value``
 pairwise            ``completion_1``, ``completion_2``,           chosen / rejected by
-                    ``preferred`` (1 or 2), ``prompt``, ``id``    ``preferred``
+                    ``preferred`` (a name / 1 / 2), ``prompt``    ``preferred``
 preference          ``chosen``, ``rejected`` (+ ``prompt``);      TRL standard or
                     strings or chat messages                      conversational
 messages            ``messages`` = [{role, content}]              problem <- the user turn
@@ -114,7 +114,8 @@ def _orz_row(row: Any) -> bool:
 
 
 def _pairwise_prepare(row: Row, at: str) -> Row:
-    """The seed's DPO rows: ``preferred`` (1 or 2, or the column name) picks ``chosen``."""
+    """The seed's DPO rows: ``preferred`` (the column name, ``completion_1`` / ``completion_2``,
+    as the log writes it, or 1 / 2) picks ``chosen``."""
     pref = row.get("preferred")
     key = str(pref).strip().lower()
     if key in ("1", "completion_1", "1.0"):
@@ -136,7 +137,8 @@ for _f in (
             "id": "extra_info.index"}),
     Format("orz", "Open-Reasoner-Zero JSON: [human turn, assistant turn with ground_truth]",
            _orz_row, {"problem": "[0].value", "answer": "[1].ground_truth.value"}),
-    Format("pairwise", "id, prompt, completion_1, completion_2, preferred (1 or 2)",
+    Format("pairwise", "id, prompt, completion_1, completion_2, preferred (completion_1 / "
+           "completion_2, or 1 / 2)",
            lambda r: isinstance(r, dict) and {"completion_1", "completion_2", "preferred"}
            <= set(r),
            {"problem": "prompt", "chosen": "chosen", "rejected": "rejected", "id": "id"},

@@ -1,7 +1,8 @@
 """Chat templates: how a problem becomes the prompt string the model continues.
 
-The template used in evaluation must match the one used in training: the seed experiment lost
-up to 28 points on GSM8K (64.4 vs 92.6) by evaluating under a different template. Templates:
+The template used in evaluation must match the one used in training: in the experiment log a
+model trained without a template scored 90.6 on GSM8K evaluated the same way and 64.4 under a
+CoT chat template. Templates:
 
 ``qwen25-math-cot``  Qwen2.5-Math's CoT prompt (its evaluation harness): ChatML with the system
                      message "Please reason step by step, and put your final answer within

@@ -421,8 +421,10 @@ def build_preference_pairs(samples: Union[EvalSamples, str, Path], max_pairs_per
     the others "correct_vs_wrong".
 
     ``pair_format``: ``standard`` (prompt/chosen/rejected) or ``pairwise`` (the seed log's
-    ``id, prompt, completion_1, completion_2, preferred``; which side is completion_1 is drawn
-    per pair from the seeded per-problem RNG). Both keep the provenance fields.
+    ``id, prompt, completion_1, completion_2, preferred``, ``preferred`` naming the chosen
+    column, ``"completion_1"`` or ``"completion_2"``, as the log's format does; which side is
+    completion_1 is drawn per pair from the seeded per-problem RNG). Both keep the provenance
+    fields. Readers accept ``preferred`` as the column name or as 1 / 2.
 
     Counts: ``problems``, ``problems_paired``, ``pairs``, ``no_correct``, ``no_wrong``
     (problems lacking a side), ``solved_problems`` (every sample correct: paired by length, no
@@ -504,7 +506,7 @@ def _pair_row(base: Row, key: ProblemKey, c: Row, r: Row, kind: str, i: int,
             "prompt": base["problem"],
             "completion_1": c["text"] if first else r["text"],
             "completion_2": r["text"] if first else c["text"],
-            "preferred": 1 if first else 2, **prov}
+            "preferred": "completion_1" if first else "completion_2", **prov}
 
 
 def build_rejection_sampling_set(samples: Union[EvalSamples, str, Path], max_per_problem: int = 0,
@@ -516,7 +518,8 @@ def build_rejection_sampling_set(samples: Union[EvalSamples, str, Path], max_per
 
     ``lo``/``hi`` bound the problem's pass rate (over all its samples, pooled across runs when
     several are given): exclusive by default, so ``lo=0, hi=1`` keeps the problems solved
-    sometimes but not always (pass-rate SFT, the seed log's best recipe); ``inclusive`` makes
+    sometimes but not always (pass-rate SFT: the log's rejection-sampling experiment kept the
+    problems with 0 < accuracy < 1); ``inclusive`` makes
     them ``<=``. Counts: ``problems``, ``out_of_bounds``, ``problems_kept``, ``correct``,
     ``dropped_truncated``, ``dropped_duplicates``, ``dropped_cap``, ``rows``.
     """

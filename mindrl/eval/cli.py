@@ -22,7 +22,7 @@ from mindrl.eval.settings import EvalError, EvalSettings
 
 _FLAGS = {  # setting -> (flag, type)
     "benchmarks": ("--benchmarks", str), "n": ("--n", int), "temperature": ("--temperature", float),
-    "top_p": ("--top-p", float), "top_k": ("--top-k", int),
+    "top_p": ("--top-p", float), "top_k": ("--top-k", int), "min_p": ("--min-p", float),
     "max_new_tokens": ("--max-new-tokens", str), "seed": ("--seed", int),
     "template": ("--template", str), "system_prompt": ("--system-prompt", str),
     "engine": ("--engine", str), "backend": ("--backend", str), "dtype": ("--dtype", str),

@@ -59,6 +59,7 @@ class EngineSpec:
             data=DataConfig(max_prompt_len=self.max_prompt_len),
             rollout=RolloutConfig(engine=self.engine, n=1, temperature=s.get("temperature", 1.0),
                                   top_p=s.get("top_p", 1.0), top_k=s.get("top_k", -1),
+                                  min_p=s.get("min_p", 0.0),
                                   max_new_tokens=s.get("max_new_tokens", 128), seed=self.seed),
             train=TrainConfig(seed=self.seed, threads=self.threads))
 

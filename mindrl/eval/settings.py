@@ -38,6 +38,8 @@ class EvalSettings:
     temperature: float = field(default=0.6, metadata={"help": "0 = greedy."})
     top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling mass."})
     top_k: int = field(default=-1, metadata={"help": "Top-k (-1 = off)."})
+    min_p: float = field(default=0.0, metadata={
+        "help": "Min-p: drop tokens less likely than min_p times the most likely one (0 = off)."})
     max_new_tokens: int = field(default=4096, metadata={"help": "Response token limit."})
     seed: int = field(default=0, metadata={"help": "Sampling seed."})
     template: Optional[str] = field(default=None, metadata={
@@ -112,6 +114,8 @@ class EvalSettings:
             errors.append(f"temperature={self.temperature} must be >= 0")
         if not 0 < self.top_p <= 1:
             errors.append(f"top_p={self.top_p} must be in (0, 1]")
+        if not 0 <= self.min_p < 1:
+            errors.append(f"min_p={self.min_p} must be in [0, 1)")
         if self.top_k == 0 or self.top_k < -1:
             errors.append(f"top_k={self.top_k} must be -1 (off) or >= 1")
         if self.max_new_tokens < 1:
@@ -155,10 +159,12 @@ def model_fingerprint(model_dir: str) -> str:
 
 def settings_hash(gen: Dict[str, Any]) -> str:
     """12 hex digits of SHA-256 over the generation settings (:data:`GENERATION_KEYS`, plus
-    ``tools`` when tools are on, so runs without tools keep their hashes)."""
+    ``tools`` when tools are on and ``min_p`` when above 0, so runs without them keep their
+    hashes)."""
     missing = [k for k in GENERATION_KEYS if k not in gen]
     if missing:
         raise ValueError(f"generation settings lack {missing}")
-    keys = GENERATION_KEYS + (("tools",) if gen.get("tools") else ())
+    keys = GENERATION_KEYS + (("tools",) if gen.get("tools") else ()) \
+        + (("min_p",) if gen.get("min_p") else ())
     blob = json.dumps({k: gen[k] for k in keys}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

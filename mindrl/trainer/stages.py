@@ -76,6 +76,27 @@ def resolve_from_stage(stage: Stage) -> Stage:
     return dataclasses.replace(stage, cfg=dataclasses.replace(cfg, data=data))
 
 
+def select_rated(rates: Dict, lo: float, hi: float, keep_unsolved: bool = False):
+    """(kept keys in order, number dropped as too easy, number dropped as too hard) for
+    pass rates ``rates`` {key: rate}: kept when lo < rate < hi, or rate == 0 with
+    ``keep_unsolved``; too easy when rate >= hi.
+
+    >>> select_rated({"a": 0.0, "b": 0.5, "c": 1.0}, 0.0, 1.0)
+    (['b'], 1, 1)
+    >>> select_rated({"a": 0.0, "b": 0.5, "c": 1.0}, 0.0, 1.0, keep_unsolved=True)
+    (['a', 'b'], 1, 0)
+    """
+    kept, easy, hard = [], 0, 0
+    for key, rate in rates.items():
+        if rate >= hi:
+            easy += 1
+        elif rate > lo or (keep_unsolved and rate == 0):
+            kept.append(key)
+        else:
+            hard += 1
+    return kept, easy, hard
+
+
 def prepare_from_stage(stage: Stage, prev: Stage) -> Dict[str, int]:
     """Rate ``stage``'s training problems with ``prev``'s final model (``data.resample.n``
     samples each, the eval grader) and write those whose pass rate lies strictly between
@@ -99,7 +120,8 @@ def prepare_from_stage(stage: Stage, prev: Stage) -> Dict[str, int]:
             return counts
         done.unlink()                    # other settings: rate again (the eval reuses samples)
     print(f"[stages] {stage.label}: rating {cfg.data.train_file} with {prev.final_model} "
-          f"({rs.n} samples each; keeping {rs.lo} < pass rate < {rs.hi})", flush=True)
+          f"({rs.n} samples each; keeping {rs.lo} < pass rate < {rs.hi}"
+          f"{' and the never solved' if rs.keep_unsolved else ''})", flush=True)
     settings = EvalSettings(
         model=str(prev.final_model), benchmarks=[cfg.data.train_file], n=rs.n,
         temperature=rs.temperature, top_p=1.0,
@@ -112,16 +134,11 @@ def prepare_from_stage(stage: Stage, prev: Stage) -> Dict[str, int]:
         output_dir=str(root / "resample" / "eval"), grade_workers=0, plot=False)
     run_eval(settings, echo_table=False)
     samples = load_eval_samples(root / "resample" / "eval")
-    rows, easy, hard = [], 0, 0
-    for key, recs in samples.groups.items():
-        rate = pass_rate(recs)
-        if rate >= rs.hi:
-            easy += 1
-        elif rate <= rs.lo:
-            hard += 1
-        else:
-            rows.append({**samples.problem_row(key), "pass_rate": rate, "n": len(recs),
-                         "benchmark": key[0], "problem_id": key[1]})
+    rates = {key: pass_rate(recs) for key, recs in samples.groups.items()}
+    kept, easy, hard = select_rated(rates, rs.lo, rs.hi, rs.keep_unsolved)
+    rows = [{**samples.problem_row(key), "pass_rate": rates[key],
+             "n": len(samples.groups[key]), "benchmark": key[0], "problem_id": key[1]}
+            for key in kept]
     counts = {"problems": len(samples.groups), "kept": len(rows), "too_easy": easy,
               "too_hard": hard, "asked": asked}
     if not rows:

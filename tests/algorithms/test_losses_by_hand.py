@@ -167,7 +167,8 @@ def test_dpo_ipo_simpo_by_hand():
     # IPO: (0.7 - 1/(2*0.1))^2
     loss, _ = preference_loss(NP, cfg=PreferenceConfig(loss="ipo", beta=0.1), **inp)
     assert loss == pytest.approx((0.7 - 5.0) ** 2)
-    # SimPO: beta=2: 2*(-1/2) - 2*(-2/3) - 0.5 = 1/3 - 0.5 ; plus pref_ftx * (1/2)
+    # SimPO: beta=2: 2*(-1/2) - 2*(-2/3) - 0.5 = 1/3 - 0.5 ; plus pref_ftx * (1/2), the token
+    # mean of the chosen NLL (the seed log's SFT term)
     loss, m = preference_loss(NP, cfg=PreferenceConfig(loss="simpo", beta=2.0, gamma=0.5,
                                                        pref_ftx=0.3), **inp)
     pref = math.log1p(math.exp(-(1 / 3 - 0.5)))
@@ -178,7 +179,7 @@ def test_dpo_ipo_simpo_by_hand():
 
 
 def test_simpo_sft_term_sum_is_the_sequence_nll():
-    # the seed's SFT term -S(y_w) summed over the chosen tokens: S(y_w) = -1 over 2 tokens
+    # the summed SFT term -S(y_w) over the chosen tokens: S(y_w) = -1 over 2 tokens
     inp = pref_inputs()
     loss, m = preference_loss(NP, cfg=PreferenceConfig(loss="simpo", beta=2.0, gamma=0.5,
                                                        pref_ftx=0.3, sft_term="sum"), **inp)

@@ -58,7 +58,7 @@ MATH = ["data.train_file=math_l3to5", "data.max_prompt_len=4096", "data.max_trai
     ("grpo_countdown_demo", [],
      "(compact <think>/<answer> tags) earn the maximum of countdown_equation 64/64 rows"),
     ("grpo_tool_demo", [], "(bare answer) earn the maximum of tool_final_answer 64/64 rows"),
-    ("grpo_gsm8k_smoke", [], "(<think>/<answer> tags) earn the maximum of gsm8k_format 8/8, "
+    ("grpo_gsm8k_smoke", [], "(<think>/<answer> tags) earn the maximum of kk_format 8/8, "
                              "gsm8k_accuracy 8/8 rows"),
     ("countdown_mini_r1_smoke", [], "(compact <think>/<answer> tags) earn the maximum of "
                                     "countdown_format 8/8, countdown_equation 8/8 rows"),

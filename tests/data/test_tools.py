@@ -145,10 +145,10 @@ def test_pairwise_format_is_what_the_pairwise_loader_reads(run_dir, tmp_path):
     std = build_preference_pairs(run_dir, prefer_shorter=True)
     for r, s in zip(res.rows, std.rows):
         assert {"id", "prompt", "completion_1", "completion_2", "preferred"} <= set(r)
-        chosen = r["completion_1"] if r["preferred"] == 1 else r["completion_2"]
-        rejected = r["completion_2"] if r["preferred"] == 1 else r["completion_1"]
+        chosen = r[r["preferred"]]                   # the log's format names the column
+        rejected = r["completion_2" if r["preferred"] == "completion_1" else "completion_1"]
         assert (chosen, rejected) == (s["chosen"], s["rejected"])
-    assert {r["preferred"] for r in res.rows} == {1, 2}          # the side is drawn per pair
+    assert {r["preferred"] for r in res.rows} == {"completion_1", "completion_2"}  # drawn per pair
     assert len({r["id"] for r in res.rows}) == len(res.rows)
     plan, rows = load_file(tmp_path / "pw.jsonl", "pref", "auto", {}, 0)
     assert plan.format.name == "pairwise"
@@ -266,3 +266,14 @@ def test_on_samples_written_by_the_eval_tool(tiny_model_dir, shared_data, tmp_pa
     sft = build_rejection_sampling_set(run).rows
     assert [(r["problem_id"], r["response"]) for r in sft] == [("0", "so \\boxed{18}"),
                                                                ("1", "so \\boxed{3}")]
+
+
+def test_resample_selection_keeps_the_never_solved_when_asked():
+    """data.resample.keep_unsolved: the log's drop-all-correct rule keeps pass rate 0 too."""
+    from mindrl.trainer.stages import select_rated
+
+    rates = {"none": 0.0, "low": 0.125, "mid": 0.5, "all": 1.0}
+    assert select_rated(rates, 0.0, 1.0) == (["low", "mid"], 1, 1)
+    assert select_rated(rates, 0.0, 1.0, keep_unsolved=True) == (["none", "low", "mid"], 1, 0)
+    assert select_rated(rates, 0.2, 1.0, keep_unsolved=True) == (["none", "mid"], 1, 1)
+    assert select_rated(rates, 0.0, 0.5, keep_unsolved=True) == (["none", "low"], 2, 0)

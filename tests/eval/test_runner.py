@@ -255,3 +255,37 @@ def test_mindspore_backend_native_engine_matches_torch_greedy(tiny_model_dir, sh
         texts[backend] = [s["text"] for s in sorted(samples, key=lambda s: s["problem_id"])]
     capsys.readouterr()
     assert texts["torch"] == texts["mindspore"]
+
+
+@pytest.mark.slow
+def test_min_p_reaches_the_sampler(tiny_model_dir, shared_data, tmp_path, capsys):
+    """--min-p keeps only tokens at least min_p times as likely as the most likely one: at
+    0.999999 sampling at temperature 1 gives the greedy answers, without it not; a run without
+    min-p keeps the settings hash it had before the option existed."""
+    common = [tiny_model_dir, "--benchmarks", "gsm8k", "--limit", "3", "--max-new-tokens", "8",
+              "--data-dir", str(shared_data / "eval"), "--no-plot", "--grade-workers", "0"]
+
+    def texts(name, *extra):
+        assert main(["eval", *common, "--output-dir", str(tmp_path / name), *extra]) == 0
+        rows = [json.loads(x) for x in (tmp_path / name / "samples.jsonl").open()]
+        return [r["text"] for r in sorted(rows, key=lambda r: (r["problem_id"],
+                                                               r["sample_index"]))]
+
+    greedy = texts("greedy", "--temperature", "0", "--n", "1")
+    minp = texts("minp", "--temperature", "1", "--n", "2", "--min-p", "0.999999", "--seed", "1")
+    plain = texts("plain", "--temperature", "1", "--n", "2", "--seed", "1")
+    assert minp == [t for t in greedy for _ in range(2)]
+    assert plain != minp
+    eng = FakeEngine()
+    run_eval(_settings(tiny_model_dir, shared_data, tmp_path, min_p=0.05),
+             engine_factory=lambda s: eng, echo_table=False)
+    assert {s.min_p for s in eng.sampling} == {0.05}
+    from mindrl.eval.settings import settings_hash
+    gen = dict(model="m", model_fingerprint="f", template="t", system_prompt=None, n=1,
+               temperature=0.6, top_p=0.95, top_k=-1, max_new_tokens=8, seed=0,
+               engine="native", backend="torch", dtype="float32")
+    assert settings_hash(gen) == settings_hash({**gen, "min_p": 0.0}) != \
+        settings_hash({**gen, "min_p": 0.05})
+    with pytest.raises(EvalError, match=r"min_p=1.0 must be in \[0, 1\)"):
+        run_eval(_settings(tiny_model_dir, shared_data, tmp_path, min_p=1.0),
+                 engine_factory=_never, echo_table=False)

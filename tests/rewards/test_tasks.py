@@ -114,3 +114,36 @@ def test_countdown_loader_and_solver(shared_data):
         eq = solve_countdown(r["nums"], r["target"])
         assert eq is not None and check_equation(eq, r["nums"], r["target"])
     assert solve_countdown([1, 1], 7) is None
+
+
+def test_countdown_equation_mini_r1_check_is_the_originals():
+    """check=mini_r1: Mini-R1's character set (digits, + - * / ( ) . whitespace), the digit runs
+    as the numbers used, and a value within 1e-5 of the target; check=exact refuses the near
+    miss, the decimal and the unary minus."""
+    from rewards.countdown import countdown_equation
+
+    cases = [  # (equation, nums, target, mini_r1, exact)
+        ("(100 - 93) * 30 / 10", [30, 100, 93, 10], 21, 1.0, 1.0),    # right
+        ("7 + 1 / (50 * 50 * 50)", [7, 1, 50, 50, 50], 7, 1.0, 0.0),  # 8e-6 away: inside 1e-5
+        ("7 + 1 / (50 * 50)", [7, 1, 50, 50], 7, 0.0, 0.0),           # 4e-4 away: outside
+        ("-(3) + 10", [3, 10], 7, 1.0, 0.0),                           # unary minus: Python's
+        ("2 ** 3", [2, 3], 8, 1.0, 0.0),                               # ** is in the set
+        ("1.5 * 2", [1, 5, 2], 3, 1.0, 0.0),                           # "1.5" reads as 1 and 5
+        ("3 + 4", [3, 4], 8, 0.0, 0.0),                                # wrong value
+        ("3 + 4 + 4", [3, 4], 11, 0.0, 0.0),                           # a number used twice
+        ("abs(-7)", [7], 7, 0.0, 0.0),                                 # a name: not in the set
+        ("7 = 7", [7, 7], 7, 0.0, 0.0),                                # '=' is not in the set
+        ("7 / 0", [7, 0], 7, 0.0, 0.0),                                # division by zero
+        ("2 ** 999", [2, 999], 8, 0.0, 0.0),                           # exponent over the cap
+    ]
+    comps = [f"r</think>\n<answer>{eq}</answer>" for eq, *_ in cases]
+    nums = [c[1] for c in cases]
+    target = [c[2] for c in cases]
+    assert countdown_equation(comps, nums=nums, target=target, check="mini_r1") == \
+        [c[3] for c in cases]
+    assert countdown_equation(comps, nums=nums, target=target) == [c[4] for c in cases]
+    tight = countdown_equation(comps[:2], nums=nums[:2], target=target[:2], check="mini_r1",
+                               tolerance=1e-6)
+    assert tight == [1.0, 0.0]                                         # 8e-6 > 1e-6
+    with pytest.raises(ValueError, match="check='loose'; valid: exact, mini_r1"):
+        countdown_equation(comps, nums=nums, target=target, check="loose")
