@@ -1,0 +1,75 @@
+"""Speed of the math grader on the conformance table (tests/rewards/grader_conformance_cases.py).
+
+Grades every counted row with ``grade`` under the evaluation and the reward presets, caches
+cleared before each pass, and prints rows/s (median of ``--repeats`` passes). ``--baseline
+FILE`` loads another copy of ``rewards/math_grader.py`` (say, the one of an older commit:
+``git show main:rewards/math_grader.py > /tmp/old.py``) and alternates passes of both, so that
+the two are measured under the same load.
+
+    python bench/grader_speed.py --repeats 5
+    python bench/grader_speed.py --repeats 5 --baseline /tmp/old.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "rewards")]
+
+
+def _load(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses need the module registered
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pass(grader, rows, preset: str) -> float:
+    grader.clear_caches()
+    opts = getattr(grader, preset)
+    t0 = time.perf_counter()
+    for c in rows:
+        kw = {}
+        if "precision" in c:
+            kw["float_rounding"] = c["precision"]
+        if "match_types" in c:
+            kw["fallback_targets"] = tuple(c["match_types"])
+        grader.grade(c["pred"], c["gold"], mode=c.get("mode", "auto"), timeout=5, options=opts,
+                     **kw)
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--baseline", default="", help="another math_grader.py to compare with")
+    a = ap.parse_args(argv)
+    from grader_conformance_cases import CASES
+
+    rows = [c for c in CASES if "skip" not in c]
+    graders = {"current": _load(str(ROOT / "rewards" / "math_grader.py"), "_grader_current")}
+    if a.baseline:
+        graders["baseline"] = _load(a.baseline, "_grader_baseline")
+    for g in graders.values():  # warm imports (math-verify, sympy) outside the timing
+        _pass(g, rows[:20], "EVAL_OPTIONS")
+    times = {(n, p): [] for n in graders for p in ("EVAL_OPTIONS", "REWARD_OPTIONS")}
+    for _ in range(a.repeats):
+        for (n, p) in times:
+            times[(n, p)].append(_pass(graders[n], rows, p))
+    print(f"{len(rows)} rows, median of {a.repeats} cold passes")
+    for (n, p), ts in times.items():
+        med = statistics.median(ts)
+        print(f"{n:9s} {p:15s} {med:7.3f} s  {len(rows) / med:7.1f} rows/s  "
+              f"(min {min(ts):.3f} s, max {max(ts):.3f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
