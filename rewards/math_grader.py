@@ -1201,13 +1201,22 @@ def _in_form(s: str, form: str) -> bool:
     return True
 
 
-def _form_violated(p: str, g: str, forms: frozenset) -> Optional[str]:
+@functools.lru_cache(maxsize=4096)
+def _given_expressions(problem: str) -> frozenset:
+    """Normalised forms of the LaTeX spans of a problem statement ("Simplify $\\sqrt{242}$")."""
+    return frozenset(_normalize(c)[0] for _, _, c in _latex_envs(problem[:20000]))
+
+
+def _form_violated(p: str, g: str, forms: frozenset, problem: str) -> Optional[str]:
     """The first form asked for that the gold is in and the answer is not, or None. A form the
     gold itself is not written in is not checked (the cue was misread, or the reference does
-    not follow it)."""
+    not follow it). An answer that copies an expression of the problem the gold does not
+    copy ("Simplify $(-k + 4) + (-2 + 3k)$" answered with itself) is not in the form asked."""
     for form in FORMS:
         if form in forms and form != "percent" and _in_form(g, form) and not _in_form(p, form):
             return form
+    if p != g and p in _given_expressions(problem) and g not in _given_expressions(problem):
+        return "restated"
     return None
 
 
@@ -1255,7 +1264,7 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
             ok = _approximates_within(p, g, g_mv, opts.approx_rel_tol, limit)
     except _Timeout:
         return None
-    if ok and forms and _form_violated(p, g, forms):
+    if ok and forms and _form_violated(p, g, forms, problem):
         return False
     return ok
 
