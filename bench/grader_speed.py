@@ -1,7 +1,9 @@
 """Speed of the math grader on the conformance table (tests/rewards/grader_conformance_cases.py).
 
 Grades every counted row with ``grade`` under the evaluation and the reward presets, caches
-cleared before each pass, and prints rows/s (median of ``--repeats`` passes). ``--baseline
+cleared before each pass, and prints rows/s (median of ``--repeats`` passes). Then the 500
+MATH-500 reference answers, boxed, graded against themselves with and without their problem
+statements (what the form check costs; ``--data-dir``, default ../shared/data/eval). ``--baseline
 FILE`` loads another copy of ``rewards/math_grader.py`` (say, the one of an older commit:
 ``git show main:rewards/math_grader.py > /tmp/old.py``) and alternates passes of both, so that
 the two are measured under the same load.
@@ -50,6 +52,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--baseline", default="", help="another math_grader.py to compare with")
+    ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data" / "eval"))
     a = ap.parse_args(argv)
     from grader_conformance_cases import CASES
 
@@ -68,6 +71,26 @@ def main(argv=None) -> int:
         med = statistics.median(ts)
         print(f"{n:9s} {p:15s} {med:7.3f} s  {len(rows) / med:7.1f} rows/s  "
               f"(min {min(ts):.3f} s, max {max(ts):.3f} s)")
+    math500 = Path(a.data_dir) / "math500_test.simplerl.jsonl"
+    if math500.is_file():
+        import json
+
+        items = [json.loads(x) for x in math500.open()]
+        g = graders["current"]
+        ts = {"without problem": [], "with problem": []}
+        for _ in range(a.repeats):
+            for label in ts:
+                g.clear_caches()
+                t0 = time.perf_counter()
+                for r in items:
+                    kw = {"problem": r["problem"]} if label == "with problem" else {}
+                    g.grade("\\boxed{" + r["answer"] + "}", r["answer"], options=g.EVAL_OPTIONS,
+                            timeout=5, **kw)
+                ts[label].append(time.perf_counter() - t0)
+        for label, t in ts.items():
+            med = statistics.median(t)
+            print(f"current   MATH-500 golds, {label:15s} {med:7.3f} s  "
+                  f"{len(items) / med:7.1f} rows/s")
     return 0
 
 

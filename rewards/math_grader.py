@@ -1109,6 +1109,11 @@ _FORM_CUES = (
                                 re.IGNORECASE)),
 )
 FORMS = tuple(name for name, _ in _FORM_CUES)
+# words one of which a cue needs, to skip its regular expression cheaply
+_FORM_WORDS = {"factored": ("factor",), "expanded": ("expand",), "fraction": ("fraction",),
+               "decimal": ("decimal", "nearest"), "percent": ("percent",),
+               "simplified": ("simplif", "simplest", "lowest"),
+               "rationalized": ("rationali", "simplest")}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1127,7 +1132,9 @@ def required_forms(problem: Optional[str]) -> frozenset:
     """
     if not problem:
         return frozenset()
-    return frozenset(name for name, cue in _FORM_CUES if cue.search(problem))
+    low = problem.lower()
+    return frozenset(name for name, cue in _FORM_CUES
+                     if any(w in low for w in _FORM_WORDS[name]) and cue.search(problem))
 
 
 def _top_level_sum(s: str) -> bool:
@@ -1330,6 +1337,8 @@ def clear_caches() -> None:
     """Forget cached normalisations and math-verify parses (for benchmarks and tests)."""
     _normalize_cached.cache_clear()
     _mv_parse_cached.cache_clear()
+    required_forms.cache_clear()
+    _given_expressions.cache_clear()
 
 
 def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:
