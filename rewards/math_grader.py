@@ -1116,7 +1116,7 @@ _FORM_WORDS = {"factored": ("factor",), "expanded": ("expand",), "fraction": ("f
                "rationalized": ("rationali", "simplest")}
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def required_forms(problem: Optional[str]) -> frozenset:
     r"""The answer forms a problem statement clearly asks for, a subset of ``FORMS``:
     "factored" ("Factor ...", "factor completely", "in factored form"), "expanded" ("Expand
@@ -1208,7 +1208,7 @@ def _in_form(s: str, form: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _given_expressions(problem: str) -> frozenset:
     """Normalised forms of the LaTeX spans of a problem statement ("Simplify $\\sqrt{242}$")."""
     return frozenset(_normalize(c)[0] for _, _, c in _latex_envs(problem[:20000]))
