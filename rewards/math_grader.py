@@ -1317,20 +1317,35 @@ def _approximates_within(p: str, g: str, g_mv: str, rel_tol: float, limit: Optio
         expr = next((x for x in _mv_parse(g_mv, limit) if not isinstance(x, str)), None)
         if expr is None:
             return False
-        try:
-            exact = expr.doit()
-            if exact.is_Float or exact.is_Rational and \
-                    _decimal_places(Fraction(int(exact.p), int(exact.q))) is not None:
-                return False  # a finite decimal: equal only when equal
-            value = exact.evalf(30)
-            if not (value.is_number and value.is_real):
-                return False
-            gv = float(value)
-        except Exception:  # a set, a matrix, a relation: no single value
+        from math_verify.errors import TimeoutException
+        from math_verify.utils import timeout as mv_timeout
+
+        try:  # under math-verify's own limit, as its parse and verify are
+            value = mv_timeout(limit)(_irrational_value)(expr)
+        except TimeoutException as e:
+            raise _Timeout() from e
+        if value is None:
             return False
+        gv = value
     if not math.isfinite(gv) or gv == 0:
         return False
     return abs(float(pv) - gv) <= rel_tol * abs(gv)
+
+
+def _irrational_value(expr) -> Optional[float]:
+    """The value of a sympy expression whose decimal never ends, or None (a finite decimal, a
+    set, a matrix, a relation, a complex number). Time limits are BaseExceptions: not caught."""
+    try:
+        exact = expr.doit()
+        if exact.is_Float or exact.is_Rational and \
+                _decimal_places(Fraction(int(exact.p), int(exact.q))) is not None:
+            return None  # a finite decimal: equal only when equal
+        value = exact.evalf(30)
+        if not (value.is_number and value.is_real):
+            return None
+        return float(value)
+    except Exception:
+        return None
 
 
 def clear_caches() -> None:

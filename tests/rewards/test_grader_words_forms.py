@@ -303,3 +303,18 @@ def test_eval_grader_checks_forms_with_the_problems(workers):
         assert t.fingerprint != g.fingerprint and "grader3" in g.fingerprint
     finally:
         g.close()
+
+
+def test_tolerance_keeps_the_time_limit():
+    """The numeric value of the gold is computed under math-verify's own limit, like its parse
+    and verify: a gold whose value takes long is cut, not waited for (``grade`` says None)."""
+    import time
+
+    from rewards.math_grader import _approximates_within, _mv_parse, _Timeout
+
+    gold = r"\prod_{k=1}^{10000} (1+\frac{1}{\sqrt{k}})"   # parses at once; its value takes
+    _mv_parse(r"\prod_{k=1}^{5} k", 30)                       # minutes without a limit
+    t0 = time.perf_counter()
+    with pytest.raises(_Timeout):
+        _approximates_within("1.5", gold, gold, 1e-3, limit=1)
+    assert time.perf_counter() - t0 < 6
