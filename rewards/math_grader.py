@@ -1214,15 +1214,20 @@ def _given_expressions(problem: str) -> frozenset:
     return frozenset(_normalize(c)[0] for _, _, c in _latex_envs(problem[:20000]))
 
 
+_REWRITES = frozenset({"factored", "expanded", "simplified"})
+
+
 def _form_violated(p: str, g: str, forms: frozenset, problem: str) -> Optional[str]:
     """The first form asked for that the gold is in and the answer is not, or None. A form the
     gold itself is not written in is not checked (the cue was misread, or the reference does
-    not follow it). An answer that copies an expression of the problem the gold does not
-    copy ("Simplify $(-k + 4) + (-2 + 3k)$" answered with itself) is not in the form asked."""
+    not follow it). When the problem asks to factor, expand or simplify, an answer that copies
+    an expression of the problem the gold does not copy ("Simplify $(-k + 4) + (-2 + 3k)$"
+    answered with itself) is not in the form asked; a plain number never counts as a copy."""
     for form in FORMS:
         if form in forms and form != "percent" and _in_form(g, form) and not _in_form(p, form):
             return form
-    if p != g and p in _given_expressions(problem) and g not in _given_expressions(problem):
+    if forms & _REWRITES and p != g and parse_number(p) is None and \
+            p in _given_expressions(problem) and g not in _given_expressions(problem):
         return "restated"
     return None
 

@@ -134,6 +134,8 @@ FORMS = [
     ("Factor $x^2+1$ over the integers, if possible.", "x^2+1", "x^2+1", True),
     ("What is $\\frac{1}{3}+\\frac{1}{3}$? Express it as a common fraction.", "2/3",
      r"\frac23", True),
+    ("If $y = 1/3$, what is $x = y$? Express it as a common fraction.", "1/3", r"\frac13", True),
+    ("Simplify $\\frac{2}{6}$ if $z = 1/3$.", "1/3", r"\frac13", True),  # a number: no copy
 ]
 
 
