@@ -12,13 +12,17 @@ Three steps, each usable on its own:
    ``\\dfrac``/``\\tfrac``/``\\cfrac``, percent, degrees, thousands separators (``1,234``,
    ``1{,}234``, ``1 234``; never a comma followed by a space), trailing zeros (27.0 -> 27),
    zero-padded integers (AIME "025" -> 25), spacing in intervals and tuples, ``x = 5`` -> 5,
-   the last part of a chain ``x = 2+3 = 5``, relations (``>=`` -> ``\\geq``).
-3. ``is_equivalent(pred, gold, timeout)`` compares two answers: normalised strings, exact
-   numbers (with the tolerances of ``GraderOptions``), unordered lists, then math-verify
-   (symbolic) under a time limit, with the parsed gold cached.
+   the last part of a chain ``x = 2+3 = 5``, relations (``>=`` -> ``\\geq``), a number written
+   in English words (``\\text{nine}``, "twenty-one" -> 21; ``number_from_words``).
+3. ``is_equivalent(pred, gold, timeout, problem=None)`` compares two answers: normalised
+   strings, exact numbers (with the tolerances of ``GraderOptions``), words and names as text
+   (one-letter symbols joined by a minus, "p - q", are an expression), unordered lists, then
+   math-verify (symbolic) under a time limit, with the parsed gold cached. With the problem
+   statement, an equal answer not in the form the problem asks for (``required_forms``:
+   factored, expanded, fraction, decimal, percent, simplified, rationalized) is False.
 
-``grade(text, gold)`` chains them: True / False, or None when the gold answer is unusable or the
-symbolic check timed out.
+``grade(text, gold, problem=None)`` chains them: True / False, or None when the gold answer is
+unusable or the symbolic check timed out.
 
 Options (``GraderOptions``; ``REWARD_OPTIONS`` and ``EVAL_OPTIONS`` are the two presets, and
 every function takes ``options=`` plus keyword overrides):
@@ -39,6 +43,12 @@ every function takes ``options=`` plus keyword overrides):
   has fewer (0.333333 and 0.3333333 are 1/3; 0.33 and 0.3333334 are not); two numbers with
   finite decimals are equal only when equal (2.0000001 is not 2). None: exact comparison only
   (0.333333 never equals 1/3).
+- ``check_form`` (on): with a problem statement, check the form it asks for (above); only
+  clear cues count, and only when the gold is itself in that form.
+- ``approx_rel_tol`` (None): a decimal within this relative tolerance of a gold whose decimal
+  never ends (1.299 for 3\\sqrt{3}/4, 3.1416 for \\pi) is equal. None: such decimals are
+  wrong, unless they are that value rounded (``float_rounding``). A gold with a finite decimal
+  is equal only when equal; a form asked for (a fraction) still rejects a decimal.
 
 Time limits: math-verify enforces its own limit with ``signal.alarm``, which only works in the
 main thread. In the main thread we pass the limit through (rounded up to whole seconds, as

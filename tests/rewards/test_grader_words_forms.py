@@ -214,6 +214,9 @@ APPROX = [
     ("3.1416", r"\pi", None, False),
     ("1.4142", r"\sqrt{2}", None, False),
     ("0.33", r"\frac{1}{3}", None, False),
+    ("3.141593", r"\pi", None, True),                 # rounded to 6 places: float_rounding
+    ("1.299038", r"\frac{3\sqrt{3}}{4}", None, True),
+    ("3.14159", r"\pi", None, False),
     ("1.299", r"\frac{3\sqrt{3}}{4}", 1e-3, True),
     ("3.1416", r"\pi", 1e-4, True),
     ("1.4142", r"\sqrt{2}", 1e-4, True),
