@@ -12,13 +12,17 @@ Three steps, each usable on its own:
    ``\\dfrac``/``\\tfrac``/``\\cfrac``, percent, degrees, thousands separators (``1,234``,
    ``1{,}234``, ``1 234``; never a comma followed by a space), trailing zeros (27.0 -> 27),
    zero-padded integers (AIME "025" -> 25), spacing in intervals and tuples, ``x = 5`` -> 5,
-   the last part of a chain ``x = 2+3 = 5``, relations (``>=`` -> ``\\geq``).
-3. ``is_equivalent(pred, gold, timeout)`` compares two answers: normalised strings, exact
-   numbers (with the tolerances of ``GraderOptions``), unordered lists, then math-verify
-   (symbolic) under a time limit, with the parsed gold cached.
+   the last part of a chain ``x = 2+3 = 5``, relations (``>=`` -> ``\\geq``), a number written
+   in English words (``\\text{nine}``, "twenty-one" -> 21; ``number_from_words``).
+3. ``is_equivalent(pred, gold, timeout, problem=None)`` compares two answers: normalised
+   strings, exact numbers (with the tolerances of ``GraderOptions``), words and names as text
+   (one-letter symbols joined by a minus, "p - q", are an expression), unordered lists, then
+   math-verify (symbolic) under a time limit, with the parsed gold cached. With the problem
+   statement, an equal answer not in the form the problem asks for (``required_forms``:
+   factored, expanded, fraction, decimal, percent, simplified, rationalized) is False.
 
-``grade(text, gold)`` chains them: True / False, or None when the gold answer is unusable or the
-symbolic check timed out.
+``grade(text, gold, problem=None)`` chains them: True / False, or None when the gold answer is
+unusable or the symbolic check timed out.
 
 Options (``GraderOptions``; ``REWARD_OPTIONS`` and ``EVAL_OPTIONS`` are the two presets, and
 every function takes ``options=`` plus keyword overrides):
@@ -39,6 +43,12 @@ every function takes ``options=`` plus keyword overrides):
   has fewer (0.333333 and 0.3333333 are 1/3; 0.33 and 0.3333334 are not); two numbers with
   finite decimals are equal only when equal (2.0000001 is not 2). None: exact comparison only
   (0.333333 never equals 1/3).
+- ``check_form`` (on): with a problem statement, check the form it asks for (above); only
+  clear cues count, and only when the gold is itself in that form.
+- ``approx_rel_tol`` (None): a decimal within this relative tolerance of a gold whose decimal
+  never ends (1.299 for 3\\sqrt{3}/4, 3.1416 for \\pi) is equal. None: such decimals are
+  wrong, unless they are that value rounded (``float_rounding``). A gold with a finite decimal
+  is equal only when equal; a form asked for (a fraction) still rejects a decimal.
 
 Time limits: math-verify enforces its own limit with ``signal.alarm``, which only works in the
 main thread. In the main thread we pass the limit through (rounded up to whole seconds, as
@@ -67,6 +77,8 @@ __all__ = [
     "extract_boxed_run",
     "gold_answer",
     "normalize_answer",
+    "number_from_words",
+    "required_forms",
     "parse_number",
     "is_equivalent",
     "gold_is_usable",
@@ -89,6 +101,8 @@ class GraderOptions:
     decimal_comma: bool = True
     percent: str = "strip"
     float_rounding: Optional[int] = 6
+    check_form: bool = True
+    approx_rel_tol: Optional[float] = None
 
     def __post_init__(self):
         if self.percent not in PERCENT_MODES:
@@ -100,13 +114,17 @@ class GraderOptions:
                              f"valid: {', '.join(FALLBACK_TARGETS)}")
         if self.float_rounding is not None and self.float_rounding < 0:
             raise ValueError("float_rounding must be >= 0 or None")
+        if self.approx_rel_tol is not None and not 0 < self.approx_rel_tol < 1:
+            raise ValueError(f"approx_rel_tol must be in (0, 1) or None, "
+                             f"not {self.approx_rel_tol!r}")
 
     @property
     def fingerprint(self) -> str:
         """Short text naming these options (stored with graded eval samples)."""
         fb = "+".join(self.fallback_targets) if self.fallback else "off"
         return (f"fallback={fb},dc={int(self.decimal_comma)},pct={self.percent},"
-                f"round={self.float_rounding}")
+                f"round={self.float_rounding}" + ("" if self.check_form else ",form=off")
+                + ("" if self.approx_rel_tol is None else f",tol={self.approx_rel_tol:g}"))
 
 
 REWARD_OPTIONS = GraderOptions()
@@ -650,6 +668,76 @@ def _strip_number(tok: str) -> str:
     return ("-" if neg else "") + out
 
 
+_SMALL_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS_WORDS = {w: 10 * (i + 2) for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split())}
+_SCALE_WORDS = {"thousand": 1000, "million": 1000000}
+_NUMBER_WORDS = re.compile(r"(?:(?:negative|minus)\s+)?[a-z]+(?:[\s-]+[a-z]+)*", re.IGNORECASE)
+
+
+def _words_below_thousand(toks: List[str], i: int) -> Tuple[Optional[int], int]:
+    """(value, next index) of "nine", "twenty-one", "three hundred and five", "a hundred" at
+    ``toks[i]``; (None, i) when no such group starts there."""
+    value, j = 0, i
+    if j + 1 < len(toks) and toks[j + 1] == "hundred" and \
+            (toks[j] == "a" or 1 <= _SMALL_WORDS.get(toks[j], 0) <= 9):
+        value, j = 100 * (1 if toks[j] == "a" else _SMALL_WORDS[toks[j]]), j + 2
+        if j + 1 < len(toks) and toks[j] == "and":
+            j += 1
+    if j < len(toks) and toks[j] in _TENS_WORDS:
+        value, j = value + _TENS_WORDS[toks[j]], j + 1
+        if j < len(toks) and 1 <= _SMALL_WORDS.get(toks[j], 0) <= 9:
+            value, j = value + _SMALL_WORDS[toks[j]], j + 1
+    elif j < len(toks) and toks[j] in _SMALL_WORDS and (toks[j] != "zero" or j == i):
+        value, j = value + _SMALL_WORDS[toks[j]], j + 1
+    return (value, j) if j > i else (None, i)
+
+
+def number_from_words(s: str) -> Optional[int]:
+    """An integer written in English words, or None: "nine", "twenty-one", "one hundred and
+    five", "two thousand twenty-four", "a thousand", "negative three" (up to millions; each
+    scale word once, in decreasing order; "zero" only alone).
+
+    >>> number_from_words("Twenty-one"), number_from_words("three thousand four hundred")
+    (21, 3400)
+    >>> number_from_words("twenty twenty") is None, number_from_words("one two") is None
+    (True, True)
+    """
+    s = s.strip()
+    if not _NUMBER_WORDS.fullmatch(s):
+        return None
+    toks = re.split(r"[\s-]+", s.lower())
+    sign = 1
+    if toks[0] in ("negative", "minus"):
+        sign, toks = -1, toks[1:]
+    if toks == ["zero"]:
+        return 0
+    if "zero" in toks or not toks:
+        return None
+    total, i, last_scale = 0, 0, None
+    while i < len(toks):
+        if toks[i] == "a" and i + 1 < len(toks) and toks[i + 1] in _SCALE_WORDS:
+            group, i = 1, i + 1
+        else:
+            group, i = _words_below_thousand(toks, i)
+        if group is None:
+            return None
+        if i < len(toks) and toks[i] in _SCALE_WORDS:
+            scale = _SCALE_WORDS[toks[i]]
+            if last_scale is not None and scale >= last_scale:
+                return None
+            total, last_scale, i = total + group * scale, scale, i + 1
+            if i + 1 < len(toks) and toks[i] == "and":
+                i += 1
+        elif i == len(toks):
+            total += group
+        else:
+            return None
+    return sign * total
+
+
 # a name on the left of "=" that the answer may drop: x, x_1, a_{37}, \alpha, f(x), |AB|,
 # (p,q), A:B, V_{1}:V_{2}, \frac{NO}{BO}
 _SYM = r"(?:\\[a-zA-Z]+|[a-zA-Z]{1,3})(?:_\{?\w+\}?)?'?"
@@ -752,6 +840,11 @@ def _normalize_text(s: str) -> Tuple[str, str]:
     s = _fix_frac_args(s)
     s = _fix_sqrt_args(s)
     s = s.rstrip(".").strip()
+    # a number written in words: "nine", "twenty-one" -> 21
+    if s[:1].isalpha() and s[-1:].isalpha():
+        n = number_from_words(s)
+        if n is not None:
+            return str(n), str(n)
     # multiple-choice "(C)" -> "C"
     m = re.fullmatch(r"\(?\s*([A-E])\s*\)?", s)
     if m:
@@ -806,6 +899,14 @@ def parse_number(s: str) -> Optional[Fraction]:
 
 _WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '\-]*")
 _DECIMAL_COMMA = re.compile(r"-?\d+,\d+")
+
+
+def _is_text_answer(g: str) -> bool:
+    """A word or a name ("even", "Devon", "one-to-one"), compared as text; not an expression of
+    one-letter symbols joined by a minus ("p-q", "x - y"), which is compared symbolically."""
+    if not (_WORD_ANSWER.fullmatch(g) and len(g) > 1 and "\\" not in g):
+        return False
+    return "-" not in g or all(len(t) > 1 for t in re.split(r"[\s'-]+", g) if t)
 
 
 def _in_main_thread() -> bool:
@@ -973,7 +1074,7 @@ def _quick(p: str, g: str, pr: str, gr: str, opts: GraderOptions) -> Optional[bo
         return pb == gb if pb is not None else (p.lstrip("0") or "0") == gb[0]
     if re.fullmatch(r"[A-E]", g):  # multiple choice: only the letter counts
         return p.upper() == g
-    if _WORD_ANSWER.fullmatch(g) and len(g) > 1 and "\\" not in g:
+    if _is_text_answer(g):
         # text answer (a name, "even", "east"): sympy would read it as a product of symbols
         return p.lower().strip() == g.lower().strip()
     gi, pi = _split_list(g), _split_list(p)
@@ -995,16 +1096,168 @@ def _quick(p: str, g: str, pr: str, gr: str, opts: GraderOptions) -> Optional[bo
     return None
 
 
+# ------------------------------------------------------------- forms the problem asks for
+
+_SENTENCE_START = r"(?:^|[.!?:\n])\s*(?:\*\*)?\s*"
+_FORM_CUES = (
+    ("factored", re.compile(_SENTENCE_START + r"(?:completely\s+|fully\s+)?factor(?:i[sz]e)?\b"
+                            r"(?!\s+(?:of|is|was)\b)|\bfactor(?:ed)?\s+(?:completely|fully)\b"
+                            r"|\bfactored\s+form\b", re.IGNORECASE)),
+    ("expanded", re.compile(_SENTENCE_START + r"(?:fully\s+)?expand\b(?!\s+(?:on|upon)\b)"
+                            r"|\bexpanded\s+form\b", re.IGNORECASE)),
+    ("fraction", re.compile(r"\b(?:common|improper|ordinary)\s+fraction\b|\bas\s+a\s+fraction\b",
+                            re.IGNORECASE)),
+    ("decimal", re.compile(r"\bas\s+a\s+decimal\b|\bdecimal\s+(?:to|rounded)\b|\bto\s+the\s+"
+                           r"nearest\s+(?:tenth|hundredth|thousandth|ten-thousandth)\b",
+                           re.IGNORECASE)),
+    ("percent", re.compile(r"\b(?:as|in)\s+(?:a\s+)?percent(?:age)?\b|\bwhat\s+percent(?:age)?\b",
+                           re.IGNORECASE)),
+    ("simplified", re.compile(_SENTENCE_START + r"simplify\b|\bsimplest\s+(?:radical\s+)?form\b"
+                              r"|\b(?:lowest|simplest)\s+terms\b|\bfully\s+simplified\b"
+                              r"|\bsimplified\s+form\b", re.IGNORECASE)),
+    ("rationalized", re.compile(r"\brationali[sz]e\b|\bsimplest\s+radical\s+form\b",
+                                re.IGNORECASE)),
+)
+FORMS = tuple(name for name, _ in _FORM_CUES)
+# words one of which a cue needs, to skip its regular expression cheaply
+_FORM_WORDS = {"factored": ("factor",), "expanded": ("expand",), "fraction": ("fraction",),
+               "decimal": ("decimal", "nearest"), "percent": ("percent",),
+               "simplified": ("simplif", "simplest", "lowest"),
+               "rationalized": ("rationali", "simplest")}
+
+
+@functools.lru_cache(maxsize=1024)
+def required_forms(problem: Optional[str]) -> frozenset:
+    r"""The answer forms a problem statement clearly asks for, a subset of ``FORMS``:
+    "factored" ("Factor ...", "factor completely", "in factored form"), "expanded" ("Expand
+    ..."), "fraction" ("as a common fraction"), "decimal" ("as a decimal", "to the nearest
+    tenth"), "percent" ("as a percent", "what percent"), "simplified" ("Simplify ...",
+    "simplest form", "lowest terms"), "rationalized" ("rationalize the denominator",
+    "simplest radical form").
+
+    >>> sorted(required_forms("Factor the expression $ab+5b+2a+10$."))
+    ['factored']
+    >>> sorted(required_forms("What is the greatest common factor of 12 and 18?"))
+    []
+    """
+    if not problem:
+        return frozenset()
+    low = problem.lower()
+    return frozenset(name for name, cue in _FORM_CUES
+                     if any(w in low for w in _FORM_WORDS[name]) and cue.search(problem))
+
+
+def _top_level_sum(s: str) -> bool:
+    """Whether ``s`` has a + or - outside brackets and braces (a leading sign, one after an
+    opening bracket, ``^``, ``_``, ``e`` or another sign is not a sum)."""
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch in "+-" and depth == 0 and i > 0 and s[i - 1] not in "^_+-*/=(":
+            return True
+    return False
+
+
+def _groups_with_sums(s: str) -> List[Tuple[int, int]]:
+    """(open, close) of each (..) or [..] whose inside is a sum."""
+    out, stack = [], []
+    for i, ch in enumerate(s):
+        if ch in "([":
+            stack.append(i)
+        elif ch in ")]" and stack:
+            j = stack.pop()
+            if _top_level_sum(s[j + 1:i]):
+                out.append((j, i))
+    return out
+
+
+_SIMPLE_FRACTION = re.compile(r"\\frac\{(\d+)\}\{(\d+)\}|(?<![\d.}])(\d+)/(\d+)(?![\d.])")
+
+
+def _square_factor(n: int) -> bool:
+    """Whether a square > 1 divides ``n`` (False when unsure: n beyond 10^12)."""
+    if n > 10 ** 12:
+        return False
+    k = 2
+    while k * k <= n:
+        if n % (k * k) == 0:
+            return True
+        k += 1
+    return False
+
+
+def _in_form(s: str, form: str) -> bool:
+    """Whether the normalised answer ``s`` is written in ``form``; True when unsure."""
+    if re.search(r"[=,;<>]|\\(?:geq|leq|neq|in|cup|cap|infty)", s):
+        return True  # lists, relations, intervals: no opinion
+    if form == "factored":
+        return not _top_level_sum(s)
+    if form == "expanded":
+        return not _groups_with_sums(s) or _groups_with_sums(s) == [(0, len(s) - 1)]
+    if form == "fraction":
+        return not re.search(r"\d*\.\d", s)
+    if form == "decimal":
+        return bool(re.fullmatch(r"-?(?:\d+(?:\.\d*)?|\.\d+)", s))
+    if form == "simplified":
+        for m in _SIMPLE_FRACTION.finditer(s):
+            a, b = int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4))
+            if b != 0 and math.gcd(a, b) > 1:
+                return False
+        return not any(_square_factor(int(n)) for n in re.findall(r"\\sqrt\{(\d+)\}", s))
+    if form == "rationalized":
+        for m in re.finditer(r"\\frac\{", s):
+            num_end = _match_brace(s, m.end() - 1)
+            if num_end is not None and s.startswith("{", num_end + 1):
+                den_end = _match_brace(s, num_end + 1)
+                if den_end is not None and "\\sqrt" in s[num_end + 1:den_end]:
+                    return False
+        return not re.search(r"/\(?\\sqrt", s)
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _given_expressions(problem: str) -> frozenset:
+    """Normalised forms of the LaTeX spans of a problem statement ("Simplify $\\sqrt{242}$")."""
+    return frozenset(_normalize(c)[0] for _, _, c in _latex_envs(problem[:20000]))
+
+
+_REWRITES = frozenset({"factored", "expanded", "simplified"})
+
+
+def _form_violated(p: str, g: str, forms: frozenset, problem: str) -> Optional[str]:
+    """The first form asked for that the gold is in and the answer is not, or None. A form the
+    gold itself is not written in is not checked (the cue was misread, or the reference does
+    not follow it). When the problem asks to factor, expand or simplify, an answer that copies
+    an expression of the problem the gold does not copy ("Simplify $(-k + 4) + (-2 + 3k)$"
+    answered with itself) is not in the form asked; a plain number never counts as a copy."""
+    for form in FORMS:
+        if form in forms and form != "percent" and _in_form(g, form) and not _in_form(p, form):
+            return form
+    if forms & _REWRITES and p != g and parse_number(p) is None and \
+            p in _given_expressions(problem) and g not in _given_expressions(problem):
+        return "restated"
+    return None
+
+
 def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[float] = 5.0,
                   use_math_verify: bool = True, options: Optional[GraderOptions] = None,
-                  **overrides) -> Optional[bool]:
+                  problem: Optional[str] = None, **overrides) -> Optional[bool]:
     r"""Whether answer ``pred`` equals answer ``gold`` (both already extracted).
 
-    Order: normalised strings equal -> True; both plain numbers -> exact rational comparison
-    (with ``options``: decimal comma, percent, float rounding); numbers in a base, choice
-    letters, words -> exact; lists -> the same items in any order; otherwise math-verify
-    (symbolic, ``timeout`` seconds per parse/verify in the main thread, none elsewhere; the
-    gold's parse is cached).
+    Order: normalised strings equal -> True (a number written in words is its digits); both
+    plain numbers -> exact rational comparison (with ``options``: decimal comma, percent, float
+    rounding); numbers in a base, choice letters, words -> exact; lists -> the same items in any
+    order; otherwise math-verify (symbolic, ``timeout`` seconds per parse/verify in the main
+    thread, none elsewhere; the gold's parse is cached).
+
+    ``problem`` (the problem statement, optional): when it clearly asks for a form
+    (``required_forms``: factored, expanded, a fraction, a decimal, a percent, simplified,
+    rationalized) and the gold is written in it, an equal answer not written in it is False.
+    ``options.approx_rel_tol`` (default None): a decimal within this relative tolerance of a
+    gold whose decimal never ends (an irrational, 1/3) is True.
 
     Returns None when ``gold`` is empty, math-verify cannot parse it, or the symbolic check timed
     out; False when ``pred`` is None or empty.
@@ -1013,6 +1266,8 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
     (True, True, False)
     >>> is_equivalent("1000,99", "1000.99"), is_equivalent("1000,99", "1.1", decimal_comma=False)
     (True, False)
+    >>> is_equivalent("ab+2a+5b+10", "(a+5)(b+2)", problem="Factor $ab+2a+5b+10$.")
+    False
     """
     opts = _opts(options, overrides)
     g, g_mv = _normalize(str(gold)) if gold is not None else ("", "")
@@ -1021,28 +1276,90 @@ def is_equivalent(pred: Optional[str], gold: Optional[str], timeout: Optional[fl
     p, p_mv = _normalize(str(pred)) if pred is not None else ("", "")
     if not p:
         return False
-    quick = _quick(p, g, str(pred), str(gold), opts)
+    forms = required_forms(problem) if problem and opts.check_form else frozenset()
+    if "percent" in forms and opts.percent == "either":
+        opts = dataclasses.replace(opts, percent="strip")  # the percent, not the fraction
+    limit = _mv_timeout(timeout)
+    try:
+        ok = _equivalent(p, g, p_mv, g_mv, str(pred), str(gold), opts, use_math_verify, limit)
+        if ok is False and opts.approx_rel_tol is not None:
+            ok = _approximates_within(p, g, g_mv, opts.approx_rel_tol, limit)
+    except _Timeout:
+        return None
+    if ok and forms and _form_violated(p, g, forms, problem):
+        return False
+    return ok
+
+
+def _equivalent(p: str, g: str, p_mv: str, g_mv: str, pred: str, gold: str,
+                opts: GraderOptions, use_math_verify: bool, limit: Optional[int]
+                ) -> Optional[bool]:
+    quick = _quick(p, g, pred, gold, opts)
     if quick is not None:
         return quick
     if not use_math_verify:
         return False
-    limit = _mv_timeout(timeout)
     rounding = opts.float_rounding if opts.float_rounding is not None else 15
-    try:
-        gold_parsed = _mv_parse(g_mv, limit)
-        if not _has_expr(gold_parsed):
-            gold_parsed = _mv_parse(str(gold), limit)
-        if not _has_expr(gold_parsed):
-            return None  # unparseable gold: not scorable
-        if "=" in g and "=" not in p and "=" in str(pred):
-            p_mv = str(pred)  # an equation against an equation: keep the pred's left side
-        pred_parsed = _mv_parse(p_mv, limit)
-        if not pred_parsed:
-            pred_parsed = _mv_parse(str(pred), limit)
-        if not pred_parsed:
+    gold_parsed = _mv_parse(g_mv, limit)
+    if not _has_expr(gold_parsed):
+        gold_parsed = _mv_parse(gold, limit)
+    if not _has_expr(gold_parsed):
+        return None  # unparseable gold: not scorable
+    if "=" in g and "=" not in p and "=" in pred:
+        p_mv = pred  # an equation against an equation: keep the pred's left side
+    pred_parsed = _mv_parse(p_mv, limit)
+    if not pred_parsed:
+        pred_parsed = _mv_parse(pred, limit)
+    if not pred_parsed:
+        return False
+    return _mv_verify(gold_parsed, pred_parsed, limit, rounding)
+
+
+def _approximates_within(p: str, g: str, g_mv: str, rel_tol: float, limit: Optional[int]
+                         ) -> bool:
+    """Whether the decimal ``p`` is within ``rel_tol`` of the gold ``g``, when the gold's exact
+    value has a decimal that never ends (3\\sqrt{3}/4, \\pi, 1/3); a gold with a finite decimal
+    is equal only when equal."""
+    if "." not in p or not re.fullmatch(r"-?(?:\d+\.\d*|\.\d+)", p):
+        return False
+    pv = Fraction(p)
+    gn = parse_number(g)
+    if gn is not None:
+        if _decimal_places(gn) is not None:
             return False
-        return _mv_verify(gold_parsed, pred_parsed, limit, rounding)
-    except _Timeout:
+        gv = float(gn)
+    else:
+        expr = next((x for x in _mv_parse(g_mv, limit) if not isinstance(x, str)), None)
+        if expr is None:
+            return False
+        from math_verify.errors import TimeoutException
+        from math_verify.utils import timeout as mv_timeout
+
+        try:  # under math-verify's own limit, as its parse and verify are
+            value = mv_timeout(limit)(_irrational_value)(expr)
+        except TimeoutException as e:
+            raise _Timeout() from e
+        if value is None:
+            return False
+        gv = value
+    if not math.isfinite(gv) or gv == 0:
+        return False
+    return abs(float(pv) - gv) <= rel_tol * abs(gv)
+
+
+def _irrational_value(expr) -> Optional[float]:
+    """The value of a sympy expression whose decimal never ends, or None (a finite decimal, a
+    set, a matrix, a relation, a complex number). Time limits are BaseExceptions: not caught."""
+    try:
+        exact = expr.doit()
+        if exact.is_Float or exact.is_Rational and \
+                _decimal_places(Fraction(int(exact.p), int(exact.q))) is not None:
+            return None  # a finite decimal: equal only when equal
+        value = exact.evalf(30)
+        if not (value.is_number and value.is_real):
+            return None
+        return float(value)
+    except Exception:
         return None
 
 
@@ -1050,6 +1367,8 @@ def clear_caches() -> None:
     """Forget cached normalisations and math-verify parses (for benchmarks and tests)."""
     _normalize_cached.cache_clear()
     _mv_parse_cached.cache_clear()
+    required_forms.cache_clear()
+    _given_expressions.cache_clear()
 
 
 def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:
@@ -1074,13 +1393,16 @@ def gold_is_usable(gold: Optional[str], timeout: Optional[float] = 5.0) -> bool:
 
 def grade(text: Optional[str], gold: Union[str, int, float, None], mode: str = "auto",
           timeout: Optional[float] = 5.0, last_number_fallback: Optional[bool] = None,
-          options: Optional[GraderOptions] = None, **overrides) -> Optional[bool]:
+          options: Optional[GraderOptions] = None, problem: Optional[str] = None,
+          **overrides) -> Optional[bool]:
     r"""Extract the answer from model output ``text`` and compare it with ``gold``.
 
     ``gold`` may be a number (AMC 27.0, AIME 25), a LaTeX string, a GSM8K rationale ending in
     ``#### x``, a boxed solution (several connected boxed answers are one set), or in ``choice``
     mode a labelled option ("(C) Cecile"). ``options`` (default ``REWARD_OPTIONS``) and keyword
     overrides (``fallback=True``, ``float_rounding=4``, ...) are ``GraderOptions`` fields.
+    ``problem``, the problem statement, lets the answer be checked for a form it asks for
+    (see ``is_equivalent``).
     Returns None when there is no usable gold answer or the check timed out; False when no
     answer is found in ``text``.
 
@@ -1100,4 +1422,4 @@ def grade(text: Optional[str], gold: Union[str, int, float, None], mode: str = "
     pred = extract_answer(text, mode=mode, options=opts)
     if pred is None:
         return False
-    return is_equivalent(pred, g, timeout=timeout, options=opts)
+    return is_equivalent(pred, g, timeout=timeout, options=opts, problem=problem)

@@ -1,17 +1,24 @@
 """Rule rewards ported from Open-R1 (huggingface/open-r1, ``src/open_r1/rewards.py``).
 
 Each reward is ``fn(completions, **columns) -> list[float | None]``. The math ones read the
-reference from the ``answer`` column (``solution`` is accepted too, Open-R1's column name).
+reference from the ``answer`` column (``solution`` is accepted too, Open-R1's column name) and
+the problem statement from the ``problem`` column when there is one: an answer that equals the
+reference but not in the form the problem asks for ("Factor ...", "as a common fraction") is
+wrong (``check_form``, on by default; see ``rewards.math_grader.required_forms``). The
+parameter ``approx_rel_tol`` (default None: off) accepts a decimal within that relative
+tolerance of a reference whose decimal never ends (1.299 for 3\\sqrt{3}/4 at 1e-3).
 Where a port departs from Open-R1, the docstring says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import List, Optional, Sequence
 
-from rewards.math_grader import extract_answer, gold_answer, gold_is_usable, is_equivalent
+from rewards.math_grader import (REWARD_OPTIONS, GraderOptions, extract_answer, gold_answer,
+                                 gold_is_usable, is_equivalent)
 from rewards.registry import REWARDS
 
 Scores = List[Optional[float]]
@@ -38,9 +45,26 @@ def _lengths(completions: Sequence[str], columns: dict) -> List[int]:
     return [int(x) for x in lengths]
 
 
-def _correctness(completions, gold, mode: str, timeout: float) -> List[Optional[bool]]:
+def _problem_column(columns: dict, n: int) -> Sequence:
+    """The problem statements (``problem`` column) for the form check, or n Nones."""
+    problems = columns.get("problem")
+    if problems is None:
+        return [None] * n
+    if len(problems) != n:
+        raise ValueError(f"column 'problem' has {len(problems)} rows for {n} completions")
+    return problems
+
+
+def _grader_options(check_form: bool, approx_rel_tol: Optional[float]) -> GraderOptions:
+    return dataclasses.replace(REWARD_OPTIONS, check_form=bool(check_form),
+                               approx_rel_tol=approx_rel_tol)
+
+
+def _correctness(completions, gold, mode: str, timeout: float, problems=None,
+                 options: Optional[GraderOptions] = None) -> List[Optional[bool]]:
     out: List[Optional[bool]] = []
-    for text, g in zip(completions, gold):
+    problems = [None] * len(completions) if problems is None else problems
+    for text, g, problem in zip(completions, gold, problems):
         ref = gold_answer(g)
         if ref is None:
             out.append(None)
@@ -49,7 +73,8 @@ def _correctness(completions, gold, mode: str, timeout: float) -> List[Optional[
         if pred is None:  # no answer: wrong, unless the reference itself is unusable
             out.append(False if gold_is_usable(ref, timeout=timeout) else None)
         else:
-            out.append(is_equivalent(pred, ref, timeout=timeout))
+            out.append(is_equivalent(pred, ref, timeout=timeout, options=options,
+                                     problem=problem if isinstance(problem, str) else None))
     return out
 
 
@@ -61,21 +86,30 @@ class Accuracy:
     The answer is taken with ``rewards.math_grader.extract_answer(mode)`` (default ``auto``:
     ``<answer>`` tags, else the last ``\boxed{}``, else "the answer is"); equivalence is
     ``is_equivalent`` (normalised strings and exact numbers, then math-verify with ``timeout``).
-    Source: Open-R1 ``accuracy_reward``, which lets math-verify find the first boxed/anchored
-    LaTeX answer; we read the last boxed answer, as graders for MATH do.
+    With a ``problem`` column the form it asks for is checked (``check_form``), and
+    ``approx_rel_tol`` accepts decimal approximations of irrational references (module
+    docstring). Source: Open-R1 ``accuracy_reward``, which lets math-verify find the first
+    boxed/anchored LaTeX answer; we read the last boxed answer, as graders for MATH do.
 
     >>> Accuracy()([r"so \boxed{\frac{1}{2}}", r"\boxed{3}", "no answer"], answer=["0.5", "4", "1"])
     [1.0, 0.0, 0.0]
+    >>> Accuracy()([r"\boxed{x^2-1}", r"\boxed{(x+1)(x-1)}"], answer=["(x-1)(x+1)"] * 2,
+    ...            problem=["Factor $x^2-1$."] * 2)
+    [0.0, 1.0]
     """
 
-    def __init__(self, mode: str = "auto", timeout: float = 5.0):
+    def __init__(self, mode: str = "auto", timeout: float = 5.0, check_form: bool = True,
+                 approx_rel_tol: Optional[float] = None):
         self.mode = mode
         self.timeout = timeout
+        self.options = _grader_options(check_form, approx_rel_tol)
 
     def __call__(self, completions: Sequence[str], **columns) -> Scores:
         gold = _gold_column(columns, len(completions))
+        problems = _problem_column(columns, len(completions))
         return [None if ok is None else float(ok)
-                for ok in _correctness(completions, gold, self.mode, self.timeout)]
+                for ok in _correctness(completions, gold, self.mode, self.timeout, problems,
+                                       self.options)]
 
 
 _FORMAT = re.compile(r"<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>", re.DOTALL)
@@ -143,14 +177,17 @@ class KimiLength:
 
     batch_level = True
 
-    def __init__(self, mode: str = "auto", timeout: float = 1.0):
+    def __init__(self, mode: str = "auto", timeout: float = 1.0, check_form: bool = True,
+                 approx_rel_tol: Optional[float] = None):
         self.mode = mode
         self.timeout = timeout
+        self.options = _grader_options(check_form, approx_rel_tol)
 
     def __call__(self, completions: Sequence[str], **columns) -> Scores:
         gold = _gold_column(columns, len(completions))
         lengths = _lengths(completions, columns)
-        correct = _correctness(completions, gold, self.mode, self.timeout)
+        correct = _correctness(completions, gold, self.mode, self.timeout,
+                               _problem_column(columns, len(completions)), self.options)
         valid = [L for L, ok in zip(lengths, correct) if ok is not None]
         if not valid:
             return [None] * len(completions)
@@ -191,7 +228,8 @@ class Cosine:
 
     def __init__(self, min_value_wrong: float = -1.0, max_value_wrong: float = -0.5,
                  min_value_correct: float = 0.5, max_value_correct: float = 1.0,
-                 max_len: int = 1000, mode: str = "auto", timeout: float = 5.0):
+                 max_len: int = 1000, mode: str = "auto", timeout: float = 5.0,
+                 check_form: bool = True, approx_rel_tol: Optional[float] = None):
         if max_len <= 0:
             raise ValueError("max_len must be positive")
         self.min_value_wrong = min_value_wrong
@@ -201,11 +239,13 @@ class Cosine:
         self.max_len = max_len
         self.mode = mode
         self.timeout = timeout
+        self.options = _grader_options(check_form, approx_rel_tol)
 
     def __call__(self, completions: Sequence[str], **columns) -> Scores:
         gold = _gold_column(columns, len(completions))
         lengths = _lengths(completions, columns)
-        correct = _correctness(completions, gold, self.mode, self.timeout)
+        correct = _correctness(completions, gold, self.mode, self.timeout,
+                               _problem_column(columns, len(completions)), self.options)
         out: Scores = []
         for L, ok in zip(lengths, correct):
             if ok is None:

@@ -33,6 +33,7 @@ _FLAGS = {  # setting -> (flag, type)
     "ray_address": ("--ray-address", str), "ray_resource": ("--ray-resource", str),
     "max_restarts": ("--max-restarts", int), "batch_size": ("--batch-size", int),
     "extract_mode": ("--extract-mode", str), "grade_timeout": ("--grade-timeout", float),
+    "approx_rel_tol": ("--approx-rel-tol", float),
     "grade_workers": ("--grade-workers", int), "cache_dir": ("--cache-dir", str),
     "tools": ("--tools", str), "tool_format": ("--tool-format", str),
     "max_turns": ("--max-turns", int), "tool_timeout": ("--tool-timeout", float),
@@ -43,7 +44,8 @@ _CHOICES = {"engine": ["native", "vllm"], "backend": ["torch", "mindspore"],
 _NONE_DEFAULT = {"problem_field": "the first usual problem field present",
                  "answer_field": "the first usual answer field present",
                  "id_field": "the first usual id field present, else the row number",
-                 "cache_dir": "$MINDRL_CACHE, else ~/.cache/mindrl"}
+                 "cache_dir": "$MINDRL_CACHE, else ~/.cache/mindrl",
+                 "approx_rel_tol": "off"}
 
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:

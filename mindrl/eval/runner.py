@@ -310,7 +310,7 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
     meta = read_meta(model_dir)
     template, system, tmpl_warning = resolve_template(settings, meta, tokenizer, log)
     grader = Grader(settings.extract_mode, settings.last_number_fallback, settings.grade_timeout,
-                    settings.grade_workers)
+                    settings.grade_workers, approx_rel_tol=settings.approx_rel_tol)
 
     from mindrl.data.templates import render_prompt  # noqa: PLC0415
 
@@ -349,10 +349,12 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
         f"{len(missing)} to generate")
 
     golds = {(b, p.id): p.answer for b, ps in problems.items() for p in ps}
+    statements = {(b, p.id): p.problem for b, ps in problems.items() for p in ps}
     stats = {"generated": 0, "t0": time.perf_counter()}
 
     def on_chunk(chunk: Chunk, outs: List[Dict[str, Any]]) -> None:
-        graded = grader.grade([o["text"] for o in outs], [golds[(k[0], k[1])] for k in chunk.keys])
+        graded = grader.grade([o["text"] for o in outs], [golds[(k[0], k[1])] for k in chunk.keys],
+                              [statements[(k[0], k[1])] for k in chunk.keys])
         recs = []
         for k, o, (ext, score) in zip(chunk.keys, outs, graded):
             recs.append({"benchmark": k[0], "problem_id": k[1], "sample_index": k[2],
@@ -396,7 +398,7 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
                                        address=settings.ray_address,
                                        resource=settings.ray_resource)
             gen_seconds = time.perf_counter() - t0
-        _regrade_stale(done, wanted, golds, grader, samples_path, shash, log)
+        _regrade_stale(done, wanted, golds, statements, grader, samples_path, shash, log)
     finally:
         grader.close()
 
@@ -444,14 +446,15 @@ def _run_local(chunks: List[Chunk], factory, spec: EngineSpec, tokenizer, on_chu
             close()
 
 
-def _regrade_stale(done, wanted, golds, grader, samples_path, shash, log) -> None:
+def _regrade_stale(done, wanted, golds, statements, grader, samples_path, shash, log) -> None:
     """Stored samples graded under other rules (extract mode, fallback) are graded again and
     appended (the newest line of a key wins when the file is read)."""
     stale = [k for k in wanted if k in done and done[k].get("grading") != grader.fingerprint]
     if not stale:
         return
     log(f"[eval] regrading {len(stale)} stored samples under '{grader.fingerprint}'")
-    graded = grader.grade([done[k]["text"] for k in stale], [golds[(k[0], k[1])] for k in stale])
+    graded = grader.grade([done[k]["text"] for k in stale], [golds[(k[0], k[1])] for k in stale],
+                          [statements[(k[0], k[1])] for k in stale])
     recs = []
     for k, (ext, score) in zip(stale, graded):
         r = dict(done[k], extracted=ext, score=score, grading=grader.fingerprint)

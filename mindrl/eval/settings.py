@@ -77,6 +77,9 @@ class EvalSettings:
         "help": "When an output marks no answer (boxed, tags, 'the answer is'), take its last "
                 "LaTeX expression or number, as math-verify and lighteval do."})
     grade_timeout: float = field(default=5.0, metadata={"help": "Seconds per symbolic check."})
+    approx_rel_tol: Optional[float] = field(default=None, metadata={
+        "help": "Accept a decimal within this relative tolerance of a gold answer whose decimal "
+                "never ends (1.299 for 3\\sqrt{3}/4 at 1e-3); off: such decimals are wrong."})
     grade_workers: int = field(default=2,
         metadata={"help": "Scoring processes of the rewards pool (0 = in-process)."})
     plot: bool = field(default=True, metadata={"help": "Write lengths.png."})
@@ -134,6 +137,8 @@ class EvalSettings:
             errors.append(f"batch_size={self.batch_size} must be >= 1")
         if self.grade_timeout <= 0:
             errors.append(f"grade_timeout={self.grade_timeout} must be > 0")
+        if self.approx_rel_tol is not None and not 0 < self.approx_rel_tol < 1:
+            errors.append(f"approx_rel_tol={self.approx_rel_tol} must be in (0, 1)")
         if self.tool_format not in ("tir", "chat"):
             errors.append(f"tool_format '{self.tool_format}' unknown; valid: tir, chat")
         if self.max_turns < 1:

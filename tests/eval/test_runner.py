@@ -129,6 +129,34 @@ def test_changed_grading_rules_regrade_without_regenerating(tiny_model_dir, shar
     assert res2.results["benchmarks"]["gsm8k"]["no_answer"] == 4
 
 
+@pytest.mark.slow
+def test_problem_text_reaches_the_grader(tiny_model_dir, shared_data, tmp_path):
+    """Each sample is graded with its problem statement: the same answer, equal in value to
+    both golds, is wrong where the problem asks to factor; a regrade with a tolerance (no new
+    generation) keeps that and accepts the decimal of an irrational gold."""
+    bench = tmp_path / "forms.jsonl"
+    rows = [{"id": "f", "problem": "Factor $x^2-1$.", "answer": "(x-1)(x+1)"},
+            {"id": "v", "problem": "What is $(x-1)(x+1)$?", "answer": "(x-1)(x+1)"}]
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kw = dict(benchmarks=[str(bench)], n=1, grade_workers=0)
+    res = run_eval(_settings(tiny_model_dir, shared_data, tmp_path, **kw),
+                   engine_factory=lambda s: FakeEngine("so \\boxed{x^2-1}"), echo_table=False)
+    lines = [json.loads(x) for x in (res.run_dir / "samples.jsonl").open()]
+    assert {r["problem_id"]: r["score"] for r in lines} == {"f": 0.0, "v": 1.0}
+    rows[1] = {"id": "v", "problem": "What is the area of a unit circle?", "answer": "\\pi"}
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kw["output_dir"] = str(tmp_path / "run2")
+    res = run_eval(_settings(tiny_model_dir, shared_data, tmp_path, **kw),
+                   engine_factory=lambda s: FakeEngine("so \\boxed{3.1416}"), echo_table=False)
+    lines = [json.loads(x) for x in (res.run_dir / "samples.jsonl").open()]
+    assert {r["problem_id"]: r["score"] for r in lines} == {"f": 0.0, "v": 0.0}
+    res2 = run_eval(_settings(tiny_model_dir, shared_data, tmp_path, approx_rel_tol=1e-4, **kw),
+                    engine_factory=_never, echo_table=False)
+    lines2 = [json.loads(x) for x in (res2.run_dir / "samples.jsonl").open()][len(lines):]
+    assert res2.generated == 0
+    assert {r["problem_id"]: r["score"] for r in lines2} == {"f": 0.0, "v": 1.0}
+
+
 def test_settings_hash_covers_generation_only(tiny_model_dir, shared_data, tmp_path):
     def h(**kw):
         res = run_eval(_settings(tiny_model_dir, shared_data, tmp_path, **kw),
