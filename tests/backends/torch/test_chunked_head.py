@@ -1,0 +1,204 @@
+"""The LM head in chunks (train.logprob_chunk_tokens): the same log-probs, entropies, exact
+distillation KL and gradients as full-vocabulary logits, and an 8K-token row at the real
+vocabulary (151,936) scored and back-propagated in bounded memory."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+from mindrl.types import pad_token_batch
+
+
+def _backend(cfg):
+    from mindrl.backends.base import build_backend
+
+    return build_backend("torch", cfg)
+
+
+def _set_chunk(be, n):
+    be.cfg = dataclasses.replace(be.cfg, train=dataclasses.replace(be.cfg.train,
+                                                                   logprob_chunk_tokens=n))
+
+
+def _batch(seed=0, vocab=1000):
+    rng = np.random.default_rng(seed)
+    prompts = [rng.integers(5, vocab, n).tolist() for n in (3, 6, 2)]
+    responses = [rng.integers(5, vocab, n).tolist() for n in (11, 4, 17)]
+    return pad_token_batch(prompts, responses, pad_id=0)
+
+
+def _score_and_grads(be, tokens, temperature, truncated):
+    from mindrl.backends.torch import packing
+
+    be.model.zero_grad(set_to_none=True)
+    logp, ent = packing.score(be, be.model, tokens, temperature, "grad", truncated=truncated)
+    mask = torch.from_numpy(tokens.response_mask)
+    w = torch.linspace(-1.0, 1.0, logp.numel()).view_as(logp)   # weights of every token differ
+    ((w * logp * mask).sum() + 0.3 * (w.flip(0) * ent * mask).sum()).backward()
+    grads = torch.cat([p.grad.flatten() for p in be.params]).clone()
+    return (logp * mask).detach(), (ent * mask).detach(), grads
+
+
+@pytest.mark.parametrize("padding_free", [False, True])
+@pytest.mark.parametrize("rollout", [{}, {"temperature": 0.7, "top_k": 40, "top_p": 0.9}])
+def test_chunked_head_gives_the_full_logits_numbers_and_gradients(tiny_dir, make_cfg,
+                                                                  padding_free, rollout):
+    from mindrl.backends.torch import packing
+
+    cfg = make_cfg(tiny_dir, train={"padding_free": padding_free}, rollout=rollout)
+    be = _backend(cfg)
+    tokens = packing.trim_tokens(_batch())
+    temperature = rollout.get("temperature", 1.0)
+    _set_chunk(be, 0)
+    assert packing.head_chunk(be, be.model, 96) == (None, 0)          # off: full logits
+    want = _score_and_grads(be, tokens, temperature, bool(rollout))
+    _set_chunk(be, 5)                 # 32 scored tokens (packed) / 51 (padded): many chunks
+    head, chunk = packing.head_chunk(be, be.model, 32)
+    assert head is be.model.lm_head and chunk == 5
+    got = _score_and_grads(be, tokens, temperature, bool(rollout))
+    np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(got[1].numpy(), want[1].numpy(), atol=1e-5, rtol=0)
+    scale = float(want[2].abs().max())
+    assert scale > 1e-3
+    np.testing.assert_allclose(got[2].numpy(), want[2].numpy(), atol=1e-5 * scale, rtol=0)
+    # the no-grad pass (old / reference log-probs) too, rows back in place
+    lp_c, ent_c = be.logprobs_and_entropy(tokens, temperature=temperature, micro_batch_size=2,
+                                          truncated=bool(rollout))
+    _set_chunk(be, 0)
+    lp_f, ent_f = be.logprobs_and_entropy(tokens, temperature=temperature, micro_batch_size=2,
+                                          truncated=bool(rollout))
+    np.testing.assert_allclose(lp_c, lp_f, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(ent_c, ent_f, atol=1e-5, rtol=0)
+
+
+def test_chunked_exact_kl_to_a_teacher_equals_the_full_vocabulary_kl():
+    from algorithms.distill import full_reverse_kl
+    from algorithms.ops import get_ops
+
+    from mindrl.backends.torch.chunked_head import token_stats
+
+    torch.manual_seed(0)
+    N, H, V = 23, 8, 50
+    ops = get_ops("torch")
+    head, t_head = torch.nn.Linear(H, V, bias=False), torch.nn.Linear(H, V, bias=False)
+    t_head.requires_grad_(False)
+    hidden = torch.randn(N, H, requires_grad=True)
+    t_hidden = torch.randn(N, H)
+    targets = torch.randint(0, V, (N,))
+    w = torch.randn(N)
+
+    def loss(logp, kl):
+        return (w * logp).sum() + (w.flip(0) * kl).sum()
+
+    z = head(hidden) / 0.8          # independent reference: whole logits, by hand
+    lz = torch.log_softmax(z, -1)
+    ref_logp = lz.gather(-1, targets[:, None])[:, 0]
+    ref_kl = full_reverse_kl(ops, z, t_head(t_hidden) / 1.5)
+    ref_kl_hand = (lz.exp() * (lz - torch.log_softmax(t_head(t_hidden) / 1.5, -1))).sum(-1)
+    torch.testing.assert_close(ref_kl, ref_kl_hand)
+    want = torch.autograd.grad(loss(ref_logp, ref_kl), [hidden, head.weight])
+    logp, ent, kl = token_stats(hidden, head, targets, temperature=0.8, chunk=4, ops=ops,
+                                teacher=(t_hidden, t_head, 1.5))
+    assert ent is None
+    torch.testing.assert_close(logp, ref_logp, atol=1e-6, rtol=0)
+    torch.testing.assert_close(kl, ref_kl, atol=1e-6, rtol=0)
+    got = torch.autograd.grad(loss(logp, kl), [hidden, head.weight])
+    for g, r in zip(got, want):
+        torch.testing.assert_close(g, r, atol=1e-5 * float(r.abs().max()), rtol=0)
+
+
+def test_chunk_size_setting():
+    from mindrl.backends.torch.chunked_head import chunk_tokens
+
+    assert chunk_tokens(0, 151936) == 0 and chunk_tokens(64, 151936) == 64
+    auto = chunk_tokens(-1, 151936)                  # 8 float32 (c, V) copies in 512 MB
+    assert auto == 110 and 8 * 4 * auto * 151936 <= 512 * 2 ** 20
+    assert chunk_tokens(-1, 1024) > 8192             # a small vocabulary: one chunk
+
+
+SCRIPT = textwrap.dedent("""
+    import dataclasses, json, os, sys
+    import numpy as np, torch
+    from mindrl.config.loader import load_config
+    from mindrl.backends.torch.backend import TorchBackend
+    from mindrl.backends.torch import packing
+    from mindrl.types import pad_token_batch
+
+    T, chunk, cache = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    os.environ["MINDRL_CACHE"] = cache
+    be = TorchBackend(load_config(None, ["model.path=builtin:tiny-vocab152k",
+                                         f"train.logprob_chunk_tokens={chunk}"]))
+    V = be.model.config.vocab_size
+
+    def set_chunk(n):
+        be.cfg = dataclasses.replace(be.cfg, train=dataclasses.replace(
+            be.cfg.train, logprob_chunk_tokens=n))
+
+    rng = np.random.default_rng(0)
+    out = {"vocab": V}
+    # equality with full logits on a short row (64 tokens, chunks of 16)
+    short = pad_token_batch([rng.integers(3, 1000, 8).tolist()],
+                            [rng.integers(3, V, 64).tolist()], 0)
+    res = {}
+    for n in (0, 16):
+        set_chunk(n)
+        be.model.zero_grad(set_to_none=True)
+        logp, _ = packing.score(be, be.model, short, 1.0, None)
+        (-logp.sum()).backward()
+        res[n] = (logp.detach().clone(), be.model.lm_head.weight.grad.clone())
+    out["short_logp_diff"] = float((res[0][0] - res[16][0]).abs().max())
+    out["short_grad_rel"] = float((res[0][1] - res[16][1]).abs().max()
+                                  / res[0][1].abs().max())
+    set_chunk(chunk)
+    be.model.zero_grad(set_to_none=True)
+    del res, logp
+    row = pad_token_batch([rng.integers(3, 1000, 16).tolist()],
+                          [rng.integers(3, V, T).tolist()], 0)
+
+    def rss():
+        with open("/proc/self/status") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+
+    with open("/proc/self/clear_refs", "w") as f:      # reset the peak (VmHWM) to now
+        f.write("5")
+    before = rss()["VmRSS"]
+    logp, _ = packing.score(be, be.model, row, 1.0, None)
+    (-logp.sum()).backward()
+    out["peak_delta"] = rss()["VmHWM"] - before
+    out["tokens"] = int(logp.numel())
+    out["finite"] = bool(torch.isfinite(logp).all())
+    out["head_grad"] = float(be.model.lm_head.weight.grad.abs().sum())
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def measure_head_memory(tokens, chunk, cache):
+    """Run :data:`SCRIPT` in a fresh process: the RSS peak of log-probs + backward of one row."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
+               HF_HUB_DISABLE_PROGRESS_BARS="1")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tokens), str(chunk), str(cache)],
+                          capture_output=True, text=True, env=env, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.slow
+def test_an_8k_row_at_the_real_vocabulary_scores_and_backpropagates_under_1_5_gb(tmp_path):
+    # full logits: 8192 x 151,936 float32 = 5 GB, log_softmax another 5 GB, their gradients
+    # more (~15 GB); chunked, the head holds one chunk's worth at a time
+    cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path / "cache")
+    out = measure_head_memory(8192, -1, cache)
+    print(f"8192-token row, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
+    assert out["vocab"] == 151936 and out["tokens"] == 8192
+    assert out["short_logp_diff"] <= 1e-6 and out["short_grad_rel"] <= 1e-5, out
+    assert out["finite"] and out["head_grad"] > 0
+    assert out["peak_delta"] < 1.5e9, f"peak {out['peak_delta'] / 1e9:.2f} GB: {out}"
