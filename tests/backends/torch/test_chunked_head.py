@@ -202,3 +202,37 @@ def test_an_8k_row_at_the_real_vocabulary_scores_and_backpropagates_under_1_5_gb
     assert out["short_logp_diff"] <= 1e-6 and out["short_grad_rel"] <= 1e-5, out
     assert out["finite"] and out["head_grad"] > 0
     assert out["peak_delta"] < 1.5e9, f"peak {out['peak_delta'] / 1e9:.2f} GB: {out}"
+
+
+@pytest.mark.parametrize("padding_free", [False, True])
+def test_chunked_exact_distill_kl_through_the_backend(tiny_dir, padding_free):
+    # algorithm.distill.estimator=full: the teacher's hidden states are chunked alongside the
+    # student's; log-probs (truncated), entropies, the KL and the student's gradient unchanged
+    from mindrl.backends.torch import packing
+    from mindrl.config.loader import load_config
+
+    cfg = load_config(None, [f"model.path={tiny_dir}", f"algorithm.distill.teacher={tiny_dir}",
+                             "algorithm.distill.mode=loss", "algorithm.distill.estimator=full",
+                             "algorithm.distill.teacher_temperature=0.7",
+                             "rollout.temperature=0.9", "rollout.top_k=50",
+                             f"train.padding_free={str(padding_free).lower()}"])
+    be = _backend(cfg)
+    with torch.no_grad():                       # a teacher that differs from the student
+        for p in be.teacher.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    tokens = packing.trim_tokens(_batch(seed=3))
+    mask = torch.from_numpy(tokens.response_mask)
+    out = {}
+    for n in (0, 4):
+        _set_chunk(be, n)
+        be.model.zero_grad(set_to_none=True)
+        logp, ent, kl = packing.score_full_kl(be, tokens, 0.9, "grad")
+        w = torch.linspace(-1.0, 1.0, logp.numel()).view_as(logp)
+        ((w * logp + kl + 0.1 * ent) * mask).sum().backward()
+        out[n] = [(x * mask).detach() for x in (logp, ent, kl)] + [
+            torch.cat([p.grad.flatten() for p in be.params]).clone()]
+    assert float(out[0][2].abs().max()) > 1e-3             # a real KL to compare
+    for got, want, tol in zip(out[4], out[0], (1e-6, 1e-5, 1e-6)):
+        if got.numel() > 1000:                              # the gradient
+            tol = 1e-5 * float(want.abs().max())
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=tol, rtol=0)
