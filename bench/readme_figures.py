@@ -414,6 +414,9 @@ FIGURES: List[Figure] = [
            "time bash launch/install_peers_plugins.sh   (on a machine without tests/.peers)"),
     # ---- evaluation
     # ---- whole tables of measured numbers: every cell comes from the command named
+    table("head_memory", "| response tokens | train.logprob_chunk_tokens |",
+          "python bench/head_memory.py --tokens 1024,8192 --chunks=-1; "
+          "python bench/head_memory.py --tokens 1024 --chunks=0"),
     table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
     table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
     table("demo_backends", "| backend | seed | SFT |",

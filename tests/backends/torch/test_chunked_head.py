@@ -3,11 +3,7 @@ distillation KL and gradients as full-vocabulary logits, and an 8K-token row at 
 vocabulary (151,936) scored and back-propagated in bounded memory."""
 
 import dataclasses
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -123,72 +119,16 @@ def test_chunk_size_setting():
     assert chunk_tokens(-1, 1024) > 8192             # a small vocabulary: one chunk
 
 
-SCRIPT = textwrap.dedent("""
-    import dataclasses, json, os, sys
-    import numpy as np, torch
-    from mindrl.config.loader import load_config
-    from mindrl.backends.torch.backend import TorchBackend
-    from mindrl.backends.torch import packing
-    from mindrl.types import pad_token_batch
+def _bench():
+    """bench/head_memory.py, which measures the head's memory in a fresh process."""
+    import importlib.util
+    from pathlib import Path
 
-    T, chunk, cache = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    os.environ["MINDRL_CACHE"] = cache
-    be = TorchBackend(load_config(None, ["model.path=builtin:tiny-vocab152k",
-                                         f"train.logprob_chunk_tokens={chunk}"]))
-    V = be.model.config.vocab_size
-
-    def set_chunk(n):
-        be.cfg = dataclasses.replace(be.cfg, train=dataclasses.replace(
-            be.cfg.train, logprob_chunk_tokens=n))
-
-    rng = np.random.default_rng(0)
-    out = {"vocab": V}
-    # equality with full logits on a short row (64 tokens, chunks of 16)
-    short = pad_token_batch([rng.integers(3, 1000, 8).tolist()],
-                            [rng.integers(3, V, 64).tolist()], 0)
-    res = {}
-    for n in (0, 16):
-        set_chunk(n)
-        be.model.zero_grad(set_to_none=True)
-        logp, _ = packing.score(be, be.model, short, 1.0, None)
-        (-logp.sum()).backward()
-        res[n] = (logp.detach().clone(), be.model.lm_head.weight.grad.clone())
-    out["short_logp_diff"] = float((res[0][0] - res[16][0]).abs().max())
-    out["short_grad_rel"] = float((res[0][1] - res[16][1]).abs().max()
-                                  / res[0][1].abs().max())
-    set_chunk(chunk)
-    be.model.zero_grad(set_to_none=True)
-    del res, logp
-    row = pad_token_batch([rng.integers(3, 1000, 16).tolist()],
-                          [rng.integers(3, V, T).tolist()], 0)
-
-    def rss():
-        with open("/proc/self/status") as f:
-            fields = dict(line.split(":", 1) for line in f)
-        return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
-
-    with open("/proc/self/clear_refs", "w") as f:      # reset the peak (VmHWM) to now
-        f.write("5")
-    before = rss()["VmRSS"]
-    logp, _ = packing.score(be, be.model, row, 1.0, None)
-    (-logp.sum()).backward()
-    out["peak_delta"] = rss()["VmHWM"] - before
-    out["tokens"] = int(logp.numel())
-    out["finite"] = bool(torch.isfinite(logp).all())
-    out["head_grad"] = float(be.model.lm_head.weight.grad.abs().sum())
-    print("RESULT " + json.dumps(out))
-""")
-
-
-def measure_head_memory(tokens, chunk, cache):
-    """Run :data:`SCRIPT` in a fresh process: the RSS peak of log-probs + backward of one row."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
-               HF_HUB_DISABLE_PROGRESS_BARS="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tokens), str(chunk), str(cache)],
-                          capture_output=True, text=True, env=env, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    path = Path(__file__).resolve().parents[3] / "bench" / "head_memory.py"
+    spec = importlib.util.spec_from_file_location("head_memory", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.mark.slow
@@ -196,9 +136,11 @@ def test_an_8k_row_at_the_real_vocabulary_scores_and_backpropagates_under_1_5_gb
     # full logits: 8192 x 151,936 float32 = 5 GB, log_softmax another 5 GB, their gradients
     # more (~15 GB); chunked, the head holds one chunk's worth at a time
     cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path / "cache")
-    out = measure_head_memory(8192, -1, cache)
+    out = _bench().measure(8192, -1, cache)
     print(f"8192-token row, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
-    assert out["vocab"] == 151936 and out["tokens"] == 8192
+    assert out["vocab"] == out["tokenizer"] == 151936 and out["tokens"] == 8192
+    think, one, close = out["tags"]                  # whole tags, among the last ids
+    assert min(think, close) >= 151932 and one < 1024
     assert out["short_logp_diff"] <= 1e-6 and out["short_grad_rel"] <= 1e-5, out
     assert out["finite"] and out["head_grad"] > 0
     assert out["peak_delta"] < 1.5e9, f"peak {out['peak_delta'] / 1e9:.2f} GB: {out}"
