@@ -178,3 +178,51 @@ def test_chunked_exact_distill_kl_through_the_backend(tiny_dir, padding_free):
         if got.numel() > 1000:                              # the gradient
             tol = 1e-5 * float(want.abs().max())
         np.testing.assert_allclose(got.numpy(), want.numpy(), atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("variant", ["lora", "moe_aux", "grad_ckpt"])
+def test_chunked_head_rl_loss_and_gradient_equal_full_logits(tiny_dir, fixed_batch,
+                                                             tmp_path_factory, variant):
+    # the RL update through the chunked head, with the decoder features that share its forward:
+    # LoRA adapters (peft wraps the model), the MoE load-balancing loss (computed by the
+    # causal LM's forward, which still runs), gradient checkpointing of the decoder layers
+    from mindrl.config.loader import load_config
+    from mindrl.models.tiny import resolve_model_path
+    from mindrl.types import LossNormalizers
+
+    path = tiny_dir
+    over = {"lora": ["model.lora.enabled=true", "model.lora.rank=4"],
+            "moe_aux": ["model.moe.aux_loss_coef=0.05"],
+            "grad_ckpt": ["model.gradient_checkpointing=true"]}[variant]
+    if variant == "moe_aux":
+        cache = os.environ.get("MINDRL_TEST_CACHE") or str(
+            tmp_path_factory.getbasetemp() / "cache")
+        path = resolve_model_path("builtin:tiny-qwen3-moe", cache_dir=cache)
+    cfg = load_config(None, [f"model.path={path}", "algorithm.entropy_coef=0.01", *over])
+    be = _backend(cfg)
+    if variant == "lora":                       # adapters that change the output
+        with torch.no_grad():
+            for n, p in be.model.named_parameters():
+                if "lora_B" in n:
+                    p.normal_(0, 0.05)
+    from mindrl.backends.torch import packing
+
+    _set_chunk(be, 3)
+    assert packing.head_chunk(be, be.model, 40)[1] == 3          # the chunked path is taken
+    mb = fixed_batch(seed=4)
+    mb.old_logp = None
+    norm = LossNormalizers(global_tokens=float(mb.tokens.response_mask.sum()), global_seqs=8.0,
+                           max_len=5.0)
+    out = {}
+    for n in (0, 3):
+        _set_chunk(be, n)
+        be.model.zero_grad(set_to_none=True)
+        loss, metrics = be._micro_loss(mb, norm)
+        loss.backward()
+        out[n] = (float(loss.detach()), torch.cat([p.grad.flatten() for p in be.params]).clone(),
+                  float(metrics["moe/aux_loss"]) if "moe/aux_loss" in metrics else None)
+    assert out[3][0] == pytest.approx(out[0][0], abs=1e-6)
+    assert out[3][2] == out[0][2] and (variant != "moe_aux" or out[0][2] > 0)
+    scale = float(out[0][1].abs().max())
+    assert scale > 1e-4
+    np.testing.assert_allclose(out[3][1].numpy(), out[0][1].numpy(), atol=1e-5 * scale, rtol=0)
