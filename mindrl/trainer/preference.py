@@ -50,7 +50,11 @@ class PreferenceTrainer(Trainer):
         refuse_rl_only_options(cfg, "preference (DPO / SimPO)")
         super().__init__(cfg)
         self.cuts = CutCounter()
-        self._check_lengths()
+        try:
+            self._check_lengths()
+        except Exception:
+            self.close()                   # the engine and reward workers started above
+            raise
 
     def _check_lengths(self) -> None:
         """Before the first step: the first ``data.preflight_rows`` pairs encoded as the steps

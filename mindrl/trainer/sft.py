@@ -69,7 +69,11 @@ class SFTTrainer(Trainer):
             if "messages" in row:
                 self.chat_ids(row)
         self.cuts = CutCounter()
-        self._check_lengths()
+        try:
+            self._check_lengths()
+        except Exception:
+            self.close()                   # the engine and reward workers started above
+            raise
 
     def _check_lengths(self) -> None:
         """Before the first step: the first ``data.preflight_rows`` rows encoded as the steps
