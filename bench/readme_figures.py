@@ -436,6 +436,9 @@ FIGURES: List[Figure] = [
     table("seed_pairs", "| sampling temperature | avg@8 |",
           "mindrl eval runs/seed_sft ... --n 8 --temperature T; "
           "mindrl data pairs RUN -o pairs.jsonl --max-pairs 0 --pair-format pairwise"),
+    table("head_memory", "| response tokens | train.logprob_chunk_tokens |",
+          "python bench/head_memory.py --tokens 1024,8192 --chunks=-1; "
+          "python bench/head_memory.py --tokens 1024 --chunks=0"),
     table("demo_table", "| model (seed 0) |", "bash launch/run_grpo.sh   (= mindrl demo; ~3 min)"),
     table("demo_seeds", "| seed | SFT |", "mindrl demo train.seed=N   (N = 0, 1, 2)"),
     table("demo_backends", "| backend | seed | SFT |",

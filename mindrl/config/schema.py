@@ -133,6 +133,15 @@ class DataConfig:
                                  "auto (when they carry a chat marker such as <|im_start|>), "
                                  "always, never.", ["auto", "always", "never"])
     max_prompt_len: int = opt(256, "Prompts longer than this many tokens are dropped (logged).")
+    max_response_len: int = opt(16384, "SFT and DPO/SimPO: responses (targets, chosen and "
+                                "rejected, with their end-of-turn token) longer than this many "
+                                "tokens are cut to it; the rows cut are counted before training "
+                                "(count and longest) and in the run summary.")
+    max_truncated_share: float = opt(0.05, "SFT and DPO/SimPO: stop before training when "
+                                     "more than this share of the checked rows "
+                                     "(data.preflight_rows) have a response longer than "
+                                     "data.max_response_len (0 = any cut stops; 1 = cut and go "
+                                     "on).")
     max_train_samples: int = opt(0, "Use at most this many training rows (0 = all).")
     max_val_samples: int = opt(64, "Use at most this many validation rows (0 = all).")
     response_field: str = opt("", "SFT: field path of the target response ('' = the format's "
@@ -486,6 +495,15 @@ class TrainConfig:
                                           "train.padding_free) fit the budget; a longer row "
                                           "gets a micro-batch of its own. Loss normalisers stay "
                                           "global (0 = off).")
+    logprob_chunk_tokens: int = opt(-1, "backend=torch (a count is refused on the others): "
+                                    "compute log-probs, entropies and the exact "
+                                    "distillation KL from the final hidden states a "
+                                    "chunk of this many tokens at a time, the backward "
+                                    "recomputing each chunk, so the LM head holds O(chunk x "
+                                    "vocabulary) floats instead of full-vocabulary logits for "
+                                    "every token (same numbers). -1 = automatic (about 512 MB "
+                                    "of float32 head work per chunk: 110 tokens at a 151,936 "
+                                    "vocabulary), 0 = off (full logits).")
 
 
 # Keys that may differ from a checkpoint's config on resume without checkpoint.allow_changes:
@@ -982,6 +1000,18 @@ class RunConfig:
                           f"mini-batch ({mini} rollouts)")
         if t.lr <= 0:
             errors.append(f"train.lr={t.lr} must be > 0")
+        if t.logprob_chunk_tokens < -1:
+            errors.append(f"train.logprob_chunk_tokens={t.logprob_chunk_tokens} must be -1 "
+                          "(automatic), 0 (off) or a token count")
+        elif t.logprob_chunk_tokens > 0 and self.backend != "torch":
+            errors.append(f"train.logprob_chunk_tokens={t.logprob_chunk_tokens}: the chunked "
+                          f"LM head runs on backend=torch; backend={self.backend} builds full "
+                          "logits: leave it at -1 (automatic) or 0")
+        if self.data.max_response_len < 1:
+            errors.append(f"data.max_response_len={self.data.max_response_len} must be >= 1")
+        if not 0 <= self.data.max_truncated_share <= 1:
+            errors.append(f"data.max_truncated_share={self.data.max_truncated_share} must be "
+                          "in [0, 1]")
         if t.max_tokens_per_micro_batch < 0:
             errors.append(f"train.max_tokens_per_micro_batch={t.max_tokens_per_micro_batch} "
                           "must be >= 0 (0 = off)")

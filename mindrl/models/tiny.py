@@ -41,6 +41,11 @@ BUILTINS = {
                        tie_word_embeddings=False),
     "tiny-qwen3-moe": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024,
                            family="qwen3_moe", tie_word_embeddings=False),
+    # Qwen2/2.5/3's real vocabulary size (151,936) on the tiny body: the LM head's memory at
+    # real sizes, in seconds. The tokenizer's first 1,024 ids are the tiny BPE; the rest are
+    # synthetic tokens that no text encodes to (see build_tiny_model's trained_vocab).
+    "tiny-vocab152k": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=151936,
+                           trained_vocab=1024, max_positions=32768),
 }
 
 # family -> (transformers config / model class names, extra config fields). Llama gets Llama
@@ -140,7 +145,7 @@ def _corpus(seed: int, lines: int = 4000) -> List[str]:
     return out
 
 
-def _train_tokenizer(vocab: int, seed: int):
+def _train_tokenizer(vocab: int, seed: int, trained_vocab: Optional[int] = None):
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
@@ -150,11 +155,14 @@ def _train_tokenizer(vocab: int, seed: int):
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()
+    trained = min(vocab, trained_vocab or vocab)
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab - len(TAG_TOKENS), min_frequency=1, show_progress=False,
+        vocab_size=trained - len(TAG_TOKENS), min_frequency=1, show_progress=False,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(_corpus(seed), trainer=trainer)
+    if trained < vocab:
+        tok = _pad_vocab(tok, vocab - len(TAG_TOKENS))
     # The tags are whole tokens (as in reasoning models' tokenizers) but not special: they
     # survive decode(skip_special_tokens=True), which reward functions read.
     from tokenizers import AddedToken
@@ -163,18 +171,42 @@ def _train_tokenizer(vocab: int, seed: int):
     return tok
 
 
+def _pad_vocab(tok, size: int):
+    """``tok`` (a trained BPE) with synthetic entries appended to its vocabulary up to ``size``
+    ids: strings of byte-level characters with no merge that builds them, so no text encodes
+    to them (the ids exist for the model's head and for sampling only)."""
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    spec = json.loads(tok.to_str())
+    table = spec["model"]["vocab"]
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    n = len(table)
+    i = 0
+    while n < size:
+        a, b = divmod(i, len(alphabet))
+        piece = "\u0100\u0100" + alphabet[a % len(alphabet)] + alphabet[b] + str(a)
+        i += 1
+        if piece not in table:
+            table[piece] = n
+            n += 1
+    return Tokenizer.from_str(json.dumps(spec))
+
+
 def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, layers: int = 2,
                      heads: int = 2, kv_heads: int = 1, vocab: int = 1024,
                      intermediate: Optional[int] = None, max_positions: int = 2048,
                      tie_word_embeddings: bool = True, seed: int = 0, family: str = "qwen2",
-                     config_overrides: Optional[dict] = None) -> str:
+                     config_overrides: Optional[dict] = None,
+                     trained_vocab: Optional[int] = None) -> str:
     """Write a tokenizer and a randomly initialised model of ``family`` (qwen2, qwen3, llama,
     qwen3_moe;
     see :data:`FAMILIES`) to ``directory``; returns it. ``config_overrides`` replace fields of
     the transformers config (e.g. ``rope_parameters``, ``attention_bias``).
 
     ``vocab`` is the tokenizer size including special and tag tokens (the model's vocab_size
-    equals it exactly, so no sampled id is outside the tokenizer).
+    equals it exactly, so no sampled id is outside the tokenizer). ``trained_vocab``: train
+    the BPE to this size only and fill the vocabulary up to ``vocab`` with synthetic tokens
+    that no text encodes to (a real-sized head without training a real-sized BPE).
     """
     if hidden % heads or hidden // heads < 32:
         raise ValueError(f"hidden/heads = {hidden}/{heads} must be an integer >= 32 "
@@ -191,7 +223,7 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    raw = _train_tokenizer(vocab, seed)
+    raw = _train_tokenizer(vocab, seed, trained_vocab)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         unk_token=None, bos_token=None, additional_special_tokens=["<|im_start|>"],
@@ -225,7 +257,8 @@ def build_tiny_model(directory: Union[str, os.PathLike], *, hidden: int = 64, la
     model.save_pretrained(directory, safe_serialization=True)
     (directory / "mindrl_tiny.json").write_text(json.dumps(dict(
         hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, vocab=vocab, seed=seed,
-        tie_word_embeddings=tie_word_embeddings, family=family), indent=1))
+        tie_word_embeddings=tie_word_embeddings, family=family,
+        **({"trained_vocab": trained_vocab} if trained_vocab else {})), indent=1))
     return str(directory)
 
 
@@ -236,7 +269,7 @@ def default_cache_dir() -> str:
 
 def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
     """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama,
-    tiny-qwen3-moe) to a built directory
+    tiny-qwen3-moe, tiny-vocab152k) to a built directory
     under ``cache_dir`` (built on first use, atomically); a checkpoint step folder or a run
     folder to the Hugging Face directory inside it (:func:`locate_model_dir`); any other path
     is returned unchanged."""

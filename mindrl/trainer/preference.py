@@ -44,10 +44,30 @@ class PreferenceTrainer(Trainer):
     kind = "pref"
 
     def __init__(self, cfg):
+        from mindrl.trainer.lengths import CutCounter
         from mindrl.trainer.sft import refuse_rl_only_options
 
         refuse_rl_only_options(cfg, "preference (DPO / SimPO)")
         super().__init__(cfg)
+        self.cuts = CutCounter()
+        try:
+            self._check_lengths()
+        except Exception:
+            self.close()                   # the engine and reward workers started above
+            raise
+
+    def _check_lengths(self) -> None:
+        """Before the first step: the first ``data.preflight_rows`` pairs encoded as the steps
+        encode them; too many responses over ``data.max_response_len`` stop the run
+        (:mod:`mindrl.trainer.lengths`)."""
+        from mindrl.trainer.lengths import check_response_lengths, first_rows
+
+        rows = first_rows(self.train_stream, self.cfg.data.preflight_rows)
+        lengths = [max(len(self._encode(r["chosen"])), len(self._encode(r["rejected"])))
+                   for r in rows]
+        line = check_response_lengths(lengths, self.cfg, "pairs")
+        if self.is_main:
+            log.info("%s", line)
 
     def needs_reference(self) -> bool:
         return self.cfg.preference.loss in ("dpo", "ipo")
@@ -63,17 +83,28 @@ class PreferenceTrainer(Trainer):
         preflight(self.cfg, "pref", plan, rows)
         return ListStream(rows, self.cfg.train.seed, d.shuffle), []
 
-    def response(self, text: str) -> List[int]:
+    def _encode(self, text: str) -> List[int]:
+        """A response's ids followed by the end-of-turn token, uncut."""
         eot = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         if not isinstance(eot, int) or eot == self.tokenizer.unk_token_id:
             eot = self.stop_ids[0]
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        return ids[:self.cfg.rollout.max_new_tokens - 1] + [eot]
+        return self.tokenizer.encode(text, add_special_tokens=False) + [eot]
+
+    def response(self, text: str) -> List[int]:
+        """:meth:`_encode` cut to ``data.max_response_len`` tokens (the end-of-turn token kept
+        last)."""
+        ids = self._encode(text)
+        limit = self.cfg.data.max_response_len
+        return ids if len(ids) <= limit else ids[:limit - 1] + ids[-1:]
 
     def run_step(self) -> Dict[str, float]:
         t0 = time.perf_counter()
         rows = self._take_rows()
         prompts = [self.encode(r["problem"]) for r in rows]
+        full_c = [self._encode(r["chosen"]) for r in rows]
+        full_r = [self._encode(r["rejected"]) for r in rows]
+        limit = self.cfg.data.max_response_len
+        cut = sum(max(len(c), len(r)) > limit for c, r in zip(full_c, full_r))
         chosen = pad_token_batch(prompts, [self.response(r["chosen"]) for r in rows], self.pad_id)
         rejected = pad_token_batch(prompts, [self.response(r["rejected"]) for r in rows],
                                    self.pad_id)
@@ -93,6 +124,7 @@ class PreferenceTrainer(Trainer):
                           None if ref_r is None else ref_r[idx]))
         metrics = self.backend.preference_step(micro, float(self.allsum(len(rows))))
         metrics["time/ref_logprobs"] = t_ref
+        metrics.update(self.cuts.metrics(float(self.allsum(cut))))   # pairs cut this step
         metrics["time/step"] = time.perf_counter() - t0
         return metrics
 

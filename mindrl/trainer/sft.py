@@ -56,6 +56,8 @@ class SFTTrainer(Trainer):
     kind = "sft"
 
     def __init__(self, cfg):
+        from mindrl.trainer.lengths import CutCounter
+
         refuse_rl_only_options(cfg, "SFT")
         super().__init__(cfg)
         rows = getattr(self.train_stream, "rows", None)
@@ -66,6 +68,25 @@ class SFTTrainer(Trainer):
         for row in rows[:TEMPLATE_CHECK_ROWS]:
             if "messages" in row:
                 self.chat_ids(row)
+        self.cuts = CutCounter()
+        try:
+            self._check_lengths()
+        except Exception:
+            self.close()                   # the engine and reward workers started above
+            raise
+
+    def _check_lengths(self) -> None:
+        """Before the first step: the first ``data.preflight_rows`` rows encoded as the steps
+        encode them; too many responses over ``data.max_response_len`` stop the run
+        (:mod:`mindrl.trainer.lengths`)."""
+        from mindrl.trainer.lengths import check_response_lengths, first_rows
+
+        rows = first_rows(self.train_stream, self.cfg.data.preflight_rows)
+        lengths = [len(self.chat_ids(r)[1] if "messages" in r else
+                       self.response_ids_and_mask(r)[0]) for r in rows]
+        line = check_response_lengths(lengths, self.cfg, "rows")
+        if self.is_main:
+            log.info("%s", line)
 
     # ----------------------------------------------------------------- data
     def build_streams(self):
@@ -188,9 +209,9 @@ class SFTTrainer(Trainer):
                             f"'{self.cfg.model.chat_template}': {e}") from None
 
     def build_batch(self, rows: List[Dict]) -> TokenBatch:
-        """The padded batch of ``rows``; responses cut at ``rollout.max_new_tokens`` (counted
+        """The padded batch of ``rows``; responses cut at ``data.max_response_len`` (counted
         in the ``truncated`` metric)."""
-        T = self.cfg.rollout.max_new_tokens
+        T = self.cfg.data.max_response_len
         prompts, responses, masks = [], [], []
         self._truncated = 0
         for r in rows:
@@ -220,7 +241,7 @@ class SFTTrainer(Trainer):
         metrics = self.backend.sft_step(micro, norm)
         metrics["time/step"] = time.perf_counter() - t0
         metrics["tokens"] = float(norm.global_tokens)
-        metrics["truncated"] = float(self.allsum(self._truncated))   # responses cut at T
+        metrics.update(self.cuts.metrics(float(self.allsum(self._truncated))))  # cut at T
         if self.cfg.tools.enabled:         # tool output tokens left out of the loss
             masked = float(self.allsum(tokens.attention_mask[:, tokens.prompt_len:].sum()
                                        - tokens.response_mask.sum()))

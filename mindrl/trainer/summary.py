@@ -35,6 +35,9 @@ def summary_lines(stages: Sequence, last: Dict[str, float], seconds: float,
                  if isinstance(v, (int, float)) and math.isfinite(v)][:6]
     if shown:
         lines.append("final metrics: " + "  ".join(f"{k} {_fmt(v)}" for k, v in shown))
+    if "truncated/total" in last:       # SFT / preference: responses cut to the limit
+        lines.append(f"responses cut: {int(last['truncated/total'])} rows longer than "
+                     f"data.max_response_len={final.data.max_response_len}")
     ck = latest_checkpoint(run_dir / "checkpoints")
     lines.append(f"checkpoint:    {ck / 'model' if ck else '(none saved: checkpoint.save_final=false)'}")
     for label, path in (("curves:", run_dir / "curves.png"),

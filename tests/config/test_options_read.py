@@ -32,6 +32,8 @@ NOT_READ_BY_RL = {
     "(data.from_stage is refused elsewhere)": ["data.from_stage", "data.resample.*"],
     "the PPO critic: algorithm.adv_estimator=gae": ["critic.*"],
     "DPO / SimPO jobs": ["preference.*"],
+    "SFT and DPO / SimPO jobs (their response lengths)":
+        ["data.max_response_len", "data.max_truncated_share"],
     "SFT jobs (format traces)": ["data.trace_select"],
     "read by `mindrl launch`, which starts the workers (the trainer checks nproc/nnodes)":
         ["distributed.launcher", "distributed.master_addr", "distributed.master_port",
@@ -66,6 +68,7 @@ NOT_READ_BY_BACKEND = {
 REFUSED = {
     "torch": {},
     "mindspore": {"train.fsdp": ["train.fsdp=true"],
+                  "train.logprob_chunk_tokens": ["train.logprob_chunk_tokens=64"],
                   "train.padding_free": ["train.padding_free=true"]},
 }
 

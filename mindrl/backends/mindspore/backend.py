@@ -101,7 +101,7 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
 
     ``cfg`` is a :class:`mindrl.config.schema.RunConfig`. ``prompt_buckets`` /
     ``response_buckets`` default to powers of two up to ``data.max_prompt_len`` /
-    ``rollout.max_new_tokens``.
+    ``rollout.max_new_tokens``; longer SFT / preference responses add doubling buckets.
     """
 
     name = "mindspore"
@@ -236,6 +236,10 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
     def _shape(self, batches: Sequence[TokenBatch], rows: int) -> Tuple[int, int, int]:
         P = max(b.prompt_len for b in batches)
         T = max(b.response_len for b in batches)
+        if T > self.response_buckets[-1]:   # SFT / preference responses (data.max_response_len)
+            top = 1 << (T - 1).bit_length()  # outgrow rollout.max_new_tokens: doubling buckets
+            self.response_buckets = sorted(set(self.response_buckets) | set(
+                default_buckets(top, self.response_buckets[-1])))
         return rows, bucket(P, self.prompt_buckets), bucket(T, self.response_buckets)
 
     # ------------------------------------------------------------------ scoring

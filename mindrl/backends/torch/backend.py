@@ -182,9 +182,14 @@ class TorchBackend:
                 torch.from_numpy(np.ascontiguousarray(batch.attention_mask)).to(dev),
                 torch.from_numpy(batch.position_ids).to(dev))
 
-    def _response_logits(self, model, batch: TokenBatch, temperature: float) -> torch.Tensor:
-        """(B, T, V) float32 logits / temperature that predict the T response tokens."""
+    def _response_logits(self, model, batch: TokenBatch, temperature: float,
+                         hidden: Optional[torch.nn.Linear] = None) -> torch.Tensor:
+        """(B, T, V) float32 logits / temperature that predict the T response tokens.
+        ``hidden``: the model's head; then the (B, T, H) final hidden states at those positions
+        instead, the head bypassed (:mod:`mindrl.backends.torch.chunked_head` applies it)."""
         import contextlib
+
+        from mindrl.backends.torch.chunked_head import head_bypassed
 
         ids, att, pos = self._tensors(batch)
         T = batch.response_len
@@ -197,7 +202,8 @@ class TorchBackend:
         extra = {"output_router_logits": True} if aux else {}
         # Right-padded responses: the logits of positions P-1 .. P+T-2 are the last T+1 minus
         # the final one, so the LM head runs on T+1 positions only.
-        with replay:
+        bypass = head_bypassed(hidden) if hidden is not None else contextlib.nullcontext()
+        with replay, bypass:
             out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
                         logits_to_keep=T + 1, **extra)
         if aux:
@@ -208,6 +214,8 @@ class TorchBackend:
                                 "returns no load-balancing loss (not a mixture-of-experts "
                                 "model); set model.moe.aux_loss_coef=0")
             self._aux_loss = out.aux_loss
+        if hidden is not None:
+            return out.logits[:, :-1, :]
         logits = out.logits[:, :-1, :].float()
         return logits / (temperature if temperature > 0 else 1.0)
 
@@ -347,7 +355,9 @@ class TorchBackend:
 
     def _sft_micro_loss(self, tokens: TokenBatch, norm: LossNormalizers):
         """Masked next-token NLL of the response tokens, divided by the global token count."""
-        logp = self._token_logp(self._response_logits(self.model, tokens, 1.0), tokens)
+        from mindrl.backends.torch import packing
+
+        logp, _ = packing.score(self, self.model, tokens, 1.0, None)
         mask = self._const(tokens.response_mask)
         nll = -(logp * mask).sum()
         return nll / norm.global_tokens, {"nll": nll.detach() / mask.sum().clamp(min=1.0)}
@@ -380,8 +390,10 @@ class TorchBackend:
                          global_pairs: float):
         from algorithms.preference import preference_loss
 
-        logp_c = self._token_logp(self._response_logits(self.model, chosen, 1.0), chosen)
-        logp_r = self._token_logp(self._response_logits(self.model, rejected, 1.0), rejected)
+        from mindrl.backends.torch import packing
+
+        logp_c, _ = packing.score(self, self.model, chosen, 1.0, None)
+        logp_r, _ = packing.score(self, self.model, rejected, 1.0, None)
         return preference_loss(
             self.ops, chosen_logp=logp_c, chosen_mask=self._const(chosen.response_mask),
             rejected_logp=logp_r, rejected_mask=self._const(rejected.response_mask),

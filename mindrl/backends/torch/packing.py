@@ -15,6 +15,10 @@ positions that predict a response token reach the LM head (``logits_to_keep`` as
 tensor), and :func:`unpack` scatters per-token values back into the (B, T) layout that the
 losses read, zeros at padding, so the padded and packed paths feed the loss the same numbers.
 
+With ``train.logprob_chunk_tokens`` (automatic by default) and more scored tokens than one
+chunk, both layouts keep the final hidden states instead of logits and the head runs chunk by
+chunk (:mod:`mindrl.backends.torch.chunked_head`): the same numbers, O(chunk x V) memory.
+
 Without packing, :func:`trim_tokens` drops the columns that are padding in every row of a
 micro-batch (a micro-batch of short responses no longer pays for the batch's longest row).
 """
@@ -22,6 +26,7 @@ micro-batch (a micro-batch of short responses no longer pays for the batch's lon
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -30,6 +35,9 @@ import numpy as np
 import torch
 
 from mindrl.types import TokenBatch, TrainBatch
+
+log = logging.getLogger("mindrl.torch")
+_NOTED = set()          # full-path reasons already logged
 
 
 @dataclass
@@ -69,11 +77,19 @@ def pack(batch: TokenBatch, device) -> Packed:
                   (B, T))
 
 
-def packed_logits(model, packed: Packed, temperature: float) -> torch.Tensor:
+def packed_logits(model, packed: Packed, temperature: float, hidden=None) -> torch.Tensor:
     """(N, V) float32 logits / temperature at the kept positions (one forward, no mask:
-    transformers derives the block-diagonal causal mask from the restarting position ids)."""
-    out = model(input_ids=packed.input_ids, position_ids=packed.position_ids,
-                attention_mask=None, use_cache=False, logits_to_keep=packed.keep)
+    transformers derives the block-diagonal causal mask from the restarting position ids).
+    ``hidden``: the model's head; then the (N, H) final hidden states, the head bypassed."""
+    import contextlib
+
+    from mindrl.backends.torch.chunked_head import head_bypassed
+
+    with head_bypassed(hidden) if hidden is not None else contextlib.nullcontext():
+        out = model(input_ids=packed.input_ids, position_ids=packed.position_ids,
+                    attention_mask=None, use_cache=False, logits_to_keep=packed.keep)
+    if hidden is not None:
+        return out.logits[0]
     logits = out.logits[0].float()
     return logits / (temperature if temperature > 0 else 1.0)
 
@@ -98,11 +114,43 @@ def unpack(values: torch.Tensor, packed: Packed) -> torch.Tensor:
     return out.index_put((packed.rows, packed.cols), values)
 
 
+def head_chunk(backend, model, tokens: int):
+    """(head, tokens per chunk) when ``model``'s head runs in chunks over ``tokens`` scored
+    tokens (``train.logprob_chunk_tokens``), else (None, 0): the full path, for a setting of 0,
+    a head :func:`~mindrl.backends.torch.chunked_head.plain_head` refuses (logged once), or
+    tokens that fit one chunk."""
+    from mindrl.backends.torch.chunked_head import chunk_tokens, plain_head
+
+    setting = backend.cfg.train.logprob_chunk_tokens
+    if setting == 0:
+        return None, 0
+    head, why = plain_head(model, getattr(backend, "fsdp", False))
+    if head is None:
+        if why not in _NOTED:
+            _NOTED.add(why)
+            log.info("train.logprob_chunk_tokens: log-probs use full-vocabulary logits (%s)",
+                     why)
+        return None, 0
+    chunk = chunk_tokens(setting, head.out_features)
+    return (head, chunk) if tokens > chunk else (None, 0)
+
+
+def _truncate(trunc):
+    """The (c, V) truncation callable of :func:`chunked_head.token_stats` (None: untruncated)."""
+    if trunc is None:
+        return None
+    from mindrl.backends.torch.truncation import truncated_logits
+
+    return lambda z, targets: truncated_logits(z, trunc, targets)
+
+
 def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
-                     entropy: Optional[str] = "no_grad", truncation=None
+                     entropy: Optional[str] = "no_grad", truncation=None, backend=None
                      ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """(B, T) log-probs and token entropies of the response tokens, computed packed.
-    ``entropy``: "grad" (differentiable), "no_grad" (a metric) or None (not computed)."""
+    ``entropy``: "grad" (differentiable), "no_grad" (a metric) or None (not computed).
+    ``backend``: its ``train.logprob_chunk_tokens`` decides whether the head runs in chunks
+    (:func:`head_chunk`); None: the full path."""
     from algorithms.entropy import entropy_from_logits
 
     device = next(model.parameters()).device
@@ -111,6 +159,17 @@ def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
         zero = torch.zeros(packed.shape, device=device)
         return zero, (zero if entropy else None)
     from mindrl.backends.torch.truncation import truncated_logits
+
+    head, chunk = (None, 0) if backend is None else head_chunk(backend, model,
+                                                               packed.keep.numel())
+    if head is not None:
+        from mindrl.backends.torch.chunked_head import token_stats
+
+        hid = packed_logits(model, packed, temperature, hidden=head)
+        logp, ent, _ = token_stats(hid, head, packed.targets, temperature=temperature,
+                                   chunk=chunk, ops=ops, entropy=entropy,
+                                   truncate=_truncate(truncation))
+        return unpack(logp, packed), (None if ent is None else unpack(ent, packed))
 
     logits = truncated_logits(packed_logits(model, packed, temperature), truncation,
                               packed.targets)
@@ -165,8 +224,21 @@ def score(backend, model, batch: TokenBatch, temperature: float,
     ``truncated``: under the rollout's top-k / min-p / top-p (``backend.truncation``)."""
     trunc = backend.truncation if truncated else None
     if backend.cfg.train.padding_free:
-        return logp_and_entropy(model, batch, temperature, backend.ops, entropy, trunc)
+        return logp_and_entropy(model, batch, temperature, backend.ops, entropy, trunc,
+                                backend=backend)
     from algorithms.entropy import entropy_from_logits
+
+    B, T = len(batch), batch.response_len
+    head, chunk = head_chunk(backend, model, B * T)
+    if head is not None:
+        from mindrl.backends.torch.chunked_head import token_stats
+
+        hid = backend._response_logits(model, batch, temperature, hidden=head)
+        logp, ent, _ = token_stats(hid.reshape(B * T, -1), head,
+                                   _targets(backend, batch).reshape(-1),
+                                   temperature=temperature, chunk=chunk, ops=backend.ops,
+                                   entropy=entropy, truncate=_truncate(trunc))
+        return logp.view(B, T), (None if ent is None else ent.view(B, T))
 
     from mindrl.backends.torch.truncation import truncated_logits
 
@@ -203,6 +275,21 @@ def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optio
         if packed.keep.numel() == 0:
             zero = torch.zeros(packed.shape, device=backend.device)
             return zero, (zero if entropy else None), zero
+        head, chunk = head_chunk(backend, backend.model, packed.keep.numel())
+        t_head = None if head is None else head_chunk(backend, backend.teacher,
+                                                      packed.keep.numel())[0]
+        if t_head is not None:
+            from mindrl.backends.torch.chunked_head import token_stats
+
+            hid = packed_logits(backend.model, packed, temperature, hidden=head)
+            with torch.no_grad():
+                t_hid = packed_logits(backend.teacher, packed, t_temp, hidden=t_head)
+            logp, ent, kl = token_stats(hid, head, packed.targets, temperature=temperature,
+                                        chunk=chunk, ops=ops, entropy=entropy,
+                                        truncate=_truncate(backend.truncation),
+                                        teacher=(t_hid, t_head, t_temp))
+            return (unpack(logp, packed), None if ent is None else unpack(ent, packed),
+                    unpack(kl, packed))
         logits = packed_truncated(backend, packed_logits(backend.model, packed, temperature),
                                   packed, True)
         with torch.no_grad():
@@ -213,6 +300,22 @@ def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optio
     else:
         from mindrl.backends.torch.truncation import truncated_logits
 
+        B, T = len(batch), batch.response_len
+        head, chunk = head_chunk(backend, backend.model, B * T)
+        t_head = None if head is None else head_chunk(backend, backend.teacher, B * T)[0]
+        if t_head is not None:
+            from mindrl.backends.torch.chunked_head import token_stats
+
+            hid = backend._response_logits(backend.model, batch, temperature, hidden=head)
+            with torch.no_grad():
+                t_hid = backend._response_logits(backend.teacher, batch, t_temp, hidden=t_head)
+            logp, ent, kl = token_stats(hid.reshape(B * T, -1), head,
+                                        _targets(backend, batch).reshape(-1),
+                                        temperature=temperature, chunk=chunk, ops=ops,
+                                        entropy=entropy, truncate=_truncate(backend.truncation),
+                                        teacher=(t_hid.reshape(B * T, -1), t_head, t_temp))
+            return (logp.view(B, T), None if ent is None else ent.view(B, T),
+                    kl.view(B, T))
         logits = truncated_logits(backend._response_logits(backend.model, batch, temperature),
                                   backend.truncation, _targets(backend, batch))
         with torch.no_grad():

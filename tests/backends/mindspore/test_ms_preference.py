@@ -138,3 +138,27 @@ def test_simpo_sft_sum_loss_by_hand(backend, tiny_dir):
     assert m["sft_loss"] == pytest.approx(sft, rel=1e-4)
     assert m["pref_loss"] == pytest.approx(pref, rel=1e-4)
     assert m["loss"] == pytest.approx(pref + ftx * sft, rel=1e-4)
+
+
+@pytest.mark.slow
+def test_preference_responses_longer_than_the_rollout_limit_train_whole(tiny_dir):
+    # preference and SFT responses are cut at data.max_response_len, not at
+    # rollout.max_new_tokens (16 here): the compiled steps grow their response buckets
+    from mindrl.backends.torch.backend import TorchBackend
+
+    cfg = ms_config(f"model.path={tiny_dir}", "preference.loss=simpo", "preference.beta=2.0")
+    ms_be = MindSporeBackend(cfg, model_path=tiny_dir)
+    th_be = TorchBackend(cfg)
+    rng = np.random.default_rng(7)
+    prompts = [list(rng.integers(1, VOCAB, n)) for n in (3, 6)]
+    chosen = pad_token_batch(prompts, [list(rng.integers(1, VOCAB, n)) for n in (40, 23)], 0)
+    rejected = pad_token_batch(prompts, [list(rng.integers(1, VOCAB, n)) for n in (9, 31)], 0)
+    assert chosen.response_len > 16 and ms_be.response_buckets[-1] == 16
+    micro = _micro(chosen, rejected, None, None, 2)
+    got = ms_be.gradients(micro, 2.0, kind="pref")
+    assert ms_be.response_buckets[-1] >= chosen.response_len
+    th_be.model.zero_grad()
+    th_be._pref_micro_loss(*micro[0], 2.0)[0].backward()
+    want = {n: p.grad.numpy() for n, p in th_be.model.named_parameters()}
+    for name, g in got.items():
+        np.testing.assert_allclose(g, want[name], atol=2e-5 * float(np.abs(want[name]).max()))

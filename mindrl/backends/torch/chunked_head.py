@@ -1,0 +1,145 @@
+"""The LM head in chunks: per-token log-probs (entropies, the exact KL to a teacher) from the
+final hidden states and the head's weight, a chunk of tokens at a time.
+
+The full path builds the (N, V) float32 logits of all N scored tokens, then log_softmax (a
+second (N, V)), and autograd keeps both for the backward: at V = 151,936 that is about
+0.6 MB per token each, so one 16K-token row needs ~10 GB of logits whatever the model's size.
+Here the decoder runs as usual with its head bypassed (:func:`head_bypassed`: the model's own
+forward, so routing replay, the MoE load-balancing loss and LoRA adapters behave as before),
+and :func:`token_stats` projects ``chunk`` hidden rows at a time::
+
+    z_c = (h_c W^T + b).float() / temperature      (c, V)   one chunk's logits
+    logp_c = log_softmax(z_c)[target]              (c,)
+
+With gradients, each chunk runs under non-reentrant ``torch.utils.checkpoint``: the forward
+keeps only the chunk's inputs (hidden rows, targets), and the backward recomputes the chunk's
+logits and frees them before the next chunk, so the head's peak memory is O(chunk x V), not
+O(N x V). The numbers are the full path's (the same float32 operations on the same rows; the
+rollout's top-k / min-p / top-p masks are computed inside the chunk from the same logits).
+
+Models whose causal-LM forward does more than a plain linear head (logit soft-capping or
+scaling) and a sharded root (``train.fsdp``) take the full path (:func:`plain_head` says why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+# model_type of the transformers causal LMs whose forward returns lm_head(hidden) unchanged
+PLAIN_HEAD_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "llama", "mistral", "mixtral")
+# (c, V) float32 tensors one chunk holds at once in its backward (logits, log-softmax, softmax,
+# entropy terms and their gradients): the auto chunk keeps them within HEAD_BUDGET_BYTES
+LIVE_COPIES = 8
+HEAD_BUDGET_BYTES = 512 * 2 ** 20
+MIN_CHUNK = 16
+
+
+def chunk_tokens(setting: int, vocab: int, budget_bytes: int = HEAD_BUDGET_BYTES) -> int:
+    """Tokens per chunk for ``train.logprob_chunk_tokens`` = ``setting``: 0 = off (the full
+    path), > 0 as given, -1 = automatic: as many tokens as keep :data:`LIVE_COPIES` (c, V)
+    float32 tensors within ``budget_bytes`` (at V = 151,936: 110 tokens, ~67 MB each)."""
+    if setting >= 0:
+        return setting
+    return max(MIN_CHUNK, budget_bytes // (LIVE_COPIES * 4 * vocab))
+
+
+def plain_head(model, fsdp: bool = False) -> Tuple[Optional[torch.nn.Linear], str]:
+    """(the model's head as a plain ``nn.Linear``, "") when the chunked head can replace it,
+    else (None, why): a sharded model, a head that is not a plain linear layer (an adapter on
+    it), or an architecture whose forward post-processes the logits."""
+    if fsdp:
+        return None, "train.fsdp shards the head"
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model   # peft
+    get = getattr(base, "get_output_embeddings", None)
+    head = get() if get is not None else None
+    if type(head) is not torch.nn.Linear:
+        return None, f"the output layer is {type(head).__name__}, not a plain linear layer"
+    kind = getattr(getattr(base, "config", None), "model_type", "?")
+    if kind not in PLAIN_HEAD_TYPES:
+        return None, (f"model_type '{kind}' may transform its logits after the head (chunked "
+                      f"for: {', '.join(PLAIN_HEAD_TYPES)})")
+    return head, ""
+
+
+def _hidden(module, x):
+    return x
+
+
+@contextlib.contextmanager
+def head_bypassed(head: torch.nn.Linear) -> Iterator[torch.nn.Linear]:
+    """While the block runs, ``head`` returns its input: the causal LM's forward then returns
+    the final hidden states in place of logits (at the positions ``logits_to_keep`` selects)."""
+    head.forward = _hidden.__get__(head)
+    try:
+        yield head
+    finally:
+        del head.forward
+
+
+def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, *,
+                temperature: float, chunk: int, ops, entropy: Optional[str] = None,
+                truncate: Optional[Callable] = None,
+                teacher: Optional[Tuple[torch.Tensor, torch.nn.Linear, float]] = None
+                ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """(N,) log p(target) under ``head(hidden) / temperature``, [(N,) entropy], [(N,) exact
+    KL(p || teacher)], ``chunk`` rows at a time.
+
+    ``hidden`` (N, H) final hidden states; ``targets`` (N,) int64 ids. ``entropy``: "grad",
+    "no_grad" or None. ``truncate(z, targets)``: the (c, V) tempered logits under the rollout's
+    truncation (None: untruncated). ``teacher``: ((N, H) teacher hidden states, the teacher's
+    head, its temperature); the KL (:func:`algorithms.distill.full_reverse_kl`) is
+    differentiable through the student only."""
+    from algorithms.entropy import entropy_from_logits
+
+    W, b = head.weight, head.bias
+    scale = temperature if temperature > 0 else 1.0
+
+    def run(h, tgt, t_h=None):
+        z = F.linear(h, W, b).float()
+        if scale != 1.0:                # (x / 1.0 == x: the full path's numbers either way)
+            z = z / scale
+        if truncate is not None:
+            z = truncate(z, tgt)
+        logp = torch.gather(torch.log_softmax(z, dim=-1), -1, tgt.unsqueeze(-1)).squeeze(-1)
+        ent = kl = None
+        if entropy == "grad":
+            ent = entropy_from_logits(ops, z)
+        elif entropy == "no_grad":
+            with torch.no_grad():
+                ent = entropy_from_logits(ops, z.detach())
+        if t_h is not None:
+            from algorithms.distill import full_reverse_kl
+
+            t_head, t_temp = teacher[1], teacher[2]
+            with torch.no_grad():
+                tz = F.linear(t_h, t_head.weight, t_head.bias).float()
+                tz = tz / (t_temp if t_temp > 0 else 1.0)
+            kl = full_reverse_kl(ops, z, tz)
+        return logp, ent, kl
+
+    grad = torch.is_grad_enabled() and (hidden.requires_grad or W.requires_grad
+                                        or (b is not None and b.requires_grad))
+    N = hidden.shape[0]
+    step = chunk if chunk > 0 else max(N, 1)
+    parts = []
+    for s in range(0, N, step):
+        args = [hidden[s:s + step], targets[s:s + step]]
+        if teacher is not None:
+            args.append(teacher[0][s:s + step])
+        if grad and N > step:
+            from torch.utils.checkpoint import checkpoint
+
+            parts.append(checkpoint(run, *args, use_reentrant=False, preserve_rng_state=False))
+        else:
+            parts.append(run(*args))
+
+    def cat(i):
+        if parts and parts[0][i] is None:
+            return None
+        return torch.cat([p[i] for p in parts]) if parts else hidden.new_zeros(0)
+
+    return cat(0), cat(1), cat(2)
