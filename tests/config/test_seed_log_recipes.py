@@ -21,7 +21,7 @@ VALUES = [
     # --- log section 13: continued DPO of a long-CoT RL model on its own R1-style samples
     ("dpo_seed_continued", "", "model.path", "/models/Open-Reasoner-V1", f"{LOG} 13"),
     ("dpo_seed_continued", "", "preference.loss", "dpo", f"{LOG} 13.3"),
-    ("dpo_seed_continued", "", "rollout.max_new_tokens", 65536, f"{LOG} 13.4 (64K samples)"),
+    ("dpo_seed_continued", "", "data.max_response_len", 65536, f"{LOG} 13.4 (64K samples)"),
     # --- log section 14: SimPO + SFT term, evaluated at step 300
     ("simpo_sft_seed", "", "preference.loss", "simpo", f"{LOG} 14"),
     ("simpo_sft_seed", "", "preference.sft_term", "mean_token",
