@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from rewards.math_grader import extract_answer, gold_answer, gold_is_usable, is_equivalent
 from rewards.registry import REWARDS
@@ -38,8 +38,12 @@ def _lengths(completions: Sequence[str], columns: dict) -> List[int]:
     return [int(x) for x in lengths]
 
 
-def _correctness(completions, gold, mode: str, timeout: float) -> List[Optional[bool]]:
-    out: List[Optional[bool]] = []
+_UNANSWERED = object()         # what _correctness gives a completion with no answer to read
+
+
+def _correctness(completions, gold, mode: str, timeout: float,
+                 unanswered: Any = False) -> List[Any]:
+    out: List[Any] = []
     for text, g in zip(completions, gold):
         ref = gold_answer(g)
         if ref is None:
@@ -47,7 +51,7 @@ def _correctness(completions, gold, mode: str, timeout: float) -> List[Optional[
             continue
         pred = extract_answer(text, mode=mode)
         if pred is None:  # no answer: wrong, unless the reference itself is unusable
-            out.append(False if gold_is_usable(ref, timeout=timeout) else None)
+            out.append(unanswered if gold_is_usable(ref, timeout=timeout) else None)
         else:
             out.append(is_equivalent(pred, ref, timeout=timeout))
     return out
@@ -64,18 +68,31 @@ class Accuracy:
     Source: Open-R1 ``accuracy_reward``, which lets math-verify find the first boxed/anchored
     LaTeX answer; we read the last boxed answer, as graders for MATH do.
 
+    ``unanswered``: the score of a completion with no answer to read (default 0.0); ``None``
+    makes it unscorable, so that a judge with this rule first (``rewards.judge``, ``rule``)
+    reads exactly those.
+
     >>> Accuracy()([r"so \boxed{\frac{1}{2}}", r"\boxed{3}", "no answer"], answer=["0.5", "4", "1"])
     [1.0, 0.0, 0.0]
+    >>> Accuracy(unanswered=None)([r"\boxed{3}", "no answer"], answer=["4", "1"])
+    [0.0, None]
     """
 
-    def __init__(self, mode: str = "auto", timeout: float = 5.0):
+    def __init__(self, mode: str = "auto", timeout: float = 5.0,
+                 unanswered: Optional[float] = 0.0):
         self.mode = mode
         self.timeout = timeout
+        self.unanswered = None if unanswered is None else float(unanswered)
 
     def __call__(self, completions: Sequence[str], **columns) -> Scores:
         gold = _gold_column(columns, len(completions))
-        return [None if ok is None else float(ok)
-                for ok in _correctness(completions, gold, self.mode, self.timeout)]
+        out: List[Optional[float]] = []
+        for ok in _correctness(completions, gold, self.mode, self.timeout, _UNANSWERED):
+            if ok is _UNANSWERED:
+                out.append(self.unanswered)
+            else:
+                out.append(None if ok is None else float(ok))
+        return out
 
 
 _FORMAT = re.compile(r"<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>", re.DOTALL)

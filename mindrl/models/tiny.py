@@ -41,6 +41,8 @@ BUILTINS = {
                        tie_word_embeddings=False),
     "tiny-qwen3-moe": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=1024,
                            family="qwen3_moe", tie_word_embeddings=False),
+    # a one-layer judge with hand-set weights whose verdicts are known (mindrl.models.tiny_judge)
+    "tiny-judge": dict(builder="tiny_judge"),
 }
 
 # family -> (transformers config / model class names, extra config fields). Llama gets Llama
@@ -236,7 +238,7 @@ def default_cache_dir() -> str:
 
 def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
     """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama,
-    tiny-qwen3-moe) to a built directory
+    tiny-qwen3-moe, tiny-judge) to a built directory
     under ``cache_dir`` (built on first use, atomically); a checkpoint step folder or a run
     folder to the Hugging Face directory inside it (:func:`locate_model_dir`); any other path
     is returned unchanged."""
@@ -251,7 +253,12 @@ def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
         return str(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{name}.tmp{os.getpid()}"
-    build_tiny_model(tmp, **BUILTINS[name])
+    if BUILTINS[name].get("builder") == "tiny_judge":
+        from mindrl.models.tiny_judge import build_tiny_judge
+
+        build_tiny_judge(tmp, cache_dir=cache_dir)
+    else:
+        build_tiny_model(tmp, **BUILTINS[name])
     try:
         os.replace(tmp, target)          # atomic; a concurrent builder may have won
     except OSError:

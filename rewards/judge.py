@@ -1,0 +1,439 @@
+"""A generative judge: a causal LM reads the problem, the reference answer and a completion, and
+its verdict becomes the reward (LLM-as-a-judge).
+
+One call scores a batch of completions::
+
+    prompt_i  = template with {problem}, {reference}, {completion} of item i
+                (rendered with the judge tokenizer's chat template when it has one, ``chat``)
+    output_i  = greedy decode of prompt_i by the judge (native torch engine or vLLM),
+                ``batch_size`` prompts per engine call, at most ``max_new_tokens`` tokens
+    score_i   = verdicts[pattern]       for the pattern whose match in output_i starts first
+                                        (ties: the longest match), so "incorrect" is not read
+                                        as "correct"
+              | (x - lo) / (hi - lo)    with ``score_range: [lo, hi]``: x is the first number in
+                                        output_i; outside [lo, hi] it is unparseable
+              | None                    unparseable, or not finished within ``timeout``
+
+``timeout`` is per item: each engine call is cut ``timeout`` seconds after it started (checked
+after every generated token), and the items still decoding then score None as timeouts.
+With ``rule`` set ("rule first") the rule reward scores every item first, in this process with
+its own per-item limit (``rule_timeout``); the judge reads only the items the rule gave None
+(an answer it cannot parse), and the score is the rule's where it has one, the judge's
+elsewhere.
+
+The judge runs where it is called: in the trainer process (the scoring pool calls model
+rewards in process, between rollout and update: time-shared with the rollout engine), or in a
+reward worker (the reward server and the framework plugins), which loads its own copy on first
+use. Nothing heavy is imported before the first call; the instance pickles without its model.
+
+Counters per call (``last_counts`` and :class:`ModelScores`): ``judged`` (items the judge
+read), ``unparsed``, ``timeouts``, ``rule`` (items the rule scored).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from rewards.registry import REWARDS
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Judge", "ModelScores", "parse_verdict", "render_template", "DEFAULT_TEMPLATE",
+           "DEFAULT_VERDICTS"]
+
+DEFAULT_TEMPLATE = (
+    "You grade a student's answer to a problem against the reference answer.\n"
+    "Problem: {problem}\nReference answer: {reference}\nStudent's answer: {completion}\n"
+    "Is the student's final answer equivalent to the reference? Reply with one word: "
+    "correct or incorrect.")
+DEFAULT_VERDICTS = {"incorrect": 0.0, "correct": 1.0}
+PLACEHOLDERS = ("problem", "reference", "completion")
+NUMBER = r"[-+]?\d+(?:\.\d+)?"
+
+
+@dataclass
+class ModelScores:
+    """What a model reward returns to the scoring pool for N completions.
+
+    scores:  N values, None = not scored (unparseable verdict, timed out)
+    outputs: N judge outputs (raw text), None where the model did not read the item
+    counts:  counters of this call (``judged``, ``unparsed``, ``timeouts``, ``rule``, ...)
+    """
+
+    scores: List[Optional[float]]
+    outputs: List[Optional[str]] = field(default_factory=list)
+    counts: Dict[str, int] = field(default_factory=dict)
+
+
+def render_template(template: str, **values: Any) -> str:
+    """``template`` with ``{problem}``, ``{reference}`` and ``{completion}`` replaced (in one
+    pass: braces inside a completion are left as they are; no other field is read).
+
+    >>> render_template("Q: {problem} A: {completion} {x}", problem="1+1", completion="{2}")
+    'Q: 1+1 A: {2} {x}'
+    """
+    pattern = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+    return pattern.sub(lambda m: str(values.get(m.group(1), "")), template)
+
+
+def parse_verdict(text: str, verdicts: Optional[Mapping[str, float]] = None,
+                  score_range: Optional[Sequence[float]] = None,
+                  number_pattern: str = NUMBER) -> Optional[float]:
+    """The score of one judge output, None when it holds no verdict.
+
+    >>> parse_verdict(" Incorrect.", {"incorrect": 0.0, "correct": 1.0})
+    0.0
+    >>> parse_verdict("score: 7/10", score_range=(0, 10))
+    0.7
+    >>> parse_verdict("I cannot tell", {"incorrect": 0.0, "correct": 1.0}) is None
+    True
+    """
+    if score_range is not None:
+        lo, hi = float(score_range[0]), float(score_range[1])
+        m = re.search(number_pattern, text)
+        if m is None:
+            return None
+        x = float(m.group(0))
+        return (x - lo) / (hi - lo) if lo <= x <= hi else None
+    best = None                                       # (start, -length, score)
+    for pat, score in (verdicts or DEFAULT_VERDICTS).items():
+        m = re.search(pat, text, flags=re.IGNORECASE)
+        if m is not None:
+            key = (m.start(), -(m.end() - m.start()), float(score))
+            best = key if best is None or key[:2] < best[:2] else best
+    return None if best is None else best[2]
+
+
+def _rule_entry(rule: Any) -> Optional[Dict[str, Any]]:
+    if rule in (None, "", {}):
+        return None
+    if isinstance(rule, str):
+        return {"name": rule}
+    if isinstance(rule, Mapping) and rule.get("name"):
+        return {"name": rule["name"], "params": dict(rule.get("params") or {})}
+    raise ValueError(f"judge: rule must be a reward name or {{name, params}}, got {rule!r}")
+
+
+@REWARDS.register("judge")
+class Judge:
+    """A causal LM as a reward (see the module docstring for the formula).
+
+    Args:
+      model: a Hugging Face causal-LM directory, a run / checkpoint folder, or ``builtin:NAME``.
+      template: the prompt; ``{problem}``, ``{reference}`` (optional) and ``{completion}``.
+      verdicts: regular expression -> score (case-insensitive); default
+        ``{"incorrect": 0, "correct": 1}``.
+      score_range: ``[lo, hi]``: read the first number of the output instead, scored
+        ``(x - lo) / (hi - lo)``; a number outside the range is unparseable.
+      rule: a rule reward scored first (name, or ``{name, params}``); the judge reads only
+        the items it left None.
+      rule_timeout: per-item limit of the rule, seconds.
+      engine: ``native`` (transformers, torch) or ``vllm``.
+      device: torch device of the native engine (``cpu``, ``cuda``, ``cuda:1``, ``npu``);
+        vLLM picks its own.
+      dtype: ``float32``, ``bfloat16`` or ``float16``.
+      batch_size: prompts per engine call.
+      max_new_tokens: length of a verdict, in tokens.
+      max_prompt_len: longest judge prompt in tokens; a longer completion keeps its end.
+      timeout: per-item limit in seconds (each engine call is cut this long after it starts).
+      chat: ``auto`` (the tokenizer's chat template when it has one), ``true`` or ``false``.
+      system: system message for a chat template ('' = none).
+      problem_column / reference_column: the columns read (the reference falls back to
+        ``solution``; a list of accepted answers is joined with " or ").
+    """
+
+    batch_level = True          # the pool calls it once on the whole batch
+    runs_in_process = True      # ... in the calling process (the model is loaded once there)
+
+    def __init__(self, model: str, template: str = DEFAULT_TEMPLATE,
+                 verdicts: Optional[Mapping[str, float]] = None,
+                 score_range: Optional[Sequence[float]] = None, rule: Any = None,
+                 rule_timeout: float = 5.0, engine: str = "native", device: str = "cpu",
+                 dtype: str = "float32", batch_size: int = 16, max_new_tokens: int = 16,
+                 max_prompt_len: int = 2048, timeout: float = 30.0, chat: Any = "auto",
+                 system: str = "", problem_column: str = "problem",
+                 reference_column: str = "answer", number_pattern: str = NUMBER,
+                 gpu_memory_utilization: float = 0.3):
+        if not model:
+            raise ValueError("judge: params.model is required (a model directory or builtin:NAME)")
+        if "{completion}" not in template:
+            raise ValueError("judge: params.template must contain {completion}")
+        if engine not in ("native", "vllm"):
+            raise ValueError(f"judge: params.engine='{engine}' is not one of native, vllm")
+        if score_range is not None:
+            if len(score_range) != 2 or not float(score_range[0]) < float(score_range[1]):
+                raise ValueError(f"judge: params.score_range={list(score_range)} must be "
+                                 "[lo, hi] with lo < hi")
+            score_range = (float(score_range[0]), float(score_range[1]))
+        verdicts = dict(verdicts or DEFAULT_VERDICTS)
+        for pat in verdicts:
+            try:
+                re.compile(pat)
+            except re.error as e:
+                raise ValueError(f"judge: params.verdicts pattern '{pat}' is not a regular "
+                                 f"expression: {e}") from None
+        for name, v in (("batch_size", batch_size), ("max_new_tokens", max_new_tokens),
+                        ("max_prompt_len", max_prompt_len)):
+            if int(v) < 1:
+                raise ValueError(f"judge: params.{name}={v} must be >= 1")
+        if float(timeout) <= 0:
+            raise ValueError(f"judge: params.timeout={timeout} must be > 0")
+        if str(chat).lower() not in ("auto", "true", "false"):
+            raise ValueError(f"judge: params.chat={chat!r} must be auto, true or false")
+        self.model = str(model)
+        self.template = template
+        self.verdicts = verdicts
+        self.score_range = score_range
+        self.rule = _rule_entry(rule)
+        self.rule_timeout = float(rule_timeout)
+        self.engine = engine
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = int(batch_size)
+        self.max_new_tokens = int(max_new_tokens)
+        self.max_prompt_len = int(max_prompt_len)
+        self.timeout = float(timeout)
+        self.chat = str(chat).lower()
+        self.system = system
+        self.problem_column = problem_column
+        self.reference_column = reference_column
+        self.number_pattern = number_pattern
+        self.gpu_memory_utilization = float(gpu_memory_utilization)
+        self.last_counts: Dict[str, int] = {}
+        self._runner = None
+        self._rule_scorer = None
+
+    def check(self) -> None:
+        """Fail now, naming ``params.model``, when the judge's model directory is unusable
+        (``builtin:`` models are built here)."""
+        from mindrl.models.tiny import check_model_dir, resolve_model_path
+
+        try:
+            check_model_dir(resolve_model_path(self.model))
+        except Exception as e:
+            raise type(e)(f"judge: params.model={self.model}: {e}") from None
+
+    # -- pickling: the model stays where it was loaded ------------------------------------
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_runner"] = None
+        state["_rule_scorer"] = None
+        return state
+
+    def close(self) -> None:
+        """Free the judge model (and the rule's scorer); the next call loads it again."""
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+        if self._rule_scorer is not None:
+            self._rule_scorer.close()
+            self._rule_scorer = None
+
+    # -- the reward interface -------------------------------------------------------------
+    def __call__(self, completions: Sequence[str], **columns) -> List[Optional[float]]:
+        return self.score_batch(completions, **columns).scores
+
+    def score_batch(self, completions: Sequence[str], **columns) -> ModelScores:
+        """Scores, judge outputs and counters of ``completions`` (see the module docstring)."""
+        n = len(completions)
+        scores: List[Optional[float]] = [None] * n
+        outputs: List[Optional[str]] = [None] * n
+        counts = {"judged": 0, "unparsed": 0, "timeouts": 0, "rule": 0}
+        todo = list(range(n))
+        if self.rule is not None and n:
+            ruled = self._rule_scores(completions, columns)
+            todo = [i for i in range(n) if ruled[i] is None]
+            for i in range(n):
+                scores[i] = ruled[i]
+            counts["rule"] = n - len(todo)
+        if todo:
+            prompts = [self._prompt_text(completions[i], columns, i) for i in todo]
+            texts, finished = self._runner_().judge(prompts)
+            for j, i in enumerate(todo):
+                outputs[i] = texts[j]
+                if not finished[j]:
+                    counts["timeouts"] += 1
+                    continue
+                s = parse_verdict(texts[j], self.verdicts, self.score_range,
+                                  self.number_pattern)
+                if s is None:
+                    counts["unparsed"] += 1
+                scores[i] = s
+            counts["judged"] = len(todo)
+        if counts["timeouts"] or counts["unparsed"]:
+            logger.info("judge: %d of %d judged items timed out, %d unparseable",
+                        counts["timeouts"], counts["judged"], counts["unparsed"])
+        self.last_counts = counts
+        return ModelScores(scores, outputs, counts)
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _rule_scores(self, completions, columns) -> List[Optional[float]]:
+        if self._rule_scorer is None:
+            from rewards.pool import RewardScorer
+
+            self._rule_scorer = RewardScorer([self.rule], num_workers=0,
+                                             timeout=self.rule_timeout)
+        res = self._rule_scorer.score(list(completions), **columns)
+        return next(iter(res.components.values()))
+
+    def _reference(self, columns, i: int) -> str:
+        for key in (self.reference_column, "solution"):
+            col = columns.get(key)
+            if col is not None:
+                ref = col[i]
+                if isinstance(ref, (list, tuple)):
+                    return " or ".join(str(r) for r in ref)
+                return "" if ref is None else str(ref)
+        return ""
+
+    def _prompt_text(self, completion: str, columns, i: int) -> str:
+        problem = columns.get(self.problem_column)
+        return self._fit(str(completion),
+                         "" if problem is None else str(problem[i]), self._reference(columns, i))
+
+    def _fit(self, completion: str, problem: str, reference: str) -> str:
+        """The rendered prompt, the completion cut from its start (its end holds the answer)
+        when the prompt is over ``max_prompt_len`` tokens."""
+        runner = self._runner_()
+        text = runner.render(render_template(self.template, problem=problem,
+                                             reference=reference, completion=completion))
+        over = runner.length(text) - self.max_prompt_len
+        if over <= 0:
+            return text
+        ids = runner.encode(completion)
+        keep = max(0, len(ids) - over - 1)
+        cut = runner.decode(ids[len(ids) - keep:]) if keep else ""
+        return runner.render(render_template(self.template, problem=problem,
+                                             reference=reference, completion=cut))
+
+    def _runner_(self):
+        if self._runner is None:
+            self._runner = _Runner(self)
+        return self._runner
+
+
+class _Runner:
+    """The judge model behind one engine: greedy decoding of a list of prompts with a deadline
+    per engine call. Built on the first call."""
+
+    def __init__(self, judge: Judge):
+        from transformers import AutoTokenizer
+
+        from mindrl.models.tiny import check_model_dir, resolve_model_path
+
+        self.j = judge
+        self.path = resolve_model_path(judge.model)
+        check_model_dir(self.path)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+        has_chat = bool(getattr(self.tokenizer, "chat_template", None))
+        if judge.chat == "true" and not has_chat:
+            raise ValueError(f"judge: params.chat=true but the tokenizer of {judge.model} has "
+                             "no chat template")
+        self.use_chat = has_chat if judge.chat == "auto" else judge.chat == "true"
+        self.engine = self._vllm() if judge.engine == "vllm" else self._native()
+
+    def _native(self):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        from mindrl.rollout.native_torch import NativeTorchEngine
+
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16,
+                 "float16": torch.float16}[self.j.dtype]
+        model = AutoModelForCausalLM.from_pretrained(self.path, local_files_only=True,
+                                                     dtype=dtype).to(self.j.device).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        return NativeTorchEngine(model, self.tokenizer, device=torch.device(self.j.device))
+
+    def _vllm(self):
+        from types import SimpleNamespace
+
+        from mindrl.rollout.vllm_engine import VLLMEngine
+
+        on_cpu = self.j.device == "cpu"
+        cfg = SimpleNamespace(
+            device="cpu" if on_cpu else ("ascend" if self.j.device.startswith("npu") else "gpu"),
+            model=SimpleNamespace(path=self.path, dtype=self.j.dtype, trust_remote_code=False,
+                                  lora=SimpleNamespace(enabled=False)),
+            train=SimpleNamespace(threads=1),
+            data=SimpleNamespace(max_prompt_len=self.j.max_prompt_len),
+            rollout=SimpleNamespace(max_new_tokens=self.j.max_new_tokens, seed=0,
+                                    gpu_memory_utilization=self.j.gpu_memory_utilization,
+                                    tensor_parallel_size=1, vllm_lora="merged"))
+        return VLLMEngine(cfg, self.path, kv_cache_gib=0.25)
+
+    # -- text ---------------------------------------------------------------------------
+    def render(self, user_text: str) -> str:
+        if not self.use_chat:
+            return user_text
+        msgs = ([{"role": "system", "content": self.j.system}] if self.j.system else []) + \
+            [{"role": "user", "content": user_text}]
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def encode(self, text: str) -> List[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def length(self, text: str) -> int:
+        return len(self.encode(text))
+
+    # -- decoding -----------------------------------------------------------------------
+    def judge(self, prompts: List[str]):
+        """(output text per prompt, finished per prompt): greedy, ``batch_size`` at a time,
+        each call cut ``timeout`` seconds after it starts."""
+        texts: List[str] = []
+        finished: List[bool] = []
+        for s in range(0, len(prompts), self.j.batch_size):
+            ids = [self.encode(p) for p in prompts[s:s + self.j.batch_size]]
+            deadline = time.monotonic() + self.j.timeout
+            if self.j.engine == "vllm":
+                t, f = self._vllm_batch(ids, deadline)
+            else:
+                t, f = self._native_batch(ids, deadline)
+            texts += t
+            finished += f
+        return texts, finished
+
+    def _native_batch(self, ids, deadline):
+        from mindrl.types import SamplingParams
+
+        sp = SamplingParams(n=1, temperature=0.0, max_new_tokens=self.j.max_new_tokens, seed=0)
+        ro = self.engine.generate(ids, sp, interrupt=lambda: time.monotonic() >= deadline)
+        return list(ro.texts), [r != "interrupted" for r in ro.finish_reasons]
+
+    def _vllm_batch(self, ids, deadline):
+        """vLLM's engine loop, one step at a time: requests still running at the deadline are
+        aborted."""
+        from vllm import SamplingParams as VSP
+
+        llm = self.engine.llm
+        core = llm.llm_engine
+        params = VSP(n=1, temperature=0.0, max_tokens=self.j.max_new_tokens,
+                     stop_token_ids=list(self.engine.eos_ids), detokenize=False)
+        base = f"judge-{time.monotonic_ns()}-"
+        rids = [base + str(i) for i in range(len(ids))]
+        for rid, p in zip(rids, ids):
+            core.add_request(rid, {"prompt_token_ids": list(map(int, p))}, params)
+        out: Dict[str, List[int]] = {}
+        while core.has_unfinished_requests():
+            if time.monotonic() >= deadline:
+                core.abort_request([r for r in rids if r not in out])
+                break
+            for o in core.step():
+                if o.finished:
+                    out[o.request_id] = list(o.outputs[0].token_ids)
+        texts = [self.tokenizer.decode(out.get(r, []), skip_special_tokens=True) for r in rids]
+        return texts, [r in out for r in rids]
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
