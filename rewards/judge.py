@@ -5,7 +5,7 @@ One call scores a batch of completions::
 
     prompt_i  = template with {problem}, {reference}, {completion} of item i
                 (rendered with the judge tokenizer's chat template when it has one, ``chat``)
-    output_i  = greedy decode of prompt_i by the judge (native torch engine or vLLM),
+    output_i  = greedy decode of prompt_i by the judge (transformers `generate` or vLLM),
                 ``batch_size`` prompts per engine call, at most ``max_new_tokens`` tokens
     score_i   = verdicts[pattern]       for the pattern whose match in output_i starts first
                                         (ties: the longest match), so "incorrect" is not read
@@ -338,9 +338,7 @@ class _Runner:
 
     def _native(self):
         import torch
-        from transformers import AutoModelForCausalLM
-
-        from mindrl.rollout.native_torch import NativeTorchEngine
+        from transformers import AutoModelForCausalLM, GenerationConfig
 
         dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16,
                  "float16": torch.float16}[self.j.dtype]
@@ -348,24 +346,38 @@ class _Runner:
                                                      dtype=dtype).to(self.j.device).eval()
         for p in model.parameters():
             p.requires_grad_(False)
-        return NativeTorchEngine(model, self.tokenizer, device=torch.device(self.j.device))
+        self.eos_ids = _stop_ids(self.tokenizer, getattr(model, "generation_config", None))
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else self.eos_ids[0])
+        self.gen = GenerationConfig(do_sample=False, max_new_tokens=self.j.max_new_tokens,
+                                    eos_token_id=self.eos_ids, pad_token_id=self.pad_id,
+                                    bos_token_id=None, use_cache=True, temperature=None,
+                                    top_p=None, top_k=None)
+        return model
 
     def _vllm(self):
-        from types import SimpleNamespace
+        """An in-process ``vllm.LLM`` on the judge's directory (weights are never reloaded, so
+        the CPU repacking issue of weight syncs does not arise)."""
+        import os
 
-        from mindrl.rollout.vllm_engine import VLLMEngine
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        import vllm
+        from transformers import GenerationConfig
 
-        on_cpu = self.j.device == "cpu"
-        cfg = SimpleNamespace(
-            device="cpu" if on_cpu else ("ascend" if self.j.device.startswith("npu") else "gpu"),
-            model=SimpleNamespace(path=self.path, dtype=self.j.dtype, trust_remote_code=False,
-                                  lora=SimpleNamespace(enabled=False)),
-            train=SimpleNamespace(threads=1),
-            data=SimpleNamespace(max_prompt_len=self.j.max_prompt_len),
-            rollout=SimpleNamespace(max_new_tokens=self.j.max_new_tokens, seed=0,
-                                    gpu_memory_utilization=self.j.gpu_memory_utilization,
-                                    tensor_parallel_size=1, vllm_lora="merged"))
-        return VLLMEngine(cfg, self.path, kv_cache_gib=0.25)
+        try:
+            gen = GenerationConfig.from_pretrained(self.path, local_files_only=True)
+        except OSError:
+            gen = None
+        self.eos_ids = _stop_ids(self.tokenizer, gen)
+        kwargs = dict(model=self.path, tokenizer=self.path, skip_tokenizer_init=True,
+                      dtype=self.j.dtype, seed=0, max_model_len=self.j.max_prompt_len +
+                      self.j.max_new_tokens, enable_prefix_caching=True,
+                      gpu_memory_utilization=self.j.gpu_memory_utilization)
+        if self.j.device == "cpu":
+            kwargs.update(enforce_eager=True)
+            if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+                kwargs.update(kv_cache_memory_bytes=2 ** 28)
+        return vllm.LLM(**kwargs)
 
     # -- text ---------------------------------------------------------------------------
     def render(self, user_text: str) -> str:
@@ -403,21 +415,46 @@ class _Runner:
         return texts, finished
 
     def _native_batch(self, ids, deadline):
-        from mindrl.types import SamplingParams
+        """transformers ``generate``, greedy, left-padded; a stopping criterion ends the call at
+        the deadline: rows without their end token then (and not at ``max_new_tokens``) timed
+        out."""
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
 
-        sp = SamplingParams(n=1, temperature=0.0, max_new_tokens=self.j.max_new_tokens, seed=0)
-        ro = self.engine.generate(ids, sp, interrupt=lambda: time.monotonic() >= deadline)
-        return list(ro.texts), [r != "interrupted" for r in ro.finish_reasons]
+        class _Deadline(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                late = time.monotonic() >= deadline
+                return torch.full((input_ids.shape[0],), late, dtype=torch.bool,
+                                  device=input_ids.device)
+
+        P = max(len(p) for p in ids)
+        x = torch.full((len(ids), P), self.pad_id, dtype=torch.long)
+        att = torch.zeros((len(ids), P), dtype=torch.long)
+        for i, p in enumerate(ids):
+            x[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+            att[i, P - len(p):] = 1
+        dev = self.engine.device
+        with torch.no_grad():
+            out = self.engine.generate(input_ids=x.to(dev), attention_mask=att.to(dev),
+                                       generation_config=self.gen,
+                                       stopping_criteria=StoppingCriteriaList([_Deadline()]))
+        eos = set(self.eos_ids)
+        texts, done = [], []
+        for row in out[:, P:].tolist():
+            end = next((t for t, tok in enumerate(row) if tok in eos), None)
+            ok = end is not None or len(row) >= self.j.max_new_tokens
+            texts.append(self.tokenizer.decode(row[:end], skip_special_tokens=True))
+            done.append(ok)
+        return texts, done
 
     def _vllm_batch(self, ids, deadline):
         """vLLM's engine loop, one step at a time: requests still running at the deadline are
         aborted."""
         from vllm import SamplingParams as VSP
 
-        llm = self.engine.llm
-        core = llm.llm_engine
+        core = self.engine.llm_engine
         params = VSP(n=1, temperature=0.0, max_tokens=self.j.max_new_tokens,
-                     stop_token_ids=list(self.engine.eos_ids), detokenize=False)
+                     stop_token_ids=list(self.eos_ids), detokenize=False)
         base = f"judge-{time.monotonic_ns()}-"
         rids = [base + str(i) for i in range(len(ids))]
         for rid, p in zip(rids, ids):
@@ -434,6 +471,24 @@ class _Runner:
         return texts, [r in out for r in rids]
 
     def close(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+        engine, self.engine = self.engine, None
+        if engine is not None and self.j.engine == "vllm":
+            try:
+                engine.llm_engine.engine_core.shutdown()
+            except Exception as e:  # noqa: BLE001 - best effort on teardown
+                logger.debug("vLLM shutdown: %s", e)
+        del engine
+        import gc
+
+        gc.collect()
+
+
+def _stop_ids(tokenizer, generation_config=None) -> List[int]:
+    """End-of-sequence ids of the judge: its generation config's and its tokenizer's."""
+    ids: List[int] = []
+    eos = getattr(generation_config, "eos_token_id", None) if generation_config else None
+    for e in ([eos] if isinstance(eos, int) else list(eos or [])) + \
+            [getattr(tokenizer, "eos_token_id", None)]:
+        if e is not None and int(e) not in ids:
+            ids.append(int(e))
+    return ids

@@ -256,7 +256,7 @@ def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
     if BUILTINS[name].get("builder") == "tiny_judge":
         from mindrl.models.tiny_judge import build_tiny_judge
 
-        build_tiny_judge(tmp, cache_dir=cache_dir)
+        build_tiny_judge(tmp, tokenizer_dir=resolve_model_path("builtin:tiny", cache_dir))
     else:
         build_tiny_model(tmp, **BUILTINS[name])
     try:

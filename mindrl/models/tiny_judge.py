@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 TEMPLATE = "Reference: {reference} # Answer: {completion} Verdict:"
 VERDICTS = {"wrong": 0.0, "correct": 1.0}
@@ -43,19 +43,17 @@ _P = 20          # dims 20..32: the shares of marked features 0..12
 _EQ, _QF, _BF = 40, 41, 42
 
 
-def build_tiny_judge(directory: Union[str, os.PathLike], cache_dir: Optional[str] = None) -> str:
-    """Write the judge (the tokenizer of ``builtin:tiny``, found or built under ``cache_dir``,
-    and hand-set weights) to ``directory``."""
+def build_tiny_judge(directory: Union[str, os.PathLike],
+                     tokenizer_dir: Union[str, os.PathLike]) -> str:
+    """Write the judge (the tokenizer in ``tokenizer_dir``, ``builtin:tiny``'s, and hand-set
+    weights) to ``directory``."""
     import torch
     import transformers
     from transformers import AutoTokenizer, GenerationConfig
 
-    from mindrl.models.tiny import resolve_model_path
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    tok = AutoTokenizer.from_pretrained(resolve_model_path("builtin:tiny", cache_dir),
-                                        local_files_only=True)
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
     tok.save_pretrained(directory)
     V, H = len(tok), 64
     eos, pad = tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")
