@@ -362,16 +362,19 @@ class _Runner:
 
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         import vllm
-        from transformers import GenerationConfig
+        from transformers import AutoConfig, GenerationConfig
 
         try:
             gen = GenerationConfig.from_pretrained(self.path, local_files_only=True)
         except OSError:
             gen = None
         self.eos_ids = _stop_ids(self.tokenizer, gen)
+        limit = getattr(AutoConfig.from_pretrained(self.path, local_files_only=True),
+                        "max_position_embeddings", None) or 2 ** 20
         kwargs = dict(model=self.path, tokenizer=self.path, skip_tokenizer_init=True,
-                      dtype=self.j.dtype, seed=0, max_model_len=self.j.max_prompt_len +
-                      self.j.max_new_tokens, enable_prefix_caching=True,
+                      dtype=self.j.dtype, seed=0, max_model_len=min(
+                          limit, self.j.max_prompt_len + self.j.max_new_tokens),
+                      enable_prefix_caching=True,
                       gpu_memory_utilization=self.j.gpu_memory_utilization)
         if self.j.device == "cpu":
             kwargs.update(enforce_eager=True)
@@ -459,16 +462,18 @@ class _Runner:
         rids = [base + str(i) for i in range(len(ids))]
         for rid, p in zip(rids, ids):
             core.add_request(rid, {"prompt_token_ids": list(map(int, p))}, params)
-        out: Dict[str, List[int]] = {}
+        seen: Dict[str, List[int]] = {}             # tokens so far (cumulative outputs)
+        done = set()
         while core.has_unfinished_requests():
             if time.monotonic() >= deadline:
-                core.abort_request([r for r in rids if r not in out])
+                core.abort_request([r for r in rids if r not in done])
                 break
             for o in core.step():
+                seen[o.request_id] = list(o.outputs[0].token_ids)
                 if o.finished:
-                    out[o.request_id] = list(o.outputs[0].token_ids)
-        texts = [self.tokenizer.decode(out.get(r, []), skip_special_tokens=True) for r in rids]
-        return texts, [r in out for r in rids]
+                    done.add(o.request_id)
+        texts = [self.tokenizer.decode(seen.get(r, []), skip_special_tokens=True) for r in rids]
+        return texts, [r in done for r in rids]
 
     def close(self) -> None:
         engine, self.engine = self.engine, None

@@ -1,0 +1,65 @@
+"""Model rewards inside `mindrl train`: a GRPO run scored by a judge (grpo_judge_smoke), its
+verdicts saved with the rollouts and counted in the metrics. (Both backends also run the recipe
+in tests/trainer/test_recipe_smoke.py.)"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mindrl.cli import main
+from mindrl.models.tiny_judge import TEMPLATE, VERDICTS
+
+
+def judge_rule(tokenizer, reference: str, completion: str) -> str:
+    """builtin:tiny-judge's verdict, from the shares of its marked tokens (digits, ?, !, #)
+    in the prompt as the judge's tokenizer cuts it."""
+    prompt = TEMPLATE.replace("{reference}", reference).replace("{completion}", completion)
+    marks = []
+    for t in tokenizer(prompt, add_special_tokens=False)["input_ids"]:
+        text = tokenizer.decode([t]).strip()
+        if len(text) == 1 and (text.isdigit() or text in "?!#"):
+            marks.append(text)
+    share = {m: marks.count(m) / len(marks) for m in marks}
+    if share.get("!", 0) > 0.2:
+        return "!"
+    if share.get("?", 0) > 0.2:
+        return "check"
+    return "correct" if any(m.isdigit() and s > 0.58 for m, s in share.items()) else "wrong"
+
+
+@pytest.fixture
+def builtin_cache(tiny_dir, monkeypatch):
+    """builtin:* resolve to the session's cache (tiny and tiny-judge built once)."""
+    monkeypatch.setenv("MINDRL_CACHE", str(Path(tiny_dir).parent))
+
+
+@pytest.mark.slow
+def test_grpo_step_scored_by_a_judge(tmp_path, builtin_cache, tiny_judge_dir, monkeypatch):
+    from transformers import AutoTokenizer
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    assert main(["train", "grpo_judge_smoke", f"logging.output_dir={run}"]) == 0
+    tok = AutoTokenizer.from_pretrained(tiny_judge_dir)
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    for step in (1, 2):
+        recs = [json.loads(x) for x in
+                (run / "rollouts" / f"step_{step:06d}.jsonl").read_text().splitlines()]
+        assert len(recs) == 8
+        judged = 0
+        for r in recs:
+            out = r["reward_outputs"]["judge"]
+            if out is None:                       # the accuracy rule answered
+                continue
+            judged += 1
+            want = judge_rule(tok, r["answer"], r["response"])
+            assert out.strip().startswith(want), (r["response"], out)
+            assert r["rewards"]["judge"] == VERDICTS.get(out.strip()), r
+        m = metrics[step - 1]
+        assert m["reward/judge/judged"] == judged
+        assert m["reward/judge/judged"] + m["reward/judge/rule"] == 8
+        assert m["reward/judge/unparsed"] == sum(
+            r["rewards"]["judge"] is None for r in recs)
