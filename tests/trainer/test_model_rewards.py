@@ -3,9 +3,9 @@ verdicts saved with the rollouts and counted in the metrics. (Both backends also
 in tests/trainer/test_recipe_smoke.py.)"""
 
 import json
-import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mindrl.cli import main
@@ -63,3 +63,41 @@ def test_grpo_step_scored_by_a_judge(tmp_path, builtin_cache, tiny_judge_dir, mo
         assert m["reward/judge/judged"] + m["reward/judge/rule"] == 8
         assert m["reward/judge/unparsed"] == sum(
             r["rewards"]["judge"] is None for r in recs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["torch", "mindspore"])
+def test_grpo_steps_scored_by_a_reward_model(backend, tmp_path, builtin_cache, tiny_dir,
+                                             monkeypatch):
+    """`mindrl rm` writes runs/rm_tiny, grpo_reward_model_tiny trains on its scores: each saved
+    rollout's reward is the reward model's score of its text, recomputed here one text at a
+    time through transformers."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    monkeypatch.chdir(tmp_path)
+    rows = [{"prompt": f"{a}+{b}=", "chosen": str(a + b), "rejected": f"<answer>{a + b}"}
+            for a in range(10, 40, 3) for b in (11, 57)]
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["rm", "pairs.jsonl", "--model", "builtin:tiny", "--out", "runs/rm_tiny",
+                 "--epochs", "1", "--lr", "1e-3"]) == 0
+    assert main(["train", "grpo_reward_model_tiny", f"backend={backend}"]) == 0
+    run = tmp_path / "runs" / "grpo_reward_model_tiny"
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert all(m["reward/reward_model/scored"] == 8 for m in metrics)
+    recs = [json.loads(x) for x in (run / "rollouts" / "step_000001.jsonl").read_text()
+            .splitlines()]
+    tok = AutoTokenizer.from_pretrained("runs/rm_tiny")
+    rm = AutoModelForSequenceClassification.from_pretrained("runs/rm_tiny").eval()
+    for r in recs:
+        text = tok.apply_chat_template([{"role": "user", "content": r["problem"]},
+                                        {"role": "assistant", "content": r["response"]}],
+                                       tokenize=False)
+        with torch.no_grad():
+            want = float(rm(input_ids=torch.tensor(
+                [tok(text, add_special_tokens=False)["input_ids"]])).logits[0, 0])
+        assert r["rewards"]["reward_model"] == pytest.approx(want, abs=1e-4)
+        assert r["reward"] == pytest.approx(want, abs=1e-4)
+    assert np.std([r["reward"] for r in recs]) > 0          # scores differ: advantages too
+    assert any(abs(r["advantage"]) > 0 for r in recs)
