@@ -224,6 +224,10 @@ class Judge:
         state["_rule_scorer"] = None
         return state
 
+    def load(self) -> None:
+        """Load the judge model now (a reward worker calls this before its first item)."""
+        self._runner_()
+
     def close(self) -> None:
         """Free the judge model (and the rule's scorer); the next call loads it again."""
         if self._runner is not None:

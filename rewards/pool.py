@@ -159,8 +159,14 @@ def _run_task(fns: Sequence[Callable], comp: int, completions, columns) -> List[
 
 
 def _worker_main(conn, fns: Sequence[Callable]) -> None:
-    """Worker loop: receive a chunk of tasks, send one result per task as soon as it is done."""
+    """Worker loop: receive a chunk of tasks, send one result per task as soon as it is done.
+    Model rewards (a ``load`` method) load their model first, before the first message is read,
+    so the load is never charged to an item's time limit."""
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    for fn in fns:
+        load = getattr(fn, "load", None) if fn is not None else None
+        if callable(load):
+            load()
     while True:
         try:
             chunk = conn.recv()
@@ -366,7 +372,9 @@ class RewardScorer:
 
     # -- lifecycle -----------------------------------------------------------------------
     def _fns(self) -> List[Callable]:
-        return [c.fn for c in self.components]
+        """The components' callables for workers and inline scoring; model rewards run in
+        this process only (:meth:`_score_model`), so workers get None in their place."""
+        return [None if c.in_process else c.fn for c in self.components]
 
     def _start(self) -> None:
         if self._ctx is None:

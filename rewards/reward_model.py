@@ -106,6 +106,10 @@ class RewardModel:
                                  "...ForSequenceClassification is needed): train one with "
                                  "`mindrl rm PAIRS --model BASE --out DIR`")
 
+    def load(self) -> None:
+        """Load the model now (a reward worker calls this before its first item)."""
+        self._load()
+
     def close(self) -> None:
         self._loaded = None
 
