@@ -12,8 +12,10 @@ before and after training, and on the training pairs. The model, its tokenizer,
 ``mindrl_rm.json`` (text format, accuracies) and the report are written to ``out``; the reward
 ``reward_model`` reads that directory.
 
-Backend: torch (AdamW, one optimizer step per batch of pairs, chosen and rejected in one
-forward pass).
+Backends: torch (transformers' classifier) and MindSpore (the decoder of
+:mod:`mindrl.backends.mindspore.model` with the critic's scalar head, compiled); both start a
+causal LM's head from the same seeded normal(0, 0.02) weights, take one AdamW step per batch
+of pairs (chosen and rejected in one forward pass) and write the same Hugging Face files.
 """
 
 from __future__ import annotations
@@ -31,21 +33,14 @@ log = logging.getLogger("mindrl.rm")
 __all__ = ["train_reward_model", "pairwise_accuracy"]
 
 
-def pairwise_accuracy(model, tokenizer, rows: List[Dict], chat: bool, max_len: int,
-                      batch_size: int = 32) -> float:
-    """Share of pairs whose chosen response scores above the rejected one (ties count as
-    wrong)."""
-    from rewards.reward_model import rm_text, score_texts
-
+def pairwise_accuracy(rm, rows: List[Dict]) -> float:
+    """Share of pairs whose chosen response scores above the rejected one under ``rm`` (a
+    backend's reward model: ``rm.scores(problems, responses)``); ties count as wrong."""
     if not rows:
         return float("nan")
-    was = model.training
-    model.eval()
-    c = score_texts(model, tokenizer, [rm_text(tokenizer, r["problem"], r["chosen"], chat)
-                                       for r in rows], batch_size, max_len)
-    r = score_texts(model, tokenizer, [rm_text(tokenizer, r["problem"], r["rejected"], chat)
-                                       for r in rows], batch_size, max_len)
-    model.train(was)
+    probs = [r["problem"] for r in rows]
+    c = rm.scores(probs, [r["chosen"] for r in rows])
+    r = rm.scores(probs, [r["rejected"] for r in rows])
     return float((c > r).mean())
 
 
@@ -60,6 +55,69 @@ def _split(rows: List[Dict], held_out: float, seed: int):
     return train, test
 
 
+class TorchRewardModel:
+    """The reward model on the torch backend: transformers' sequence classifier, AdamW."""
+
+    def __init__(self, base: str, tok, chat: bool, max_len: int, lr: float,
+                 weight_decay: float, seed: int, threads: int, device: str):
+        import torch
+        from transformers import AutoModelForSequenceClassification
+
+        from mindrl.backends.critic_files import HEAD_WEIGHT, fresh_head
+
+        torch.set_num_threads(max(1, threads))
+        torch.manual_seed(seed)
+        self.tok, self.chat, self.max_len, self.device = tok, chat, max_len, device
+        self.model = AutoModelForSequenceClassification.from_pretrained(
+            base, local_files_only=True, num_labels=1, dtype=torch.float32,
+            pad_token_id=tok.pad_token_id).to(device)
+        if not _is_reward_model(base):      # a causal LM: the head both backends start from
+            head = fresh_head(self.model.config.hidden_size, HEAD_STD, seed)[HEAD_WEIGHT]
+            with torch.no_grad():
+                self.model.score.weight.copy_(torch.from_numpy(head))
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=weight_decay)
+
+    def _texts(self, problems, responses):
+        from rewards.reward_model import rm_text
+
+        return [rm_text(self.tok, p, r, self.chat) for p, r in zip(problems, responses)]
+
+    def scores(self, problems, responses):
+        from rewards.reward_model import score_texts
+
+        self.model.eval()
+        return score_texts(self.model, self.tok, self._texts(problems, responses), 32,
+                           self.max_len)
+
+    def step(self, problems, chosen, rejected) -> float:
+        import torch
+
+        self.model.train()
+        enc = self.tok(self._texts(problems, chosen) + self._texts(problems, rejected),
+                       return_tensors="pt", padding=True, truncation=True,
+                       max_length=self.max_len, add_special_tokens=False)
+        r = self.model(input_ids=enc["input_ids"].to(self.device),
+                       attention_mask=enc["attention_mask"].to(self.device)).logits[:, 0].float()
+        n = len(chosen)
+        loss = -torch.nn.functional.logsigmoid(r[:n] - r[n:]).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return float(loss.detach())
+
+    def save(self, out: Path) -> None:
+        self.model.config.architectures = [type(self.model).__name__]
+        self.model.save_pretrained(out, safe_serialization=True)
+
+
+HEAD_STD = 0.02     # std of a fresh score head (normal, seeded; bias-free as transformers')
+
+
+def _is_reward_model(directory: str) -> bool:
+    cfg = json.loads((Path(directory) / "config.json").read_text())
+    return any(a.endswith("ForSequenceClassification") for a in cfg.get("architectures") or [])
+
+
 def train_reward_model(pairs: str, model: str, out: str, *, epochs: int = 2, lr: float = 1e-4,
                        batch_size: int = 16, held_out: float = 0.1, seed: int = 0,
                        max_len: int = 512, weight_decay: float = 0.0, chat: str = "auto",
@@ -69,76 +127,66 @@ def train_reward_model(pairs: str, model: str, out: str, *, epochs: int = 2, lr:
     report (also ``out/rm_report.json``)."""
     from mindrl.errors import ConfigError
 
-    if backend != "torch":
-        raise ConfigError(f"mindrl rm --backend {backend}: reward models train on the torch "
-                          "backend only")
+    if backend not in ("torch", "mindspore"):
+        raise ConfigError(f"mindrl rm --backend {backend}: one of torch, mindspore")
     for name, v, ok in (("--epochs", epochs, epochs >= 1), ("--lr", lr, lr > 0),
                         ("--batch-size", batch_size, batch_size >= 1),
                         ("--held-out", held_out, 0 <= held_out < 1),
                         ("--max-len", max_len, max_len >= 2)):
         if not ok:
             raise ConfigError(f"mindrl rm {name} {v} is out of range")
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from mindrl.models.tiny import check_model_dir, resolve_model_path
     from mindrl.trainer.preference import load_pairs
-    from rewards.reward_model import RM_INFO, rm_text
+    from rewards.reward_model import RM_INFO
 
     t0 = time.perf_counter()
     rows = load_pairs(pairs, max_pairs)
     train, test = _split(rows, held_out, seed)
     base = resolve_model_path(model)
     check_model_dir(base)
-    torch.set_num_threads(max(1, threads))
-    torch.manual_seed(seed)
     tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
     tok.truncation_side = "left"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     use_chat = bool(getattr(tok, "chat_template", None)) if chat == "auto" else chat == "true"
-    rm = AutoModelForSequenceClassification.from_pretrained(
-        base, local_files_only=True, num_labels=1, dtype=torch.float32,
-        pad_token_id=tok.pad_token_id).to(device)
-    acc_before = pairwise_accuracy(rm, tok, test, use_chat, max_len)
-    opt = torch.optim.AdamW(rm.parameters(), lr=lr, weight_decay=weight_decay)
+    if backend == "mindspore":
+        if _is_reward_model(base):
+            raise ConfigError("mindrl rm --backend mindspore starts from a causal LM; continue "
+                              "a reward model with --backend torch")
+        from mindrl.backends.mindspore.reward_model import MindSporeRewardModel
+
+        rm = MindSporeRewardModel(base, tok, use_chat, max_len, lr, weight_decay, seed,
+                                  threads, device, batch_size, head_std=HEAD_STD)
+    else:
+        rm = TorchRewardModel(base, tok, use_chat, max_len, lr, weight_decay, seed, threads,
+                              device)
+    acc_before = pairwise_accuracy(rm, test)
     rng = random.Random(seed + 1)
     losses: List[float] = []
-    rm.train()
     for epoch in range(epochs):
         order = list(range(len(train)))
         rng.shuffle(order)
         for s in range(0, len(order), batch_size):
             batch = [train[i] for i in order[s:s + batch_size]]
-            texts = [rm_text(tok, r["problem"], r["chosen"], use_chat) for r in batch] + \
-                [rm_text(tok, r["problem"], r["rejected"], use_chat) for r in batch]
-            enc = tok(texts, return_tensors="pt", padding=True, truncation=True,
-                      max_length=max_len, add_special_tokens=False)
-            scores = rm(input_ids=enc["input_ids"].to(device),
-                        attention_mask=enc["attention_mask"].to(device)).logits[:, 0].float()
-            n = len(batch)
-            loss = -torch.nn.functional.logsigmoid(scores[:n] - scores[n:]).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
+            losses.append(rm.step([r["problem"] for r in batch], [r["chosen"] for r in batch],
+                                  [r["rejected"] for r in batch]))
+        per_epoch = max(1, math.ceil(len(train) / batch_size))
         log.info("rm epoch %d/%d: loss %.4f", epoch + 1, epochs,
-                 sum(losses[-math.ceil(len(train) / batch_size):]) /
-                 max(1, math.ceil(len(train) / batch_size)))
-    rm.eval()
+                 sum(losses[-per_epoch:]) / per_epoch)
     report = {
         "pairs": len(rows), "train_pairs": len(train), "held_out_pairs": len(test),
         "held_out_accuracy_before": acc_before,
-        "held_out_accuracy": pairwise_accuracy(rm, tok, test, use_chat, max_len),
-        "train_accuracy": pairwise_accuracy(rm, tok, train, use_chat, max_len),
+        "held_out_accuracy": pairwise_accuracy(rm, test),
+        "train_accuracy": pairwise_accuracy(rm, train),
         "final_loss": losses[-1] if losses else float("nan"), "steps": len(losses),
         "epochs": epochs, "lr": lr, "batch_size": batch_size, "seed": seed,
         "base": model, "chat": use_chat, "backend": backend,
         "seconds": round(time.perf_counter() - t0, 2)}
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rm.config.architectures = [type(rm).__name__]
-    rm.save_pretrained(out_dir, safe_serialization=True)
+    rm.save(out_dir)
     tok.save_pretrained(out_dir)
     (out_dir / RM_INFO).write_text(json.dumps({"chat": use_chat, "max_len": max_len,
                                                "base": model}, indent=1))
@@ -186,5 +234,7 @@ def add_rm_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, cuda:1, npu)")
-    p.add_argument("--backend", default="torch", choices=["torch"])
+    p.add_argument("--backend", default="torch", choices=["torch", "mindspore"],
+                   help="training backend (the model is written in Hugging Face format either "
+                        "way; mindspore starts from a causal LM)")
     p.set_defaults(func=rm_command)

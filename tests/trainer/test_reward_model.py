@@ -14,8 +14,7 @@ from mindrl.cli import main
 
 def synthetic_pairs(path: Path, n: int = 240, seed: int = 0) -> Path:
     """Pairs in the standard format `mindrl data pairs` writes: the chosen response gives its
-    answer bare (in one of three phrasings), the rejected one wraps it in <answer> tags (the
-    untrained model prefers the tags: the model must learn the reverse)."""
+    answer bare (in one of three phrasings), the rejected one wraps it in <answer> tags."""
     rng = random.Random(seed)
     rows = []
     for i in range(n):
@@ -28,22 +27,43 @@ def synthetic_pairs(path: Path, n: int = 240, seed: int = 0) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def trained_rm(tmp_path_factory, tiny_dir):
-    d = tmp_path_factory.mktemp("rm")
-    out = d / "rm"
+def train_rm(d: Path, tiny_dir, backend: str) -> Path:
+    out = d / f"rm_{backend}"
     rc = main(["rm", str(synthetic_pairs(d / "pairs.jsonl")), "--model", tiny_dir,
-               "--out", str(out), "--epochs", "2", "--lr", "1e-3", "--held-out", "0.2"])
+               "--out", str(out), "--epochs", "2", "--lr", "1e-3", "--held-out", "0.2",
+               "--backend", backend])
     assert rc == 0
     return out
 
 
+@pytest.fixture(scope="module")
+def trained_rm(tmp_path_factory, tiny_dir):
+    return train_rm(tmp_path_factory.mktemp("rm"), tiny_dir, "torch")
+
+
 @pytest.mark.slow
-def test_rm_reaches_90_percent_held_out(trained_rm):
-    report = json.loads((trained_rm / "rm_report.json").read_text())
-    assert report["held_out_pairs"] == 48 and report["train_pairs"] == 192
-    assert report["held_out_accuracy_before"] < 0.5, report      # not by luck of the head
-    assert report["held_out_accuracy"] >= 0.9, report
+def test_rm_reaches_90_percent_held_out_on_both_backends(trained_rm, tmp_path, tiny_dir):
+    """Both backends start from the same weights (same accuracy before training, each by its
+    own forward pass), reach >= 90% on held-out pairs, and write a model that transformers
+    loads and that ranks the held-out pairs as the report says."""
+    from mindrl.trainer.preference import load_pairs
+    from mindrl.trainer.reward_model import _split
+    from rewards.reward_model import RewardModel
+
+    ms_rm = train_rm(tmp_path, tiny_dir, "mindspore")
+    reports = {b: json.loads((d / "rm_report.json").read_text())
+               for b, d in (("torch", trained_rm), ("mindspore", ms_rm))}
+    _, test = _split(load_pairs(str(tmp_path / "pairs.jsonl")), 0.2, 0)
+    for backend, report in reports.items():
+        assert report["held_out_pairs"] == len(test) == 48 and report["train_pairs"] == 192
+        assert report["held_out_accuracy_before"] < 0.75, report     # not there by luck
+        assert report["held_out_accuracy"] >= 0.9, report
+        rm = RewardModel(str(trained_rm if backend == "torch" else ms_rm))
+        c = rm([t["chosen"] for t in test], problem=[t["problem"] for t in test])
+        r = rm([t["rejected"] for t in test], problem=[t["problem"] for t in test])
+        assert np.mean(np.array(c) > np.array(r)) == report["held_out_accuracy"], backend
+    assert reports["torch"]["held_out_accuracy_before"] == \
+        reports["mindspore"]["held_out_accuracy_before"]
     assert json.loads((trained_rm / "mindrl_rm.json").read_text())["chat"] is True
 
 
