@@ -33,6 +33,7 @@ read), ``unparsed``, ``timeouts``, ``rule`` (items the rule scored).
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -144,6 +145,9 @@ class Judge:
       system: system message for a chat template ('' = none).
       problem_column / reference_column: the columns read (the reference falls back to
         ``solution``; a list of accepted answers is joined with " or ").
+      placement: ``colocated`` (in the scoring process, time-shared with the rollout engine)
+        or ``actor`` (a Ray actor of its own, with ``actor_resources`` such as
+        ``{num_gpus: 1}``).
     """
 
     batch_level = True          # the pool calls it once on the whole batch
@@ -157,7 +161,9 @@ class Judge:
                  max_prompt_len: int = 2048, timeout: float = 30.0, chat: Any = "auto",
                  system: str = "", problem_column: str = "problem",
                  reference_column: str = "answer", number_pattern: str = NUMBER,
-                 gpu_memory_utilization: float = 0.3):
+                 gpu_memory_utilization: float = 0.3, placement: str = "colocated",
+                 actor_resources: Optional[Mapping[str, Any]] = None):
+        self._settings = {k: v for k, v in locals().items() if k != "self"}   # as given
         if not model:
             raise ValueError("judge: params.model is required (a model directory or builtin:NAME)")
         if "{completion}" not in template:
@@ -184,6 +190,9 @@ class Judge:
             raise ValueError(f"judge: params.timeout={timeout} must be > 0")
         if str(chat).lower() not in ("auto", "true", "false"):
             raise ValueError(f"judge: params.chat={chat!r} must be auto, true or false")
+        if placement not in ("colocated", "actor"):
+            raise ValueError(f"judge: params.placement='{placement}' is not one of colocated, "
+                             "actor")
         self.model = str(model)
         self.template = template
         self.verdicts = verdicts
@@ -203,6 +212,8 @@ class Judge:
         self.reference_column = reference_column
         self.number_pattern = number_pattern
         self.gpu_memory_utilization = float(gpu_memory_utilization)
+        self.placement = placement
+        self.actor_resources = dict(actor_resources or {})
         self.last_counts: Dict[str, int] = {}
         self._runner = None
         self._rule_scorer = None
@@ -223,6 +234,10 @@ class Judge:
         state["_runner"] = None
         state["_rule_scorer"] = None
         return state
+
+    def settings(self) -> Dict[str, Any]:
+        """The constructor's arguments, as given."""
+        return dict(self._settings)
 
     def load(self) -> None:
         """Load the judge model now (a reward worker calls this before its first item)."""
@@ -316,13 +331,12 @@ class Judge:
 
     def _runner_(self):
         if self._runner is None:
-            self._runner = _Runner(self)
+            self._runner = _ActorRunner(self) if self.placement == "actor" else _Runner(self)
         return self._runner
 
 
-class _Runner:
-    """The judge model behind one engine: greedy decoding of a list of prompts with a deadline
-    per engine call. Built on the first call."""
+class _Text:
+    """The judge's tokenizer: prompts rendered, measured and cut where the scoring runs."""
 
     def __init__(self, judge: Judge):
         from transformers import AutoTokenizer
@@ -338,6 +352,80 @@ class _Runner:
             raise ValueError(f"judge: params.chat=true but the tokenizer of {judge.model} has "
                              "no chat template")
         self.use_chat = has_chat if judge.chat == "auto" else judge.chat == "true"
+
+    def render(self, user_text: str) -> str:
+        if not self.use_chat:
+            return user_text
+        msgs = ([{"role": "system", "content": self.j.system}] if self.j.system else []) + \
+            [{"role": "user", "content": user_text}]
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def encode(self, text: str) -> List[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def length(self, text: str) -> int:
+        return len(self.encode(text))
+
+
+class _ActorRunner(_Text):
+    """``placement: actor``: the judge model lives in a Ray actor of its own (its resources
+    from ``actor_resources``, e.g. ``{num_gpus: 1}``); prompts are rendered here and decoded
+    there. Joins this process's Ray session, or starts a local one (shut down on close)."""
+
+    def __init__(self, judge: Judge):
+        super().__init__(judge)
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        import ray
+
+        self.started = False
+        if not ray.is_initialized():
+            ray.init(address="local", include_dashboard=False, configure_logging=False,
+                     log_to_driver=False, num_cpus=max(1, os.cpu_count() or 1))
+            self.started = True
+        inner = Judge(**{**judge.settings(), "placement": "colocated"})
+        res = dict(judge.actor_resources)
+        res.setdefault("num_cpus", 1)
+        self.actor = ray.remote(**res)(_JudgeActor).remote(inner)
+        ray.get(self.actor.ready.remote())          # the model is loaded before the first item
+
+    def judge(self, prompts: List[str]):
+        import ray
+
+        return ray.get(self.actor.judge.remote(prompts))
+
+    def close(self) -> None:
+        import ray
+
+        if self.actor is not None:
+            ray.kill(self.actor)
+            self.actor = None
+        if self.started and ray.is_initialized():
+            ray.shutdown()
+
+
+class _JudgeActor:
+    """The Ray actor behind ``placement: actor``: a colocated judge in its own process."""
+
+    def __init__(self, judge: Judge):
+        self.runner = _Runner(judge)
+
+    def ready(self) -> bool:
+        return True
+
+    def judge(self, prompts: List[str]):
+        return self.runner.judge(prompts)
+
+
+class _Runner(_Text):
+    """The judge model behind one engine: greedy decoding of a list of prompts with a deadline
+    per engine call. Built on the first call."""
+
+    def __init__(self, judge: Judge):
+        super().__init__(judge)
         self.engine = self._vllm() if judge.engine == "vllm" else self._native()
 
     def _native(self):
@@ -385,24 +473,6 @@ class _Runner:
             if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
                 kwargs.update(kv_cache_memory_bytes=2 ** 28)
         return vllm.LLM(**kwargs)
-
-    # -- text ---------------------------------------------------------------------------
-    def render(self, user_text: str) -> str:
-        if not self.use_chat:
-            return user_text
-        msgs = ([{"role": "system", "content": self.j.system}] if self.j.system else []) + \
-            [{"role": "user", "content": user_text}]
-        return self.tokenizer.apply_chat_template(msgs, tokenize=False,
-                                                  add_generation_prompt=True)
-
-    def encode(self, text: str) -> List[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
-
-    def length(self, text: str) -> int:
-        return len(self.encode(text))
 
     # -- decoding -----------------------------------------------------------------------
     def judge(self, prompts: List[str]):
@@ -480,7 +550,7 @@ class _Runner:
         return texts, [r in done for r in rids]
 
     def close(self) -> None:
-        engine, self.engine = self.engine, None
+        engine, self.engine = getattr(self, "engine", None), None
         if engine is not None and self.j.engine == "vllm":
             try:
                 engine.llm_engine.engine_core.shutdown()

@@ -113,3 +113,22 @@ def test_judge_mixed_with_rule_by_weight(tiny_judge_dir):
     assert res.components["format"] == [1.0, 0.0, 0.0]
     assert res.components["judge"] == [1.0, 0.0, 1.0]
     assert res.total.tolist() == [2.5, 0.0, 2.0]
+
+
+@pytest.mark.slow
+def test_judge_on_its_own_ray_actor(tiny_judge_dir):
+    """placement: actor decodes in another process (a Ray actor) with the same verdicts."""
+    import os
+
+    import ray
+
+    judge = Judge(model=tiny_judge_dir, template=TEMPLATE, verdicts=VERDICTS, max_new_tokens=4,
+                  placement="actor")
+    try:
+        res = judge.score_batch([c for _, c in CASES], answer=[r for r, _ in CASES])
+        pid = ray.get(judge._runner.actor.__ray_call__.remote(lambda self: os.getpid()))
+    finally:
+        judge.close()
+    assert pid != os.getpid()
+    assert [o.strip() for o in res.outputs] == [expected_verdict(r, c) for r, c in CASES]
+    assert not ray.is_initialized()                # the session it started is shut down
