@@ -132,3 +132,18 @@ def test_judge_on_its_own_ray_actor(tiny_judge_dir):
     assert pid != os.getpid()
     assert [o.strip() for o in res.outputs] == [expected_verdict(r, c) for r, c in CASES]
     assert not ray.is_initialized()                # the session it started is shut down
+
+
+def test_scored_keeps_judge_outputs_aligned_through_select_and_concat():
+    """Dynamic sampling selects groups and concatenates them: outputs follow their rows."""
+    import numpy as np
+
+    from mindrl.trainer.base import Scored
+
+    a = Scored(np.array([1.0, 0.0]), {"judge": np.array([1.0, 0.0])}, {"none": 0.0},
+               {"judge": [" correct", " wrong"]})
+    b = Scored(np.array([0.5]), {"judge": np.array([np.nan])}, {"none": 1.0}, {})
+    both = Scored.concat([a, b])
+    assert both.outputs == {"judge": [" correct", " wrong", None]}
+    assert both.select(np.array([2, 0])).outputs == {"judge": [None, " correct"]}
+    assert both.select(slice(1, 3)).outputs == {"judge": [" wrong", None]}
