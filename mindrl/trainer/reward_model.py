@@ -26,7 +26,7 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 log = logging.getLogger("mindrl.rm")
 
