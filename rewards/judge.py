@@ -318,16 +318,25 @@ class Judge:
         """The rendered prompt, the completion cut from its start (its end holds the answer)
         when the prompt is over ``max_prompt_len`` tokens."""
         runner = self._runner_()
-        text = runner.render(render_template(self.template, problem=problem,
-                                             reference=reference, completion=completion))
+
+        def render(c: str) -> str:
+            return runner.render(render_template(self.template, problem=problem,
+                                                 reference=reference, completion=c))
+
+        text = render(completion)
         over = runner.length(text) - self.max_prompt_len
         if over <= 0:
             return text
         ids = runner.encode(completion)
-        keep = max(0, len(ids) - over - 1)
-        cut = runner.decode(ids[len(ids) - keep:]) if keep else ""
-        return runner.render(render_template(self.template, problem=problem,
-                                             reference=reference, completion=cut))
+        keep = len(ids) - over
+        while keep > 0:                 # re-tokenising a cut text may merge differently
+            text = render(runner.decode(ids[len(ids) - keep:]))
+            if runner.length(text) <= self.max_prompt_len:
+                return text
+            keep -= 1
+        raise ValueError(f"judge: params.max_prompt_len={self.max_prompt_len} tokens do not "
+                         f"hold the prompt without its completion ({runner.length(render(''))} "
+                         "tokens)")
 
     def _runner_(self):
         if self._runner is None:

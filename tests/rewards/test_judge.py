@@ -147,3 +147,17 @@ def test_scored_keeps_judge_outputs_aligned_through_select_and_concat():
     assert both.outputs == {"judge": [" correct", " wrong", None]}
     assert both.select(np.array([2, 0])).outputs == {"judge": [None, " correct"]}
     assert both.select(slice(1, 3)).outputs == {"judge": [" wrong", None]}
+
+
+def test_long_completion_keeps_its_end_within_max_prompt_len(tiny_judge_dir):
+    judge = Judge(model=tiny_judge_dir, template=TEMPLATE, verdicts=VERDICTS, max_prompt_len=24,
+                  chat="false")
+    long = "5 " * 200 + "so the answer is 3"
+    text = judge._fit(long, "", "3")
+    runner = judge._runner_()
+    assert runner.length(text) <= 24
+    assert text.endswith("so the answer is 3 Verdict:") and text.startswith("Reference: 3 #")
+    assert judge._fit("it is 3", "", "3") == "Reference: 3 # Answer: it is 3 Verdict:"
+    tight = Judge(model=tiny_judge_dir, template=TEMPLATE, max_prompt_len=5, chat="false")
+    with pytest.raises(ValueError, match="params.max_prompt_len=5"):
+        tight._fit("it is 3", "", "3")
