@@ -35,13 +35,24 @@ def builtin_cache(tiny_dir, monkeypatch):
     monkeypatch.setenv("MINDRL_CACHE", str(Path(tiny_dir).parent))
 
 
+VLLM_JUDGE = ('reward.functions=[{name: judge, params: {model: "builtin:tiny-judge", '
+              'template: "' + TEMPLATE + '", verdicts: {wrong: 0.0, correct: 1.0}, '
+              'rule: {name: accuracy, params: {unanswered: null}}, max_new_tokens: 4, '
+              'engine: vllm}}]')
+
+
 @pytest.mark.slow
-def test_grpo_step_scored_by_a_judge(tmp_path, builtin_cache, tiny_judge_dir, monkeypatch):
+@pytest.mark.parametrize("engines", ["native", "vllm"])
+def test_grpo_step_scored_by_a_judge(engines, tmp_path, builtin_cache, tiny_judge_dir,
+                                     monkeypatch):
+    """grpo_judge_smoke as shipped (native sampler, transformers judge), and with vLLM for
+    both the rollouts and the judge (two in-process engines)."""
     from transformers import AutoTokenizer
 
     monkeypatch.chdir(tmp_path)
     run = tmp_path / "run"
-    assert main(["train", "grpo_judge_smoke", f"logging.output_dir={run}"]) == 0
+    over = ["rollout.engine=vllm", VLLM_JUDGE] if engines == "vllm" else []
+    assert main(["train", "grpo_judge_smoke", f"logging.output_dir={run}"] + over) == 0
     tok = AutoTokenizer.from_pretrained(tiny_judge_dir)
     metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
@@ -63,6 +74,8 @@ def test_grpo_step_scored_by_a_judge(tmp_path, builtin_cache, tiny_judge_dir, mo
         assert m["reward/judge/judged"] + m["reward/judge/rule"] == 8
         assert m["reward/judge/unparsed"] == sum(
             r["rewards"]["judge"] is None for r in recs)
+        if engines == "vllm":                   # the policy's engine was not disturbed
+            assert m["rollout/logprob_gap_max"] < 1e-4
 
 
 @pytest.mark.slow
