@@ -122,6 +122,7 @@ def test_judge_on_its_own_ray_actor(tiny_judge_dir):
 
     import ray
 
+    before = ray.is_initialized()
     judge = Judge(model=tiny_judge_dir, template=TEMPLATE, verdicts=VERDICTS, max_new_tokens=4,
                   placement="actor")
     try:
@@ -131,7 +132,7 @@ def test_judge_on_its_own_ray_actor(tiny_judge_dir):
         judge.close()
     assert pid != os.getpid()
     assert [o.strip() for o in res.outputs] == [expected_verdict(r, c) for r, c in CASES]
-    assert not ray.is_initialized()                # the session it started is shut down
+    assert ray.is_initialized() == before          # a Ray it started is shut down again
 
 
 def test_scored_keeps_judge_outputs_aligned_through_select_and_concat():
