@@ -247,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_analyze_parser(sub)
     add_serve_parser(sub)
     add_sandbox_parser(sub)
+    from mindrl.trainer.reward_model import add_rm_parser
+
+    add_rm_parser(sub)
     return parser
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from rewards.math_grader import (REWARD_OPTIONS, GraderOptions, extract_answer, gold_answer,
                                  gold_is_usable, is_equivalent)
@@ -60,9 +60,12 @@ def _grader_options(check_form: bool, approx_rel_tol: Optional[float]) -> Grader
                                approx_rel_tol=approx_rel_tol)
 
 
+_UNANSWERED = object()         # what _correctness gives a completion with no answer to read
+
+
 def _correctness(completions, gold, mode: str, timeout: float, problems=None,
-                 options: Optional[GraderOptions] = None) -> List[Optional[bool]]:
-    out: List[Optional[bool]] = []
+                 options: Optional[GraderOptions] = None, unanswered: Any = False) -> List[Any]:
+    out: List[Any] = []
     problems = [None] * len(completions) if problems is None else problems
     for text, g, problem in zip(completions, gold, problems):
         ref = gold_answer(g)
@@ -71,7 +74,7 @@ def _correctness(completions, gold, mode: str, timeout: float, problems=None,
             continue
         pred = extract_answer(text, mode=mode)
         if pred is None:  # no answer: wrong, unless the reference itself is unusable
-            out.append(False if gold_is_usable(ref, timeout=timeout) else None)
+            out.append(unanswered if gold_is_usable(ref, timeout=timeout) else None)
         else:
             out.append(is_equivalent(pred, ref, timeout=timeout, options=options,
                                      problem=problem if isinstance(problem, str) else None))
@@ -91,25 +94,37 @@ class Accuracy:
     docstring). Source: Open-R1 ``accuracy_reward``, which lets math-verify find the first
     boxed/anchored LaTeX answer; we read the last boxed answer, as graders for MATH do.
 
+    ``unanswered``: the score of a completion with no answer to read (default 0.0); ``None``
+    makes it unscorable, so that a judge with this rule first (``rewards.judge``, ``rule``)
+    reads exactly those.
+
     >>> Accuracy()([r"so \boxed{\frac{1}{2}}", r"\boxed{3}", "no answer"], answer=["0.5", "4", "1"])
     [1.0, 0.0, 0.0]
     >>> Accuracy()([r"\boxed{x^2-1}", r"\boxed{(x+1)(x-1)}"], answer=["(x-1)(x+1)"] * 2,
     ...            problem=["Factor $x^2-1$."] * 2)
     [0.0, 1.0]
+    >>> Accuracy(unanswered=None)([r"\boxed{3}", "no answer"], answer=["4", "1"])
+    [0.0, None]
     """
 
     def __init__(self, mode: str = "auto", timeout: float = 5.0, check_form: bool = True,
-                 approx_rel_tol: Optional[float] = None):
+                 approx_rel_tol: Optional[float] = None, unanswered: Optional[float] = 0.0):
         self.mode = mode
         self.timeout = timeout
         self.options = _grader_options(check_form, approx_rel_tol)
+        self.unanswered = None if unanswered is None else float(unanswered)
 
     def __call__(self, completions: Sequence[str], **columns) -> Scores:
         gold = _gold_column(columns, len(completions))
         problems = _problem_column(columns, len(completions))
-        return [None if ok is None else float(ok)
-                for ok in _correctness(completions, gold, self.mode, self.timeout, problems,
-                                       self.options)]
+        out: List[Optional[float]] = []
+        for ok in _correctness(completions, gold, self.mode, self.timeout, problems,
+                               self.options, _UNANSWERED):
+            if ok is _UNANSWERED:
+                out.append(self.unanswered)
+            else:
+                out.append(None if ok is None else float(ok))
+        return out
 
 
 _FORMAT = re.compile(r"<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>", re.DOTALL)

@@ -17,6 +17,11 @@ How it stays alive:
   - Batch-level rewards (``batch_level = True``, e.g. Kimi's ``length``) run on the whole batch
     in one worker call, limited to ``batch_timeout`` (default ``timeout * batch size``).
   - Works from any thread: the limit is enforced by the parent's clock, never by SIGALRM.
+  - Model rewards (``runs_in_process = True``: the judge, the reward model) are called in the
+    calling process, once on the whole batch, after the other components: their model is
+    loaded once there and shares the device with the rollout engine in turn. They keep their
+    own per-item limit and report their timeouts, their outputs (saved with the rollouts) and
+    counters (``reward/<key>/<counter>``) through ``score_batch`` (:mod:`rewards.judge`).
   - ``num_workers=0`` scores in the calling process, item by item, and keeps ``timeout``: a
     real-time timer (SIGALRM) armed per item raises inside the reward once the item is past its
     limit; the item scores None and counts as a timeout. Python code, sleeps and math-verify
@@ -66,6 +71,7 @@ class RewardComponent:
     fn: Callable
     weight: float = 1.0
     batch_level: bool = False
+    in_process: bool = False    # a model reward: called in the scoring process, whole batch
 
 
 @dataclass
@@ -75,6 +81,8 @@ class RewardResult:
     components: key -> N scores (None = not scorable, timed out or failed)
     total:      (N,) float64 weighted sum, None counted as ``none_as``
     num_none / num_timeouts / num_errors: key -> count (timeouts and errors are also None)
+    outputs: key -> N texts a model reward produced (None where it read nothing)
+    counts:  key -> counters a model reward reported (``unparsed``, ``judged``, ...)
     """
 
     components: Dict[str, List[Optional[float]]]
@@ -83,6 +91,8 @@ class RewardResult:
     num_none: Dict[str, int] = field(default_factory=dict)
     num_timeouts: Dict[str, int] = field(default_factory=dict)
     num_errors: Dict[str, int] = field(default_factory=dict)
+    outputs: Dict[str, List[Optional[str]]] = field(default_factory=dict)
+    counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
     def array(self, key: str) -> np.ndarray:
         """(N,) float64 scores of one component, NaN where None."""
@@ -98,6 +108,8 @@ class RewardResult:
             scored = arr[~np.isnan(arr)]
             out[f"reward/{key}/mean"] = float(scored.mean()) if scored.size else float("nan")
             out[f"reward/{key}/none"] = float(self.num_none.get(key, 0))
+            for name, v in self.counts.get(key, {}).items():
+                out[f"reward/{key}/{name}"] = float(v)
         out["reward/total/mean"] = float(self.total.mean()) if self.total.size else float("nan")
         out["reward/timeouts"] = float(sum(self.num_timeouts.values()))
         out["reward/errors"] = float(sum(self.num_errors.values()))
@@ -128,7 +140,8 @@ def build_components(functions: Sequence[Any]) -> List[RewardComponent]:
         base = str(name).split(":")[-1].split(".")[-1] if (":" in name or "." in name) else name
         key = base if base not in seen else f"{base}_{seen[base]}"
         seen[base] = seen.get(base, 0) + 1
-        comps.append(RewardComponent(key, fn, weight, is_batch_level(fn)))
+        comps.append(RewardComponent(key, fn, weight, is_batch_level(fn),
+                                     bool(getattr(fn, "runs_in_process", False))))
     if not comps:
         raise ValueError("at least one reward function is required")
     return comps
@@ -146,8 +159,14 @@ def _run_task(fns: Sequence[Callable], comp: int, completions, columns) -> List[
 
 
 def _worker_main(conn, fns: Sequence[Callable]) -> None:
-    """Worker loop: receive a chunk of tasks, send one result per task as soon as it is done."""
+    """Worker loop: receive a chunk of tasks, send one result per task as soon as it is done.
+    Model rewards (a ``load`` method) load their model first, before the first message is read,
+    so the load is never charged to an item's time limit."""
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    for fn in fns:
+        load = getattr(fn, "load", None) if fn is not None else None
+        if callable(load):
+            load()
     while True:
         try:
             chunk = conn.recv()
@@ -329,6 +348,9 @@ class RewardScorer:
                  batch_timeout: Optional[float] = None, start_method: Optional[str] = None,
                  chunk_size: Optional[int] = None):
         self.components = build_components(functions)
+        for comp in self.components:        # a model reward's files: checked before any step
+            if comp.in_process and hasattr(comp.fn, "check"):
+                comp.fn.check()
         self.num_workers = (os.cpu_count() or 1) if num_workers is None else int(num_workers)
         if self.num_workers < 0:
             raise ValueError("num_workers must be >= 0")
@@ -350,7 +372,9 @@ class RewardScorer:
 
     # -- lifecycle -----------------------------------------------------------------------
     def _fns(self) -> List[Callable]:
-        return [c.fn for c in self.components]
+        """The components' callables for workers and inline scoring; model rewards run in
+        this process only (:meth:`_score_model`), so workers get None in their place."""
+        return [None if c.in_process else c.fn for c in self.components]
 
     def _start(self) -> None:
         if self._ctx is None:
@@ -407,12 +431,14 @@ class RewardScorer:
                        else self.timeout * max(1, n))
         tasks: List[_Task] = []
         for c, comp in enumerate(self.components):
+            if comp.in_process:
+                continue
             if comp.batch_level:
                 tasks.append(_Task(len(tasks), c, list(range(n)), batch_limit))
             else:
                 base = len(tasks)
                 tasks.extend([_Task(base + i, c, [i], self.timeout) for i in range(n)])
-        if n:
+        if n and tasks:
             if self.num_workers == 0 and _inline_limit_works():
                 self._score_inline(tasks, completions, columns, scores, timeouts, errors)
             else:
@@ -423,7 +449,40 @@ class RewardScorer:
                                    "in-process scorer needs SIGALRM, which only the main "
                                    "thread receives")
                 self._score_pool(tasks, completions, columns, scores, timeouts, errors)
-        return self._result(scores, timeouts, errors)
+        outputs: Dict[str, List[Optional[str]]] = {}
+        counts: Dict[str, Dict[str, int]] = {}
+        for c, comp in enumerate(self.components):
+            if comp.in_process and n:
+                self._score_model(c, completions, columns, scores, timeouts, errors, outputs,
+                                  counts)
+        result = self._result(scores, timeouts, errors)
+        result.outputs, result.counts = outputs, counts
+        return result
+
+    def _score_model(self, c, completions, columns, scores, timeouts, errors, outputs,
+                     counts) -> None:
+        """A model reward on the whole batch, in this process: its scores, outputs, counters
+        and timeouts (counted in ``reward/timeouts`` with the others)."""
+        comp = self.components[c]
+        n = len(completions)
+        try:
+            if hasattr(comp.fn, "score_batch"):
+                res = comp.fn.score_batch(completions, **columns)
+                values, outs, cnt = list(res.scores), list(res.outputs), dict(res.counts)
+            else:
+                values, outs, cnt = list(comp.fn(completions, **columns)), [], {}
+            if len(values) != n:
+                raise ValueError(f"reward returned {len(values)} scores for {n} completions")
+        except Exception as e:  # noqa: BLE001 - a failing model reward scores its batch None
+            errors[c] += n
+            logger.warning("reward '%s' raised on a batch of %d: %s: %s; scored None",
+                           comp.key, n, type(e).__name__, str(e)[:300])
+            return
+        scores[c] = [None if v is None else float(v) for v in values]
+        timeouts[c] += int(cnt.get("timeouts", 0))
+        if outs:
+            outputs[comp.key] = outs
+        counts[comp.key] = cnt
 
     def _payload(self, t: _Task, completions, columns):
         if len(t.items) == 1 and not self.components[t.comp].batch_level:

@@ -32,7 +32,8 @@ REWARDS: Registry = Registry("reward")
 # Modules whose import registers the built-in rewards.
 _BUILTIN_MODULES = ("rewards.open_r1", "rewards.knights_knaves", "rewards.countdown",
                     "rewards.gsm8k", "rewards.arithmetic", "rewards.demo_tasks",
-                    "rewards.tool_demo", "rewards.tool_calls")
+                    "rewards.tool_demo", "rewards.tool_calls", "rewards.judge",
+                    "rewards.reward_model")
 
 
 def load_builtin_rewards() -> None:

@@ -50,6 +50,14 @@ def tiny_model_dir(tiny_dir):
     return tiny_dir
 
 
+@pytest.fixture(scope="session")
+def tiny_judge_dir(tiny_dir):
+    """``builtin:tiny-judge`` (hand-set weights, known verdicts), beside the session's tiny."""
+    from mindrl.models.tiny import resolve_model_path
+
+    return resolve_model_path("builtin:tiny-judge", cache_dir=str(Path(tiny_dir).parent))
+
+
 def _make_cfg(model_path, **sections):
     """A RunConfig with ``sections`` = {"train": {...}, "algorithm": {...}} replaced."""
     from mindrl.config.schema import RunConfig

@@ -46,6 +46,8 @@ BUILTINS = {
     # synthetic tokens that no text encodes to (see build_tiny_model's trained_vocab).
     "tiny-vocab152k": dict(hidden=64, layers=2, heads=2, kv_heads=1, vocab=151936,
                            trained_vocab=1024, max_positions=32768),
+    # a one-layer judge with hand-set weights whose verdicts are known (mindrl.models.tiny_judge)
+    "tiny-judge": dict(builder="tiny_judge"),
 }
 
 # family -> (transformers config / model class names, extra config fields). Llama gets Llama
@@ -269,7 +271,7 @@ def default_cache_dir() -> str:
 
 def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
     """Map ``builtin:<name>`` (tiny, mini, small, tiny-qwen3, tiny-llama,
-    tiny-qwen3-moe, tiny-vocab152k) to a built directory
+    tiny-qwen3-moe, tiny-vocab152k, tiny-judge) to a built directory
     under ``cache_dir`` (built on first use, atomically); a checkpoint step folder or a run
     folder to the Hugging Face directory inside it (:func:`locate_model_dir`); any other path
     is returned unchanged."""
@@ -284,7 +286,12 @@ def resolve_model_path(path: str, cache_dir: Optional[str] = None) -> str:
         return str(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{name}.tmp{os.getpid()}"
-    build_tiny_model(tmp, **BUILTINS[name])
+    if BUILTINS[name].get("builder") == "tiny_judge":
+        from mindrl.models.tiny_judge import build_tiny_judge
+
+        build_tiny_judge(tmp, tokenizer_dir=resolve_model_path("builtin:tiny", cache_dir))
+    else:
+        build_tiny_model(tmp, **BUILTINS[name])
     try:
         os.replace(tmp, target)          # atomic; a concurrent builder may have won
     except OSError:

@@ -40,7 +40,20 @@ def parse_reward_spec(spec: Spec) -> List[Dict[str, Any]]:
 
     >>> parse_reward_spec("accuracy, format:0.5")
     [{'name': 'accuracy', 'weight': 1.0}, {'name': 'format', 'weight': 0.5}]
+
+    A string that starts with ``[`` is a JSON list of entries with parameters (a judge's or a
+    reward model's): ``'[{"name": "judge", "params": {"model": "DIR"}}]'``.
     """
+    if isinstance(spec, str) and spec.lstrip().startswith("["):
+        import json
+
+        try:
+            spec = json.loads(spec)
+        except ValueError as e:
+            raise ValueError(f"reward spec starts with '[' but is not a JSON list: {e}") \
+                from None
+        if not isinstance(spec, list) or not spec:
+            raise ValueError("a JSON reward spec must be a non-empty list of entries")
     if isinstance(spec, str):
         out = []
         for part in (p.strip() for p in spec.split(",")):

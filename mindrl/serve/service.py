@@ -162,6 +162,9 @@ class ScoringService:
                  start_method: Optional[str] = None, max_burst_workers: Optional[int] = None,
                  straggler_after: Optional[float] = None, deprioritize_stragglers: bool = True):
         self.components = build_components(functions)
+        for comp in self.components:        # a model reward's files: checked here, loaded by
+            if comp.in_process and hasattr(comp.fn, "check"):     # each worker as it starts
+                comp.fn.check()
         self.keys = [c.key for c in self.components]
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")

@@ -134,11 +134,13 @@ def stats(prefix: str, x: np.ndarray) -> Dict[str, float]:
 
 
 class Scored:
-    """Rewards of a batch of rollouts: the weighted sum and every component (NaN = None)."""
+    """Rewards of a batch of rollouts: the weighted sum and every component (NaN = None);
+    ``outputs``: a model reward's text per rollout (a judge's verdicts), by component key."""
 
     def __init__(self, total: np.ndarray, components: Dict[str, np.ndarray],
-                 metrics: Dict[str, float]):
+                 metrics: Dict[str, float], outputs: Optional[Dict[str, list]] = None):
         self.total, self.components, self.metrics = total, components, metrics
+        self.outputs = outputs or {}
 
     @staticmethod
     def concat(parts: List["Scored"]) -> "Scored":
@@ -147,11 +149,14 @@ class Scored:
         for p in parts:  # counts add up (timeouts, errors, unscorable)
             for k, v in p.metrics.items():
                 metrics[k] = metrics.get(k, 0.0) + v
-        return Scored(np.concatenate([p.total for p in parts]), comps, metrics)
+        outputs = {k: [x for p in parts for x in p.outputs.get(k, [None] * len(p.total))]
+                   for k in {k for p in parts for k in p.outputs}}
+        return Scored(np.concatenate([p.total for p in parts]), comps, metrics, outputs)
 
     def select(self, rows) -> "Scored":
+        idx = np.arange(len(self.total))[rows]
         return Scored(self.total[rows], {k: v[rows] for k, v in self.components.items()},
-                      self.metrics)
+                      self.metrics, {k: [v[i] for i in idx] for k, v in self.outputs.items()})
 
 
 def score_rollouts(scorer, rows: List[Dict], rollouts: Rollouts) -> Scored:
@@ -167,7 +172,11 @@ def score_rollouts(scorer, rows: List[Dict], rollouts: Rollouts) -> Scored:
     counts = {"none": float(sum(result.num_none.values())),
               "timeouts": float(sum(result.num_timeouts.values())),
               "errors": float(sum(result.num_errors.values()))}
-    return Scored(np.asarray(result.total, dtype=np.float64), comps, counts)
+    for key, extra in getattr(result, "counts", {}).items():   # a model reward's counters
+        for name, v in extra.items():
+            counts[f"{key}/{name}"] = float(v)
+    return Scored(np.asarray(result.total, dtype=np.float64), comps, counts,
+                  dict(getattr(result, "outputs", {})))
 
 
 # --------------------------------------------------------------------------- the trainer

@@ -10,6 +10,8 @@ policy (``mindrl analyze logprob-quantiles``). One record (one JSON line)::
     response, response_ids   the sampled response, as text and token ids (EOS included)
     finish_reason            "stop" or "length"
     rewards                  {reward key: value or null (unscorable)}, before weighting
+    reward_outputs           {reward key: text} of model rewards (a judge's verdict; null where
+                             it did not read the rollout), only when the run has one
     reward                   the weighted sum the advantages were computed from
     advantage                mean advantage over the response tokens (outcome estimators give
                              every token the same value; token_advantages appears otherwise)
@@ -79,6 +81,9 @@ def rollout_records(step: int, rows: List[Dict], ro, sc, adv: np.ndarray, mask: 
                "reward": _num(sc.total[i]),
                "advantage": float(a.mean()) if a.size else 0.0,
                "rollout_logprobs": [round(float(x), 6) for x in ro.logprobs[i]]}
+        outputs = getattr(sc, "outputs", None) or {}
+        if outputs:                                  # a judge's text, where it read the item
+            rec["reward_outputs"] = {k: v[i] for k, v in outputs.items()}
         if a.size and np.ptp(a) > 1e-6:
             rec["token_advantages"] = [round(float(x), 6) for x in a]
         out.append(rec)

@@ -24,3 +24,26 @@ def test_grpo_trainer_step_with_mindrl_rewards(tiny_dir, tmp_path):
     assert log["rewards/slow_len/mean"] == pytest.approx(mean_len)
     assert log["rewards/accuracy/mean"] == pytest.approx(mean_acc)
     assert log["reward"] == pytest.approx(mean_acc + 0.01 * mean_len)
+
+
+def test_grpo_trainer_step_with_a_judge(tiny_dir, tiny_judge_dir, tmp_path):
+    """A judge (builtin:tiny-judge) as a TRL reward function: TRL's completions get the scores
+    the judge gives them when called here, in process; TRL logs their weighted mean."""
+    import json
+
+    from mindrl.models.tiny_judge import TEMPLATE, VERDICTS
+    from rewards.judge import Judge
+
+    params = {"model": str(tiny_judge_dir), "template": TEMPLATE, "verdicts": VERDICTS,
+              "max_new_tokens": 4}
+    spec = json.dumps([{"name": "judge", "weight": 0.5, "params": params}])
+    out = run_checks("trl_checks.py", str(peer_dir("trl")), str(tiny_dir), str(tmp_path), spec)
+    assert out["global_step"] == 1
+    (call,) = out["calls"]
+    assert call["name"] == "judge" and call["answer"] == ["3"] * 4
+    want = Judge(**params).score_batch(call["completions"], answer=call["answer"]).scores
+    assert call["scores"] == want
+    log = next(entry for entry in out["logs"] if "rewards/judge/mean" in entry)
+    scored = [s for s in want if s is not None]
+    if scored:
+        assert log["rewards/judge/mean"] == pytest.approx(sum(scored) / len(scored))

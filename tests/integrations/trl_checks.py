@@ -1,5 +1,6 @@
 """Run in a subprocess with TRL on sys.path (see test_trl.py): one real GRPOTrainer step on the
-built-in tiny model with mindrl reward functions; prints one @@RESULT JSON line."""
+built-in tiny model with mindrl reward functions (argv: TRL's directory, the tiny model, a work
+directory[, a reward spec]); prints one @@RESULT JSON line."""
 
 import json
 import sys
@@ -21,7 +22,8 @@ def main():
     # as bench/trl_compare.py: datasets' dill fingerprint of an in-memory table fails here
     _ad.generate_fingerprint = lambda _ds: __import__("secrets").token_hex(8)
     tiny, workdir = sys.argv[2], sys.argv[3]
-    spec = "accuracy,pathological_rewards:slow_len:0.01"   # slow_len = len(completion)
+    # slow_len = len(completion); argv[4], when given: another spec (a JSON list of entries)
+    spec = sys.argv[4] if len(sys.argv) > 4 else "accuracy,pathological_rewards:slow_len:0.01"
     calls = []
 
     class Recorder:
