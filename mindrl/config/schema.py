@@ -359,11 +359,11 @@ class AlgorithmConfig:
                          "(verl actor.tau_pos).")
     tau_neg: float = opt(1.05, "sapo: gate temperature for tokens with advantage <= 0 "
                          "(verl actor.tau_neg).")
-    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of the micro-batch's tokens whose "
+    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of the mini-batch's tokens whose "
                                 "gradient is removed (verl policy_loss.clip_cov_ratio).")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower covariance bound of the eligible band.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper covariance bound of the eligible band.")
-    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of the micro-batch's tokens (largest "
+    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of the mini-batch's tokens (largest "
                               "covariance) that get the KL penalty.")
     ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
     rollout_correction: RolloutCorrectionConfig = section(
