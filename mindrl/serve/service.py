@@ -17,7 +17,7 @@ exception in a reward scores None as an error) and changes only the scheduling:
 So a normal item waits at most for a free worker, never for another request's slow item to
 finish. When every worker is busy on a straggler (an item running longer than
 ``straggler_after``, default min(0.1 s, timeout/4)) and tasks are queued, a burst worker is
-started (at most ``max_burst_workers`` extra, default ``num_workers``) and serves the queue;
+started (at most ``max_burst_workers`` extra, default ``4 * num_workers``) and serves the queue;
 idle burst workers are retired, and stragglers are still killed at their own timeout. So a
 clean item waits about ``straggler_after`` plus one worker start, not ``timeout``, unless more
 than ``num_workers + max_burst_workers`` stragglers run at once. (Killing stragglers early
@@ -144,7 +144,7 @@ class ScoringService:
       batch_timeout: limit for one batch-level call; None = ``timeout * request size``.
       start_method: ``forkserver`` (default where available), ``fork`` or ``spawn``.
       max_burst_workers: extra workers allowed while all workers are on stragglers
-        (None = ``num_workers``; 0 = never).
+        (None = ``4 * num_workers``; 0 = never).
       straggler_after: seconds after which a running item counts as a straggler
         (None = min(0.1, timeout / 4)).
       deprioritize_stragglers: lower a straggler's worker to the lowest CPU priority (nice 19),

@@ -46,7 +46,14 @@ def test_ignored_combinations_are_refused_naming_both_keys(overrides, names):
     ["train.padding_free=true", "model.gradient_checkpointing=true"],     # torch
 ])
 def test_honoured_combinations_load(overrides):
-    load_config(None, overrides)
+    # they load, and each key holds the value asked for (not dropped or reset by a check)
+    cfg = load_config(None, overrides)
+    for item in overrides:
+        key, value = item.split("=", 1)
+        got = cfg
+        for part in key.split("."):
+            got = getattr(got, part)
+        assert str(got).lower() == value, (key, got)
 
 
 @pytest.mark.parametrize("job", ["sft", "preference"])
