@@ -8,7 +8,7 @@ recipes and dotted overrides and runs :meth:`RunConfig.check` before any work st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from mindrl.config.parallel import parallel_layout
 from mindrl.errors import ConfigError  # noqa: F401  (re-exported: mindrl.config.schema.ConfigError)
@@ -793,6 +793,37 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"{key} runs one trainer process: distributed.nproc and "
                       "distributed.nnodes must be 1, train.fsdp false")
     return errors
+
+
+#: rollout keys read on one path only: key -> (the path's test on a RunConfig, its name).
+_ASYNC_RAY = (lambda c: c.rollout.mode == "async_ray", "with rollout.mode=async_ray")
+_SYNC_IN_ORDER = (lambda c: c.rollout.mode == "sync" and not c.rollout.async_ahead,
+                  "with synchronous rollouts (rollout.mode=sync, rollout.async_ahead=0): "
+                  "sampled one update ahead, the gap holds that update's drift")
+MODE_KEYS = {
+    "workers": _ASYNC_RAY, "max_staleness": _ASYNC_RAY, "queue_size": _ASYNC_RAY,
+    "max_restarts": _ASYNC_RAY, "worker_devices": _ASYNC_RAY,
+    "partial_check_tokens": (lambda c: c.rollout.mode == "async_ray" and
+                             c.rollout.partial_rollouts,
+                             "with rollout.mode=async_ray and rollout.partial_rollouts=true"),
+    "async_sampler": (lambda c: c.rollout.mode == "sync" and bool(c.rollout.async_ahead),
+                      "with rollout.async_ahead=1 (rollout.mode=sync)"),
+    "logprob_gap_warn": _SYNC_IN_ORDER,
+}
+#: the keys that choose the path
+MODE_SELECTORS = ("rollout.mode", "rollout.async_ahead", "rollout.partial_rollouts")
+
+
+def unread_mode_keys(cfg) -> List[Tuple[str, Any, str]]:
+    """(key, value, where it is read) of each ``rollout`` key of :data:`MODE_KEYS` set away
+    from its default on a path that never reads it."""
+    default = RolloutConfig()
+    out = []
+    for name, (reads, where) in MODE_KEYS.items():
+        value = getattr(cfg.rollout, name)
+        if value != getattr(default, name) and not reads(cfg):
+            out.append((f"rollout.{name}", value, where))
+    return out
 
 
 def _check_critic(cfg) -> List[str]:
