@@ -481,8 +481,10 @@ class TrainConfig:
                                           "grouped while their prompt+response tokens (padded "
                                           "to the group's longest row unless "
                                           "train.padding_free) fit the budget; a longer row "
-                                          "gets a micro-batch of its own. Loss normalisers stay "
-                                          "global (0 = off).")
+                                          "gets a micro-batch of its own. backend=mindspore "
+                                          "counts the compiled shape (prompt bucket + response "
+                                          "bucket) and pads each micro-batch to its own. Loss "
+                                          "normalisers stay global (0 = off).")
 
 
 # Keys that may differ from a checkpoint's config on resume without checkpoint.allow_changes:

@@ -358,8 +358,13 @@ class RLTrainer(Trainer):
                     global_tokens=float(self.allsum(part.tokens.response_mask.sum())),
                     global_seqs=float(self.allsum(len(rows))),
                     max_len=float(cfg.rollout.max_new_tokens), entropy_coef=entropy_coef)
+                # a backend that pads to compiled shapes counts the padded lengths
+                padded = getattr(self.backend, "budget_lengths", None)
+                lengths = padded(part.tokens) if padded is not None and \
+                    cfg.train.max_tokens_per_micro_batch > 0 else \
+                    part.tokens.attention_mask.sum(axis=1)
                 micro = [part.rows(idx) for idx in micro_batch_rows(
-                    part.tokens.attention_mask.sum(axis=1), count=mb,
+                    lengths, count=mb,
                     max_tokens=cfg.train.max_tokens_per_micro_batch,
                     packed=cfg.train.padding_free,
                     by_length=getattr(self.backend, "trims_micro_batches", False) and

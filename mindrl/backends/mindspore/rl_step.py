@@ -14,9 +14,9 @@ import numpy as np
 import mindspore as ms
 from mindspore import Tensor, ops
 
-from mindrl.backends.mindspore.buckets import pad2, repad
+from mindrl.backends.mindspore.buckets import budget_rows, pad2, repad, trim_response
 from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
-from mindrl.types import LossNormalizers, TrainBatch
+from mindrl.types import LossNormalizers, TrainBatch, bucket
 
 
 class RLStepMixin:
@@ -195,14 +195,17 @@ class RLStepMixin:
                  first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm),
                  getattr(first, "teacher_logp", None) is not None,
                  getattr(first, "cov_picked", None) is not None)
-        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
-        shape = self._shape([m.tokens for m in micro_batches], rows)
-        _, P, T = shape
+        budget = self.cfg.train.max_tokens_per_micro_batch
+        if budget > 0:      # each micro-batch its own shape: rows x its own length bucket
+            micro_batches, shapes = self._budget_shapes(micro_batches, budget)
+        else:               # one shape for every micro-batch of the step
+            rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
+            shapes = [self._shape([m.tokens for m in micro_batches], rows)] * len(micro_batches)
         inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.algorithm.loss_agg_mode)))
         coef = self.cfg.algorithm.entropy_coef if norm.entropy_coef is None else norm.entropy_coef
         ent_coef = Tensor(np.float32(coef))
         inputs = []
-        for mb in micro_batches:
+        for mb, (rows, P, T) in zip(micro_batches, shapes):
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
             aux_w = Tensor(np.float32(mb.tokens.response_mask.sum() /
@@ -212,7 +215,28 @@ class RLStepMixin:
                                        f(getattr(mb, "cov_picked", None)), inv_norm, ent_coef,
                                        aux_w)
             inputs.append((args, float(mb.tokens.response_mask.sum())))
-        return flags, shape, inputs
+        return flags, shapes, inputs
+
+    def _budget_shapes(self, micro_batches: List[TrainBatch], budget: int):
+        """``train.max_tokens_per_micro_batch``: each micro-batch cut to its own longest
+        response and padded to (rows, prompt bucket, its response bucket), rows rounded up to a
+        power of two within the budget (:func:`budget_rows`). The trainer cut the rows by
+        :meth:`budget_lengths`, so rows x padded length stays within the budget unless one
+        row alone exceeds it."""
+        import dataclasses
+
+        out, shapes = [], []
+        for mb in micro_batches:
+            tb = mb.tokens
+            own = max(int(tb.response_mask.sum(axis=1).max()), 1)
+            T = bucket(own, self.response_buckets)
+            P = bucket(tb.prompt_len, self.prompt_buckets)
+            cut = min(T, tb.response_len)
+            fields = {f.name: getattr(mb, f.name)[:, :cut] for f in dataclasses.fields(mb)
+                      if f.name != "tokens" and getattr(mb, f.name) is not None}
+            out.append(dataclasses.replace(mb, tokens=trim_response(tb, cut), **fields))
+            shapes.append((budget_rows(len(mb), P + T, budget), P, T))
+        return out, shapes
 
     def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
         """Forward/backward each micro-batch of the RL loss (compiled, bucket-padded),
