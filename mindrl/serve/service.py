@@ -387,7 +387,16 @@ class ScoringService:
         """A new worker, sent a warm-up call (an empty batch): it gets tasks only once it has
         answered, so a slow start (a worker re-importing a heavy ``__main__``) is never charged
         to an item's time limit."""
-        w = _Worker(self._ctx, self._fns)
+        for attempt in range(40):
+            try:
+                w = _Worker(self._ctx, self._fns)
+                break
+            except (EOFError, OSError):
+                # the forkserver died (its workers die with it): multiprocessing starts a new
+                # one once it has seen the old one exit
+                if attempt == 39:
+                    raise
+                time.sleep(0.05)
         w.ready, w.spawned = False, time.monotonic()
         try:
             w.conn.send([(_WARMUP, 0, [], {})])
