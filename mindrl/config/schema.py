@@ -184,7 +184,8 @@ class RolloutConfig:
                          "W + s*B*A each sync; 'auto': merged on device=cpu (vLLM's CPU LoRA "
                          "kernels slow the rollout more than the smaller sync saves: see the "
                          "Benchmarks page, LoRA), elsewhere adapter when this vLLM supports "
-                         "LoRA and rank <= 512, else merged.",
+                         "LoRA and rank <= 512, else merged. rollout.mode=async_ray: merged "
+                         "(each worker merges the pushed adapters; adapter is refused).",
                          ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "
@@ -784,6 +785,10 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"rollout.worker_devices={list(r.worker_devices)}: ids are >= 0")
     if cfg.tools.enabled:
         errors.append(f"{key} does not run multi-turn tool rollouts: set tools.enabled=false")
+    if cfg.model.lora.enabled and r.vllm_lora == "adapter":
+        errors.append(f"rollout.vllm_lora=adapter with {key}: the rollout workers merge each "
+                      "pushed adapter into their own copy of the adapted base weights (the push "
+                      "is the adapters alone); set rollout.vllm_lora=merged or auto")
     if cfg.algorithm.dynamic_sampling.enabled:
         errors.append(f"{key} with algorithm.dynamic_sampling.enabled=true is not supported")
     if r.batch_invariant:

@@ -58,6 +58,14 @@ def test_keys_of_another_rollout_mode_are_refused(overrides, key, path):
     assert key in line and path in line and "the command line" in line, line
 
 
+def test_async_ray_refuses_vllm_lora_adapter_and_merges_otherwise():
+    lora = ["rollout.mode=async_ray", "rollout.engine=vllm", "model.lora.enabled=true"]
+    line = refused(*lora, "rollout.vllm_lora=adapter")
+    assert "rollout.vllm_lora=adapter" in line and "rollout.mode=async_ray" in line, line
+    for mode in ("merged", "auto"):
+        assert load_config(None, lora + [f"rollout.vllm_lora={mode}"]).rollout.vllm_lora == mode
+
+
 @pytest.mark.parametrize("overrides", [
     ["rollout.mode=async_ray", "rollout.workers=4", "rollout.max_staleness=2",
      "rollout.queue_size=64", "rollout.max_restarts=-1"],
