@@ -146,3 +146,52 @@ def test_accumulation_steps_bound_the_rows_per_device(rows, dp, micro, want):
     m = accumulation_steps(rows, dp, micro)
     assert m == want
     assert (rows // dp) % m == 0 and rows // dp // m <= micro
+
+
+@pytest.mark.slow
+def test_mindformers_loss_reads_every_algorithm_key_the_torch_loss_reads(cells, tiny_dir,
+                                                                          make_cfg, fixed_batch):
+    """The options walk for backend=mindformers, through its loss construction: with every loss
+    option on, each ``algorithm.*`` key the torch backend's RL loss reads is read by the
+    mindformers loss cell too (a key it never reads would be accepted and ignored)."""
+    import sys
+    from pathlib import Path
+
+    from algorithms.is_correction import needs_rollout_logp
+    from mindrl.types import TrainBatch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "config"))
+    from options_read import recording
+
+    on = {"tis_cap": 1.02, "entropy_coef": 0.3, "kl": KLConfig(coef=0.2, estimator="k3"),
+          "rollout_correction": OPTIONS["rollout_correction"]["rollout_correction"]}
+    cfg, torch_be = _reference(tiny_dir, make_cfg, on)
+    batch = fixed_batch(B=4, P=6, T=5, advantage=0.5)
+    tb = batch.tokens
+    mask = tb.response_mask.astype(np.float32)
+    logp = torch_be.logprobs(tb, temperature=0.7)
+    old = ((logp - 0.05) * mask).astype(np.float32)
+    norm = LossNormalizers(float(mask.sum()), 4.0, 5.0)
+    with recording() as reads:
+        torch_be._micro_loss(TrainBatch(tb, batch.advantages, old, old, old), norm)
+    want = {k for k in reads if k.startswith("algorithm.")}
+    ms, nn = cells.ms, cells.nn
+
+    class Scores(nn.Cell):
+        """The head's outputs (log-probs, entropies), so the loss cell runs in PyNative, where
+        every read of the config is a Python attribute read."""
+
+        def construct(self, ids, positions):
+            return ms.Tensor(logp), ms.Tensor(np.ones_like(logp))
+
+    with recording() as reads:
+        _, RLLoss = _build(cells, cfg, temperature=0.7, has_ref=True,
+                           has_roll=needs_rollout_logp(cfg.algorithm))
+        inv = np.full(4, 1.0 / norm.global_tokens, np.float32)
+        ids = np.zeros((4, 13), np.int32)
+        RLLoss(Scores())(*(ms.Tensor(x) for x in (
+            ids, ids[:, :5], mask, batch.advantages, old, old, old, inv)))
+    got = {k for k in reads if k.startswith("algorithm.")}
+    assert {"algorithm.tis_cap", "algorithm.entropy_coef",
+            "algorithm.rollout_correction.rollout_is"} <= want, sorted(want)
+    assert not want - got, f"read by the torch loss, not by mindformers': {sorted(want - got)}"
