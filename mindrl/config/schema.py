@@ -449,8 +449,10 @@ class TrainConfig:
                                 "RL on backend=torch, unless train.padding_free: rows are "
                                 "sorted by length (longest first) before they are cut, so "
                                 "each micro-batch is padded only to its own longest row; loss "
-                                "normalisers stay global, so the gradient is the in-order one "
-                                "up to float summation order.")
+                                "normalisers stay global, and clip_cov / kl_cov pick their "
+                                "tokens over the whole mini-batch, so the gradient is the "
+                                "in-order one up to float summation order (not yet with "
+                                "model.moe.aux_loss_coef: a statistic of each micro-batch).")
     ppo_epochs: int = opt(1, "Passes over each rollout batch.")
     lr: float = opt(1e-6, "Peak learning rate (AdamW).")
     weight_decay: float = opt(0.0, "AdamW weight decay.")
