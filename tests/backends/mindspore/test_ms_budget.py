@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mindrl.types import LossNormalizers, TrainBatch, pad_token_batch
+from mindrl.types import TrainBatch, pad_token_batch
 
 BUDGET = 600
 
@@ -63,4 +63,3 @@ def test_token_budget_micro_batches_give_the_whole_batch_gradient(tiny_dir):
         scale = max(float(np.abs(ref).max()), 1e-8)
         worst = max(worst, float(np.abs(got[name] - ref).max()) / scale)
     assert worst < 1e-4, worst
-    assert isinstance(norm, LossNormalizers)
