@@ -10,8 +10,9 @@ with logp (B, T) log pi_theta(a_t) (differentiable), old_logp (B, T) log pi_old(
 trainer before the update, advantages (B, T), response_mask (B, T), rollout_logp (B, T) the
 rollout engine's own log-probs of the same tokens. ``hyper`` carries the loss-specific options
 (``tau_pos``, ``tau_neg``, ``clip_cov_ratio``, ``clip_cov_lb``, ``clip_cov_ub``,
-``kl_cov_ratio``, ``ppo_kl_coef``); every loss receives all of them and ignores those it does
-not use. Rows are sequences: a sequence-level loss reduces over the last axis (a micro-batch
+``kl_cov_ratio``, ``ppo_kl_coef``, and ``cov_picked``: tokens chosen over the whole
+mini-batch, :data:`BATCH_SELECTIONS`); every loss receives all of them and ignores those it
+does not use. Rows are sequences: a sequence-level loss reduces over the last axis (a micro-batch
 never splits a sequence) and puts the sequence's loss on each of its tokens, so that
 ``seq_mean_token_mean`` aggregation gives the paper's mean over sequences. Common to all:
 
@@ -324,37 +325,90 @@ def _first_k(ops, key, eligible, k):
     return eligible * ops.as_float(ranked < k, eligible)
 
 
-@POLICY_LOSSES.register("clip_cov")
-def clip_cov(ops, logp, old_logp, advantages, response_mask, *, clip_eps_low, clip_eps_high,
-             dual_clip_c=0.0, log_ratio_clamp=20.0, rollout_logp=None, tis_cap=0.0,
-             clip_cov_ratio=0.0002, clip_cov_lb=1.0, clip_cov_ub=5.0, **_):
-    """Clip-Cov (Cui et al. 2025, arXiv 2505.22617; verl ``clip_cov``): PPO clip, plus the
-    gradient of a few high-covariance tokens removed.
-
-        cov_t = (A_t - mean A)(logp_t - mean logp)  over the micro-batch's valid tokens
-        band  = tokens with clip_cov_lb < cov_t < clip_cov_ub not already clipped by PPO
-        n_sel = max(floor(clip_cov_ratio * valid tokens), 1) tokens of the band are picked
-        l_t   = max(-A rho, -A clip(rho, 1 - eps_low, 1 + eps_high)) * (0 if picked else 1)
-
-    Departure: verl picks the n_sel band tokens at random (torch.randperm); here the pick
-    follows a fixed pseudo-random order of token positions (frac(p * 0.618...)), so the loss
-    is a deterministic function of its inputs, compiles into a graph and is identical on both
-    backends. When the band holds at most n_sel tokens (the usual case) every band token is
-    picked and the two agree exactly. Metrics: ``cov_selected_frac`` and PPO clipfracs.
-    """
-    mask = ops.as_float(response_mask, like=logp)
+def _clip_cov_picked(ops, logp, old_logp, advantages, mask, *, clip_eps_low, clip_eps_high,
+                     log_ratio_clamp=20.0, clip_cov_ratio=0.0002, clip_cov_lb=1.0,
+                     clip_cov_ub=5.0, **_):
+    """clip_cov's picked tokens (1 = gradient removed) over all the tokens it is given."""
     adv = advantages
-    log_ratio, ratio = _ratio(ops, logp, old_logp, log_ratio_clamp)
+    _, ratio = _ratio(ops, ops.stop_gradient(logp), old_logp, log_ratio_clamp)
     unclipped = -adv * ratio
     clipped = -adv * ops.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
-    by_clip = ops.as_float(ops.stop_gradient(clipped) > ops.stop_gradient(unclipped), mask)
+    by_clip = ops.as_float(clipped > unclipped, mask)
     cov = _centred_cov(ops, adv, logp, mask)
     band = (mask * (1.0 - by_clip) * ops.as_float(cov > clip_cov_lb, mask)
             * ops.as_float(cov < clip_cov_ub, mask))
     n_sel = ops.maximum(ops.floor(clip_cov_ratio * ops.sum(mask)), 1.0)
     pos = ops.flat_positions(mask) * _PHI
     key = pos - ops.floor(pos)
-    picked = _first_k(ops, key, band, n_sel)
+    return _first_k(ops, key, band, n_sel)
+
+
+def _kl_cov_picked(ops, logp, old_logp, advantages, mask, *, kl_cov_ratio=0.0002, **_):
+    """kl_cov's picked tokens (1 = KL penalty on) over all the tokens it is given."""
+    cov = _centred_cov(ops, advantages, logp, mask)
+    k = ops.maximum(ops.floor(kl_cov_ratio * ops.sum(mask)), 1.0)
+    return _first_k(ops, -cov, mask, k)
+
+
+#: Losses whose token choice is a statistic across rows (means, ranks over all the tokens):
+#: ``fn(ops, logp, old_logp, advantages, mask, **hyper) -> picked (B, T)``. The trainer runs
+#: it once over the whole mini-batch (:func:`batch_token_selection`) and hands each
+#: micro-batch its rows' part as ``cov_picked``, so the choice does not depend on how the
+#: mini-batch is cut (in order, by length, packed, per rank) or on the backend.
+BATCH_SELECTIONS = {"clip_cov": _clip_cov_picked, "kl_cov": _kl_cov_picked}
+
+
+def batch_token_selection(policy_loss: str, logp, old_logp, advantages, mask, hyper: dict):
+    """(B, T) float32 picked tokens of ``policy_loss`` over this whole batch, computed on the
+    host in float64 (NumPy), or None when the loss has no cross-row statistic. ``logp`` is
+    the current policy's (no gradient), ``old_logp`` the pre-update one (None: = logp)."""
+    import numpy as np
+
+    from .ops import get_ops
+
+    fn = BATCH_SELECTIONS.get(policy_loss)
+    if fn is None:
+        return None
+    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    logp = f64(logp)
+    old = logp if old_logp is None else f64(old_logp)
+    picked = fn(get_ops("numpy"), logp, old, f64(advantages), f64(mask), **hyper)
+    return np.asarray(picked, dtype=np.float32)
+
+
+@POLICY_LOSSES.register("clip_cov")
+def clip_cov(ops, logp, old_logp, advantages, response_mask, *, clip_eps_low, clip_eps_high,
+             dual_clip_c=0.0, log_ratio_clamp=20.0, rollout_logp=None, tis_cap=0.0,
+             clip_cov_ratio=0.0002, clip_cov_lb=1.0, clip_cov_ub=5.0, cov_picked=None, **_):
+    """Clip-Cov (Cui et al. 2025, arXiv 2505.22617; verl ``clip_cov``): PPO clip, plus the
+    gradient of a few high-covariance tokens removed.
+
+        cov_t = (A_t - mean A)(logp_t - mean logp)  over the mini-batch's valid tokens
+        band  = tokens with clip_cov_lb < cov_t < clip_cov_ub not already clipped by PPO
+        n_sel = max(floor(clip_cov_ratio * valid tokens), 1) tokens of the band are picked
+        l_t   = max(-A rho, -A clip(rho, 1 - eps_low, 1 + eps_high)) * (0 if picked else 1)
+
+    ``cov_picked`` (B, T): the picked tokens, chosen over the whole mini-batch by
+    :func:`batch_token_selection` (the trainer passes them); None = chosen over this call's
+    tokens. Departure: verl picks per micro-batch, the n_sel band tokens at random
+    (torch.randperm); here the pick follows a fixed pseudo-random order of token positions
+    (frac(p * 0.618...)), so the loss is a deterministic function of its inputs, compiles
+    into a graph and is identical on both backends. When the band holds at most n_sel tokens
+    (the usual case) every band token is picked. Metrics: ``cov_selected_frac`` and PPO
+    clipfracs.
+    """
+    mask = ops.as_float(response_mask, like=logp)
+    adv = advantages
+    log_ratio, ratio = _ratio(ops, logp, old_logp, log_ratio_clamp)
+    unclipped = -adv * ratio
+    clipped = -adv * ops.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
+    if cov_picked is None:
+        picked = _clip_cov_picked(ops, logp, old_logp, adv, mask, clip_eps_low=clip_eps_low,
+                                  clip_eps_high=clip_eps_high, log_ratio_clamp=log_ratio_clamp,
+                                  clip_cov_ratio=clip_cov_ratio, clip_cov_lb=clip_cov_lb,
+                                  clip_cov_ub=clip_cov_ub)
+    else:
+        picked = ops.as_float(cov_picked, like=logp) * mask
     loss = ops.maximum(unclipped, clipped) * (1.0 - picked)
     metrics = _clip_metrics(ops, adv, ratio, mask, 1.0 - clip_eps_low, 1.0 + clip_eps_high, {})
     metrics["cov_selected_frac"] = ops.masked_mean(picked, mask)
@@ -364,22 +418,23 @@ def clip_cov(ops, logp, old_logp, advantages, response_mask, *, clip_eps_low, cl
 @POLICY_LOSSES.register("kl_cov")
 def kl_cov(ops, logp, old_logp, advantages, response_mask, *, clip_eps_low=0.2,
            clip_eps_high=0.2, dual_clip_c=0.0, log_ratio_clamp=20.0, rollout_logp=None,
-           tis_cap=0.0, kl_cov_ratio=0.0002, ppo_kl_coef=1.0, **_):
+           tis_cap=0.0, kl_cov_ratio=0.0002, ppo_kl_coef=1.0, cov_picked=None, **_):
     """KL-Cov (Cui et al. 2025, arXiv 2505.22617; verl ``kl_cov``): no clip; the top
     ``kl_cov_ratio`` share of tokens by covariance get a KL penalty.
 
-        cov_t = (A_t - mean A)(logp_t - mean logp)  over the micro-batch's valid tokens
+        cov_t = (A_t - mean A)(logp_t - mean logp)  over the mini-batch's valid tokens
         k     = max(floor(kl_cov_ratio * valid tokens), 1) tokens with the largest cov_t
         l_t   = -A_t rho_t + ppo_kl_coef |logp_t - old_logp_t| * [t among the k]
 
-    Ties in cov are broken by position (verl: torch.topk's order). Metric
-    ``cov_selected_frac``.
+    ``cov_picked`` as in :func:`clip_cov` (verl picks per micro-batch). Ties in cov are
+    broken by position (verl: torch.topk's order). Metric ``cov_selected_frac``.
     """
     mask = ops.as_float(response_mask, like=logp)
     log_ratio, ratio = _ratio(ops, logp, old_logp, log_ratio_clamp)
-    cov = _centred_cov(ops, advantages, logp, mask)
-    k = ops.maximum(ops.floor(kl_cov_ratio * ops.sum(mask)), 1.0)
-    picked = _first_k(ops, -cov, mask, k)
+    if cov_picked is None:
+        picked = _kl_cov_picked(ops, logp, old_logp, advantages, mask, kl_cov_ratio=kl_cov_ratio)
+    else:
+        picked = ops.as_float(cov_picked, like=logp) * mask
     loss = -advantages * ratio + ppo_kl_coef * ops.abs(log_ratio) * picked
     metrics = {"cov_selected_frac": ops.masked_mean(picked, mask)}
     return _finish(ops, loss, log_ratio, ratio, mask, old_logp, rollout_logp, tis_cap, metrics)

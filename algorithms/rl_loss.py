@@ -36,7 +36,8 @@ def loss_hyper(cfg) -> dict:
 
 def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
             rollout_logp=None, entropy=None, cfg, global_tokens=None, global_seqs=None,
-            max_len=None, teacher_logp=None, entropy_coef=None, teacher_kl=None):
+            max_len=None, teacher_logp=None, entropy_coef=None, teacher_kl=None,
+            cov_picked=None):
     """Scalar loss and metrics for one micro-batch.
 
     logp (B, T) differentiable, float32 or wider (compute it in fp32 from bf16 logits);
@@ -54,6 +55,9 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
     ``entropy_coef`` (a number or a scalar tensor) replaces ``cfg.entropy_coef`` for this step
     (adaptive entropy control, :mod:`algorithms.entropy_control`): the bonus term is then in
     the graph even while the coefficient is 0, so a compiled step need not be rebuilt.
+    ``cov_picked`` (B, T): the tokens a covariance loss (clip_cov, kl_cov) picked over the
+    whole mini-batch (:func:`algorithms.policy_loss.batch_token_selection`); None = picked
+    over this call's tokens.
     """
     policy = POLICY_LOSSES.get(cfg.policy_loss)
     # Constants may arrive as NumPy arrays or in another dtype: match logp (dtype, device).
@@ -66,7 +70,8 @@ def rl_loss(ops, *, logp, old_logp, advantages, response_mask, ref_logp=None,
         rollout_logp = ops.as_float(rollout_logp, like=logp)
     norms = dict(global_tokens=global_tokens, global_seqs=global_seqs, max_len=max_len)
     per_token, metrics = policy(ops, logp, old_logp, advantages, mask,
-                                rollout_logp=rollout_logp, **loss_hyper(cfg))
+                                rollout_logp=rollout_logp, cov_picked=cov_picked,
+                                **loss_hyper(cfg))
     if rollout_logp is not None:
         factor, corr_metrics = rollout_correction(
             ops, logp=logp, old_logp=old_logp, rollout_logp=rollout_logp, advantages=advantages,

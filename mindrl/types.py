@@ -137,6 +137,8 @@ class TrainBatch:
     ref_logp: Optional[np.ndarray] = None      # (B, T) log pi_ref(a|s) (KL on)
     rollout_logp: Optional[np.ndarray] = None  # (B, T) engine log-probs (TIS correction)
     teacher_logp: Optional[np.ndarray] = None  # (B, T) log pi_teacher(a|s) (distillation loss)
+    cov_picked: Optional[np.ndarray] = None    # (B, T) 1 = token a covariance loss (clip_cov,
+    #                                            kl_cov) picked over the whole mini-batch
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -145,7 +147,8 @@ class TrainBatch:
         pick = (lambda a: None if a is None else a[idx])
         return TrainBatch(self.tokens.rows(idx), self.advantages[idx], pick(self.old_logp),
                           pick(self.ref_logp), pick(self.rollout_logp),
-                          teacher_logp=pick(self.teacher_logp))
+                          teacher_logp=pick(self.teacher_logp),
+                          cov_picked=pick(self.cov_picked))
 
 
 @dataclass

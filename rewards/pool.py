@@ -158,10 +158,58 @@ def _run_task(fns: Sequence[Callable], comp: int, completions, columns) -> List[
     return [None if v is None else float(v) for v in out]
 
 
-def _worker_main(conn, fns: Sequence[Callable]) -> None:
+def die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this process when the process that started it ends
+    (``prctl(PR_SET_PDEATHSIG)``), so a worker never outlives its forkserver or pool, whatever
+    killed them; exits now if that parent is already gone. Elsewhere: nothing."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)          # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent == 1 or os.getppid() != parent:          # orphaned before the call took effect
+        os._exit(1)
+
+
+def _release_forkserver() -> None:
+    """In a forkserver's child: close this process's copy of the forkserver's keep-alive pipe.
+    multiprocessing hands every child that pipe's write end, so that the child could start
+    processes itself; but the forkserver exits only once every write end is closed, so while
+    a worker lives, a dead service's forkserver would live on, and with it (it is their
+    parent) every worker. Workers start no processes: closed, the forkserver ends with the
+    service and the workers with the forkserver (:func:`die_with_parent`)."""
+    try:
+        from multiprocessing import forkserver
+
+        fs = forkserver._forkserver
+        fd = fs._forkserver_alive_fd
+    except (ImportError, AttributeError):
+        return
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        fs._forkserver_alive_fd = None
+
+
+def _worker_main(conn, fns: Sequence[Callable], forked_by_server: bool = False) -> None:
     """Worker loop: receive a chunk of tasks, send one result per task as soon as it is done.
-    Model rewards (a ``load`` method) load their model first, before the first message is read,
-    so the load is never charged to an item's time limit."""
+    ``forked_by_server``: started by a forkserver, which forks from its one thread, so the
+    worker can die with it (with fork / spawn the parent-death signal would follow the thread
+    that started the worker, not the process). Model rewards (a ``load`` method) load their
+    model first, before the first message is read, so the load is never charged to an item's
+    time limit."""
+    if forked_by_server:
+        die_with_parent()
+        _release_forkserver()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     for fn in fns:
         load = getattr(fn, "load", None) if fn is not None else None
@@ -290,7 +338,9 @@ class _Task:
 class _Worker:
     def __init__(self, ctx, fns):
         parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_conn, fns), daemon=True)
+        self.proc = ctx.Process(target=_worker_main,
+                                args=(child_conn, fns, ctx.get_start_method() == "forkserver"),
+                                daemon=True)
         self.proc.start()
         child_conn.close()
         self.conn = parent_conn

@@ -17,7 +17,13 @@ pack, whose dense block-diagonal mask grows with the square of its length).
 By token budget, rows go longest first and a micro-batch takes rows while its cost stays
 within the budget: padded, cost = rows x the longest row (every row is padded to it); packed
 (``train.padding_free``), cost = the sum of the rows' tokens. A row longer than the budget on
-its own gets a micro-batch of its own.
+its own gets a micro-batch of its own. A backend that pads to compiled shapes passes each row's
+padded length (MindSpore: ``budget_lengths``, prompt bucket + response bucket), so the budget
+bounds what it really runs.
+
+Losses with a statistic across rows (clip_cov, kl_cov) get their token choice from the whole
+mini-batch (``TrainBatch.cov_picked``, :func:`mindrl.trainer.rl.select_tokens`), so it too does
+not depend on the cut.
 """
 
 from __future__ import annotations

@@ -317,6 +317,7 @@ def config_from_data(data: Dict, sources: Dict[str, str], *,
     """Type-check and cross-check a merged recipe mapping (see :func:`load_config`)."""
     cfg = build_dataclass(RunConfig, data, "", sources)
     cfg.check()
+    _check_mode_keys(cfg, sources)
     _check_registered_names(cfg)
     _check_model_path(cfg.model.path, _where("model.path", sources), require_model)
     if require_model:        # a command that will run: its run directory must be creatable
@@ -325,6 +326,28 @@ def config_from_data(data: Dict, sources: Dict[str, str], *,
         check_output_path(cfg.logging.output_dir, "logging.output_dir", error=ConfigError,
                           where=_where("logging.output_dir", sources))
     return cfg
+
+
+def _check_mode_keys(cfg: RunConfig, sources: Dict[str, str]) -> None:
+    """A rollout key that the chosen rollout path never reads is refused, naming the key and
+    where it is read; unless the recipe set it and the command line chose another path (a
+    recipe's keys for its own mode, the mode switched for this run): then a warning."""
+    import logging
+
+    from mindrl.config.schema import MODE_SELECTORS, unread_mode_keys
+
+    switched = [k for k in MODE_SELECTORS if sources.get(k) == CLI]
+    errors = []
+    for key, value, where in unread_mode_keys(cfg):
+        origin = _where(key, sources)
+        line = f"{key}={value} ({origin}) is read only {where}"
+        if switched and origin != CLI:
+            logging.getLogger("mindrl").warning(
+                "%s; ignored (%s set on %s)", line, " and ".join(switched), CLI)
+        else:
+            errors.append(line + ": remove it or change the rollout mode")
+    if errors:
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
 
 
 def _check_model_path(path: str, where: str, local: bool) -> None:

@@ -8,7 +8,7 @@ recipes and dotted overrides and runs :meth:`RunConfig.check` before any work st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from mindrl.config.parallel import parallel_layout
 from mindrl.errors import ConfigError  # noqa: F401  (re-exported: mindrl.config.schema.ConfigError)
@@ -196,7 +196,8 @@ class RolloutConfig:
                          "W + s*B*A each sync; 'auto': merged on device=cpu (vLLM's CPU LoRA "
                          "kernels slow the rollout more than the smaller sync saves: see the "
                          "Benchmarks page, LoRA), elsewhere adapter when this vLLM supports "
-                         "LoRA and rank <= 512, else merged.",
+                         "LoRA and rank <= 512, else merged. rollout.mode=async_ray: merged "
+                         "(each worker merges the pushed adapters; adapter is refused).",
                          ["auto", "adapter", "merged"])
     tensor_parallel_size: int = opt(1, "vLLM: devices per engine (tensor parallel, vLLM's "
                                     "external_launcher SPMD mode; the group's ranks get the same "
@@ -371,11 +372,11 @@ class AlgorithmConfig:
                          "(verl actor.tau_pos).")
     tau_neg: float = opt(1.05, "sapo: gate temperature for tokens with advantage <= 0 "
                          "(verl actor.tau_neg).")
-    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of the micro-batch's tokens whose "
+    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of the mini-batch's tokens whose "
                                 "gradient is removed (verl policy_loss.clip_cov_ratio).")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower covariance bound of the eligible band.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper covariance bound of the eligible band.")
-    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of the micro-batch's tokens (largest "
+    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of the mini-batch's tokens (largest "
                               "covariance) that get the KL penalty.")
     ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
     rollout_correction: RolloutCorrectionConfig = section(
@@ -460,8 +461,10 @@ class TrainConfig:
                                 "RL on backend=torch, unless train.padding_free: rows are "
                                 "sorted by length (longest first) before they are cut, so "
                                 "each micro-batch is padded only to its own longest row; loss "
-                                "normalisers stay global, so the gradient is the in-order one "
-                                "up to float summation order.")
+                                "normalisers stay global, and clip_cov / kl_cov pick their "
+                                "tokens over the whole mini-batch, so the gradient is the "
+                                "in-order one up to float summation order (not yet with "
+                                "model.moe.aux_loss_coef: a statistic of each micro-batch).")
     ppo_epochs: int = opt(1, "Passes over each rollout batch.")
     lr: float = opt(1e-6, "Peak learning rate (AdamW).")
     weight_decay: float = opt(0.0, "AdamW weight decay.")
@@ -493,8 +496,10 @@ class TrainConfig:
                                           "grouped while their prompt+response tokens (padded "
                                           "to the group's longest row unless "
                                           "train.padding_free) fit the budget; a longer row "
-                                          "gets a micro-batch of its own. Loss normalisers stay "
-                                          "global (0 = off).")
+                                          "gets a micro-batch of its own. backend=mindspore "
+                                          "counts the compiled shape (prompt bucket + response "
+                                          "bucket) and pads each micro-batch to its own. Loss "
+                                          "normalisers stay global (0 = off).")
     logprob_chunk_tokens: int = opt(-1, "backend=torch (a count is refused on the others): "
                                     "compute log-probs, entropies and the exact "
                                     "distillation KL from the final hidden states a "
@@ -803,6 +808,10 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"rollout.worker_devices={list(r.worker_devices)}: ids are >= 0")
     if cfg.tools.enabled:
         errors.append(f"{key} does not run multi-turn tool rollouts: set tools.enabled=false")
+    if cfg.model.lora.enabled and r.vllm_lora == "adapter":
+        errors.append(f"rollout.vllm_lora=adapter with {key}: the rollout workers merge each "
+                      "pushed adapter into their own copy of the adapted base weights (the push "
+                      "is the adapters alone); set rollout.vllm_lora=merged or auto")
     if cfg.algorithm.dynamic_sampling.enabled:
         errors.append(f"{key} with algorithm.dynamic_sampling.enabled=true is not supported")
     if r.batch_invariant:
@@ -814,6 +823,37 @@ def _check_async_ray(cfg) -> List[str]:
         errors.append(f"{key} runs one trainer process: distributed.nproc and "
                       "distributed.nnodes must be 1, train.fsdp false")
     return errors
+
+
+#: rollout keys read on one path only: key -> (the path's test on a RunConfig, its name).
+_ASYNC_RAY = (lambda c: c.rollout.mode == "async_ray", "with rollout.mode=async_ray")
+_SYNC_IN_ORDER = (lambda c: c.rollout.mode == "sync" and not c.rollout.async_ahead,
+                  "with synchronous rollouts (rollout.mode=sync, rollout.async_ahead=0): "
+                  "sampled one update ahead, the gap holds that update's drift")
+MODE_KEYS = {
+    "workers": _ASYNC_RAY, "max_staleness": _ASYNC_RAY, "queue_size": _ASYNC_RAY,
+    "max_restarts": _ASYNC_RAY, "worker_devices": _ASYNC_RAY,
+    "partial_check_tokens": (lambda c: c.rollout.mode == "async_ray" and
+                             c.rollout.partial_rollouts,
+                             "with rollout.mode=async_ray and rollout.partial_rollouts=true"),
+    "async_sampler": (lambda c: c.rollout.mode == "sync" and bool(c.rollout.async_ahead),
+                      "with rollout.async_ahead=1 (rollout.mode=sync)"),
+    "logprob_gap_warn": _SYNC_IN_ORDER,
+}
+#: the keys that choose the path
+MODE_SELECTORS = ("rollout.mode", "rollout.async_ahead", "rollout.partial_rollouts")
+
+
+def unread_mode_keys(cfg) -> List[Tuple[str, Any, str]]:
+    """(key, value, where it is read) of each ``rollout`` key of :data:`MODE_KEYS` set away
+    from its default on a path that never reads it."""
+    default = RolloutConfig()
+    out = []
+    for name, (reads, where) in MODE_KEYS.items():
+        value = getattr(cfg.rollout, name)
+        if value != getattr(default, name) and not reads(cfg):
+            out.append((f"rollout.{name}", value, where))
+    return out
 
 
 def _check_critic(cfg) -> List[str]:

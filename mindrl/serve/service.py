@@ -17,7 +17,7 @@ exception in a reward scores None as an error) and changes only the scheduling:
 So a normal item waits at most for a free worker, never for another request's slow item to
 finish. When every worker is busy on a straggler (an item running longer than
 ``straggler_after``, default min(0.1 s, timeout/4)) and tasks are queued, a burst worker is
-started (at most ``max_burst_workers`` extra, default ``num_workers``) and serves the queue;
+started (at most ``max_burst_workers`` extra, default ``4 * num_workers``) and serves the queue;
 idle burst workers are retired, and stragglers are still killed at their own timeout. So a
 clean item waits about ``straggler_after`` plus one worker start, not ``timeout``, unless more
 than ``num_workers + max_burst_workers`` stragglers run at once. (Killing stragglers early
@@ -144,7 +144,7 @@ class ScoringService:
       batch_timeout: limit for one batch-level call; None = ``timeout * request size``.
       start_method: ``forkserver`` (default where available), ``fork`` or ``spawn``.
       max_burst_workers: extra workers allowed while all workers are on stragglers
-        (None = ``num_workers``; 0 = never).
+        (None = ``4 * num_workers``; 0 = never).
       straggler_after: seconds after which a running item counts as a straggler
         (None = min(0.1, timeout / 4)).
       deprioritize_stragglers: lower a straggler's worker to the lowest CPU priority (nice 19),
@@ -390,7 +390,16 @@ class ScoringService:
         """A new worker, sent a warm-up call (an empty batch): it gets tasks only once it has
         answered, so a slow start (a worker re-importing a heavy ``__main__``) is never charged
         to an item's time limit."""
-        w = _Worker(self._ctx, self._fns)
+        for attempt in range(40):
+            try:
+                w = _Worker(self._ctx, self._fns)
+                break
+            except (EOFError, OSError):
+                # the forkserver died (its workers die with it): multiprocessing starts a new
+                # one once it has seen the old one exit
+                if attempt == 39:
+                    raise
+                time.sleep(0.05)
         w.ready, w.spawned = False, time.monotonic()
         try:
             w.conn.send([(_WARMUP, 0, [], {})])

@@ -224,9 +224,12 @@ def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, 
     decode steps: the rows still decoding stop at that token boundary); an engine without it
     (vLLM) decodes segments of ``check_tokens`` tokens (``newer.check_tokens``) and looks in
     between. The rows left are continued by one call over their prefixes (prompt + tokens so
-    far, ``n = 1`` each), so every token keeps the log-prob of the policy that sampled it.
+    far, ``n = 1`` each), so every token keeps the log-prob of the policy that sampled it;
+    vLLM's prefix cache (on in the workers) serves the prefixes' full blocks again.
 
-    Returns (Rollouts of the n rows, version of each response token per row, resumes)."""
+    Returns (Rollouts of the n rows, version of each response token per row, resumes: the
+    times the generation went on under a newer policy than before; a segment boundary without
+    a new version is not one)."""
     import inspect
 
     from mindrl.types import Rollouts
@@ -238,7 +241,7 @@ def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, 
     logp: List[List[np.ndarray]] = [[] for _ in range(n)]
     vers: List[List[np.ndarray]] = [[] for _ in range(n)]
     reasons = ["length"] * n
-    todo, resumes, version = list(range(n)), 0, hold
+    todo, resumes, calls, version = list(range(n)), 0, 0, hold
     prompts, sp = [list(prompt_ids)], sampling          # the first call: n samples of the prompt
     while True:
         kw = {}
@@ -264,10 +267,12 @@ def sample_partial(engine, prompt_ids: List[int], sampling, hold: int, refresh, 
         todo = left
         if not todo:
             break
-        resumes += 1                        # the rest go on under the latest policy
-        version = refresh()
+        calls += 1                          # the rest go on under the latest policy
+        latest = refresh()
+        resumes += latest != version        # a resume = a new policy, not a segment boundary
+        version = latest
         prompts = [list(prompt_ids) + resp[r] for r in todo]
-        seed = None if sampling.seed is None else sampling.seed + 7919 * resumes
+        seed = None if sampling.seed is None else sampling.seed + 7919 * calls
         sp = dataclasses.replace(sampling, n=1, seed=seed,
                                  max_new_tokens=max(T - len(resp[r]) for r in todo))
     texts = []

@@ -352,12 +352,19 @@ class RLTrainer(Trainer):
             for start in range(0, B, mini):
                 rows = order[start:start + mini]
                 part = batch.rows(rows)
+                if isinstance(part, TrainBatch):     # the policy's (not the critic's) step
+                    part = select_tokens(self, part, fresh=epoch == 0 and start == 0)
                 norm = LossNormalizers(
                     global_tokens=float(self.allsum(part.tokens.response_mask.sum())),
                     global_seqs=float(self.allsum(len(rows))),
                     max_len=float(cfg.rollout.max_new_tokens), entropy_coef=entropy_coef)
+                # a backend that pads to compiled shapes counts the padded lengths
+                padded = getattr(self.backend, "budget_lengths", None)
+                lengths = padded(part.tokens) if padded is not None and \
+                    cfg.train.max_tokens_per_micro_batch > 0 else \
+                    part.tokens.attention_mask.sum(axis=1)
                 micro = [part.rows(idx) for idx in micro_batch_rows(
-                    part.tokens.attention_mask.sum(axis=1), count=mb,
+                    lengths, count=mb,
                     max_tokens=cfg.train.max_tokens_per_micro_batch,
                     packed=cfg.train.padding_free,
                     by_length=getattr(self.backend, "trims_micro_batches", False) and
@@ -461,6 +468,38 @@ class RLTrainer(Trainer):
         for k, v in sc.metrics.items():
             m[f"reward/{k}"] = float(self.allsum(v))
         return m
+
+
+def select_tokens(trainer, part: TrainBatch, fresh: bool) -> TrainBatch:
+    """A covariance loss (clip_cov, kl_cov) picks its tokens over the whole mini-batch (all
+    ranks), under the weights this mini-batch's update starts from, so the pick does not
+    depend on how the rows are cut into micro-batches or on the backend. ``fresh``: no update
+    ran since ``old_logp`` was computed (then it is the current log-probs; else one
+    no-gradient forward of the mini-batch). Other losses: ``part`` unchanged."""
+    from algorithms.policy_loss import BATCH_SELECTIONS, batch_token_selection
+    from algorithms.rl_loss import loss_hyper
+
+    cfg = trainer.cfg
+    if cfg.algorithm.policy_loss not in BATCH_SELECTIONS:
+        return part
+    if fresh and part.old_logp is not None:
+        logp = part.old_logp
+    else:
+        kw = {"truncated": True} if getattr(trainer, "truncation", None) is not None and \
+            hasattr(trainer.backend, "truncation") else {}
+        logp = trainer.backend.logprobs(part.tokens, temperature=cfg.rollout.temperature or 1.0,
+                                        micro_batch_size=cfg.train.micro_batch_size, **kw)
+    old = logp if part.old_logp is None else part.old_logp
+    mask = part.tokens.response_mask
+    arrays = [np.asarray(a, np.float64) for a in (logp, old, part.advantages, mask)]
+    B, T = mask.shape
+    if trainer.world > 1:           # ranks' arrays share one width to be gathered
+        width = max(cfg.rollout.max_new_tokens, T)
+        arrays = [trainer.gather(np.pad(a, ((0, 0), (0, width - T)))) for a in arrays]
+    picked = batch_token_selection(cfg.algorithm.policy_loss, *arrays, loss_hyper(cfg.algorithm))
+    if trainer.world > 1:
+        picked = picked[trainer.rank * B:(trainer.rank + 1) * B]
+    return dataclasses.replace(part, cov_picked=picked[:, :T])
 
 
 def train(cfg) -> Dict[str, float]:

@@ -183,3 +183,35 @@ def test_torch_vllm_reads_or_refuses_every_option(tmp_path):
     pytest.importorskip("vllm")
     reads = check_run("torch", "vllm", tmp_path)
     assert {"rollout.gpu_memory_utilization", "rollout.tensor_parallel_size"} <= reads
+
+
+# Every rollout mode: a key the run above lists as read only by another rollout mode changes
+# nothing in this one, so set away from its default it must be refused here (naming it), and
+# load in a mode that reads it.
+MODE_GROUPS = {"rollout.async_ahead=1 only": ["rollout.async_ahead=1"],
+               "rollout.mode=async_ray only (the Ray rollout workers)":
+                   ["rollout.mode=async_ray", "rollout.partial_rollouts=true"]}
+# what the asynchronous modes do not run with (refused, each with its own line)
+ASYNC_OFF = ["algorithm.dynamic_sampling.enabled=false"]
+NON_DEFAULT = {"rollout.async_sampler": "thread", "rollout.workers": 3,
+               "rollout.max_staleness": 2, "rollout.queue_size": 16, "rollout.max_restarts": 5,
+               "rollout.partial_rollouts": "true", "rollout.partial_check_tokens": 4,
+               "rollout.worker_devices": "[0]"}
+NEEDS = {"rollout.worker_devices": ["device=cuda"]}      # accelerator ids need an accelerator
+
+
+@pytest.mark.parametrize("group", sorted(MODE_GROUPS))
+def test_keys_of_another_rollout_mode_are_refused_in_the_sync_run(group):
+    from mindrl.config.schema import MODE_KEYS
+
+    for key in NOT_READ_BY_RL[group]:
+        value = NON_DEFAULT[key]
+        extra = NEEDS.get(key, [])
+        with pytest.raises(ConfigError) as e:
+            load_config(None, RUN + extra + [f"{key}={value}"])
+        assert f"{key}=" in str(e.value), (key, str(e.value))
+        cfg = load_config(None, RUN + extra + ASYNC_OFF + MODE_GROUPS[group] +
+                          [f"{key}={value}"])
+        assert str(getattr(cfg.rollout, key.split(".")[1])).lower().replace(" ", "") == \
+            str(value).lower(), key
+        assert key.split(".")[1] in MODE_KEYS or key == "rollout.partial_rollouts", key

@@ -37,6 +37,61 @@ def test_ignored_combinations_are_refused_naming_both_keys(overrides, names):
         assert name in line, (name, line)
 
 
+@pytest.mark.parametrize("overrides,key,path", [
+    (["rollout.workers=4"], "rollout.workers=4", "rollout.mode=async_ray"),
+    (["rollout.max_staleness=2"], "rollout.max_staleness=2", "rollout.mode=async_ray"),
+    (["rollout.queue_size=64"], "rollout.queue_size=64", "rollout.mode=async_ray"),
+    (["rollout.max_restarts=-1"], "rollout.max_restarts=-1", "rollout.mode=async_ray"),
+    (["rollout.worker_devices=[0]"], "rollout.worker_devices=[0]", "rollout.mode=async_ray"),
+    (["rollout.partial_check_tokens=16"], "rollout.partial_check_tokens=16",
+     "rollout.partial_rollouts=true"),
+    (["rollout.mode=async_ray", "rollout.partial_check_tokens=16"],
+     "rollout.partial_check_tokens=16", "rollout.partial_rollouts=true"),
+    (["rollout.async_sampler=thread"], "rollout.async_sampler=thread", "rollout.async_ahead=1"),
+    (["rollout.mode=async_ray", "rollout.logprob_gap_warn=0.1"], "rollout.logprob_gap_warn=0.1",
+     "rollout.async_ahead=0"),
+    (["rollout.async_ahead=1", "rollout.logprob_gap_warn=0.1"], "rollout.logprob_gap_warn=0.1",
+     "rollout.async_ahead=0"),
+])
+def test_keys_of_another_rollout_mode_are_refused(overrides, key, path):
+    line = refused(*overrides)
+    assert key in line and path in line and "the command line" in line, line
+
+
+def test_async_ray_refuses_vllm_lora_adapter_and_merges_otherwise():
+    lora = ["rollout.mode=async_ray", "rollout.engine=vllm", "model.lora.enabled=true"]
+    line = refused(*lora, "rollout.vllm_lora=adapter")
+    assert "rollout.vllm_lora=adapter" in line and "rollout.mode=async_ray" in line, line
+    for mode in ("merged", "auto"):
+        assert load_config(None, lora + [f"rollout.vllm_lora={mode}"]).rollout.vllm_lora == mode
+
+
+@pytest.mark.parametrize("overrides", [
+    ["rollout.mode=async_ray", "rollout.workers=4", "rollout.max_staleness=2",
+     "rollout.queue_size=64", "rollout.max_restarts=-1"],
+    ["rollout.mode=async_ray", "rollout.partial_rollouts=true", "rollout.partial_check_tokens=16"],
+    ["rollout.async_ahead=1", "rollout.async_sampler=thread"],
+    ["rollout.logprob_gap_warn=0.1"],
+])
+def test_keys_of_the_chosen_rollout_mode_load(overrides):
+    load_config(None, overrides)
+
+
+def test_a_recipes_async_keys_with_the_mode_switched_on_the_command_line_warn(tmp_path, caplog):
+    # the recipe is written for async_ray; this run switches to sync: its keys are a warning,
+    # not an error, and the warning names each of them
+    recipe = tmp_path / "async.yaml"
+    recipe.write_text("rollout:\n  mode: async_ray\n  workers: 4\n  max_staleness: 2\n")
+    with pytest.raises(ConfigError, match="rollout.workers=4"):
+        load_config(None, ["rollout.workers=4"])
+    with caplog.at_level(logging.WARNING, logger="mindrl"):
+        cfg = load_config(str(recipe), ["rollout.mode=sync"])
+    assert cfg.rollout.mode == "sync"
+    text = caplog.text
+    assert "rollout.workers=4" in text and "rollout.max_staleness=2" in text, text
+    assert "rollout.mode set on the command line" in text, text
+
+
 @pytest.mark.parametrize("overrides", [
     ["reward.overlap_groups=true"],                                       # torch native
     ["reward.overlap_groups=true", "backend=mindspore"],                  # MindSpore sampler
@@ -46,7 +101,14 @@ def test_ignored_combinations_are_refused_naming_both_keys(overrides, names):
     ["train.padding_free=true", "model.gradient_checkpointing=true"],     # torch
 ])
 def test_honoured_combinations_load(overrides):
-    load_config(None, overrides)
+    # they load, and each key holds the value asked for (not dropped or reset by a check)
+    cfg = load_config(None, overrides)
+    for item in overrides:
+        key, value = item.split("=", 1)
+        got = cfg
+        for part in key.split("."):
+            got = getattr(got, part)
+        assert str(got).lower() == value, (key, got)
 
 
 @pytest.mark.parametrize("job", ["sft", "preference"])

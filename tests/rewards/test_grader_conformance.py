@@ -67,4 +67,6 @@ def test_reward_options_never_false_accept_on_the_tables():
     """Rewards grade without the fallback: fewer answers found, and still no false accept."""
     wrong, false_accepts = _run(REWARD_OPTIONS)
     assert not false_accepts, _show(false_accepts)
-    assert len(wrong) < 160  # the unmarked answers the fallback would have found
+    # the unmarked answers the fallback would have found: 144 of the 299 rows on 2026-12-04;
+    # more means the reward grader lost answers it found before
+    assert len(wrong) <= 144, len(wrong)

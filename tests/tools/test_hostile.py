@@ -367,14 +367,13 @@ def test_verdicts_of_ordinary_programs(contained):
         "{2: 3, 3: 2, 5: 1}\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="kill_uid needs root to start a process as another uid")
 def test_kill_uid_kills_that_uid_only():
     # the clean-up after every call: a process of the slot's uid dies, this (root) one does not
     import subprocess
 
     from mindrl.tools.sandbox import kill_uid
 
-    if os.geteuid() != 0:
-        return
     uid = BASE + 63
     victim = subprocess.Popen(["sleep", "300"], user=uid, group=uid, extra_groups=[])
     bystander = subprocess.Popen(["sleep", "300"])
@@ -388,12 +387,11 @@ def test_kill_uid_kills_that_uid_only():
         victim.kill()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the check concerns a root trainer")
 def test_none_isolation_never_runs_as_root():
     # isolation=none without a uid drop would let kill(-1) end every process on the machine
     from mindrl.errors import ConfigError
 
-    if os.geteuid() != 0:
-        return
     sb = None
     try:
         sb = Sandbox(LIMITS, isolation="none")
@@ -425,6 +423,7 @@ print('found', found)
     assert r.verdict == "ok" and r.stdout == "found []\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="no uid drop when not root: the closed directory is ours anyway")
 def test_an_interpreter_in_a_closed_directory_imports_its_packages(isolation, tmp_path):
     # a venv inside a mode-700 directory (a checkout made with mktemp -d, as CI may do): the
     # unprivileged sandbox uid still imports the venv's packages, and the rest of that
@@ -432,8 +431,6 @@ def test_an_interpreter_in_a_closed_directory_imports_its_packages(isolation, tm
     import subprocess
     import sys
 
-    if os.geteuid() != 0:          # no uid drop: the closed directory is ours anyway
-        return
     closed = Path(tempfile.mkdtemp(prefix=".closed-", dir=REPO))   # not scratch (/tmp, /var/tmp)
     try:
         assert closed.stat().st_mode & 0o777 == 0o700

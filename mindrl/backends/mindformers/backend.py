@@ -30,6 +30,7 @@ data-parallel ranks, pipeline stages and micro-batches.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -39,8 +40,9 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from mindrl.backends.base import BACKENDS
-from mindrl.backends.mindformers.layout import (check_family, hf_to_mf, llama_config_kwargs,
-                                                 mf_to_hf, pack_right, parallel_layout, to_hf)
+from mindrl.backends.mindformers.layout import (accumulation_steps, check_family, hf_to_mf,
+                                                 llama_config_kwargs, mf_to_hf, pack_right,
+                                                 parallel_layout, to_hf)
 from mindrl.backends.schedule import lr_factor, total_optimizer_steps
 from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
 
@@ -71,13 +73,20 @@ def import_mindformers():
     return LlamaConfig, LlamaForCausalLM, AdamW, MFTrainOneStepCell, MFPipelineWithLossScaleCell
 
 
-def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: bool):
-    """The log-prob head and the RL loss as Cells (built once mindspore is imported)."""
+def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: bool,
+           has_roll: bool = False):
+    """The log-prob head and the RL loss as Cells (built once mindspore is imported).
+
+    ``has_roll``: the loss takes the rollout engine's log-probs (``algorithm.tis_cap``,
+    ``algorithm.rollout_correction``: :func:`algorithms.is_correction.needs_rollout_logp`).
+    With ``algorithm.entropy_coef`` the head also returns the token entropy, differentiable,
+    and the loss subtracts the bonus."""
     from algorithms.ops import get_ops
     from algorithms.rl_loss import rl_loss
 
     o = get_ops("mindspore")
     dp, mp = layout.dp, layout.tp
+    with_entropy = bool(acfg.entropy_coef)
 
     class TokenLogProbs(nn.Cell):
         """log softmax(lm_head(h) / T) at the next token, vocabulary-parallel: logits are
@@ -100,6 +109,9 @@ def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: b
             self.pick = ops.Mul().shard(((dp, mp), (dp, mp)))
             self.pick_sum = ops.ReduceSum(keep_dims=False).shard(((dp, mp),))
             self.gather = ops.GatherD().shard(((dp, 1), (dp, 1)))
+            self.gather_h = ops.GatherD().shard(((dp, 1), (dp, 1)))
+            self.ent_mul = ops.Mul().shard(((dp, mp), (dp, mp)))
+            self.ent_sum = ops.ReduceSum(keep_dims=False).shard(((dp, mp),))
             self.on = ms.Tensor(1.0, ms.float32)
             self.off = ms.Tensor(0.0, ms.float32)
 
@@ -111,10 +123,18 @@ def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: b
             logits = self.cast(self.lm_head(hidden), ms.float32)
             logits = self.mul(self.reshape(logits, (B * S, -1)), self.scale)      # (B*S, V)
             shifted = self.sub(logits, ops.stop_gradient(self.max(logits, -1)))
-            lse = ops.log(self.sum(self.exp(shifted), -1))                         # (B*S,)
+            exp = self.exp(shifted)
+            total = self.sum(exp, -1)                                              # (B*S,)
+            lse = ops.log(total)
             hit = self.onehot(targets, logits.shape[-1], self.on, self.off)
             token = self.pick_sum(self.pick(shifted, hit), -1)                     # (B*S,)
-            return self.gather(self.reshape(token - lse, (B, S)), 1, positions)    # (B, T)
+            logp = self.gather(self.reshape(token - lse, (B, S)), 1, positions)    # (B, T)
+            if not with_entropy:
+                return logp
+            # H = log Z - sum_v p_v z_v (z the shifted logits, p = e^z / Z): the same
+            # vocabulary-parallel reductions
+            ent = lse - self.ent_sum(self.ent_mul(exp, shifted), -1) / total
+            return logp, self.gather_h(self.reshape(ent, (B, S)), 1, positions)
 
     class RLLoss(nn.Cell):
         """Scalar RL loss of one (micro-)batch, already divided by the global normaliser."""
@@ -123,11 +143,16 @@ def _cells(ms, nn, ops, layout, acfg, inv_temp: float, has_ref: bool, has_old: b
             super().__init__(auto_prefix=False)
             self.head = head
 
-        def construct(self, ids, positions, mask, adv, old, ref, inv_norm):
-            logp = self.head(ids, positions)
+        def construct(self, ids, positions, mask, adv, old, ref, roll, inv_norm):
+            entropy = None
+            if with_entropy:
+                logp, entropy = self.head(ids, positions)
+            else:
+                logp = self.head(ids, positions)
             loss, _ = rl_loss(o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
                               advantages=adv, response_mask=mask,
-                              ref_logp=ref if has_ref else None, rollout_logp=None, entropy=None,
+                              ref_logp=ref if has_ref else None,
+                              rollout_logp=roll if has_roll else None, entropy=entropy,
                               cfg=acfg, global_tokens=1.0, global_seqs=1.0, max_len=1.0)
             return loss * inv_norm[0]
 
@@ -199,18 +224,32 @@ class MindformersBackend:
         inv_temp = 1.0 / (temp if temp > 0 else 1.0)
         has_ref = cfg.algorithm.kl.coef > 0 and not cfg.algorithm.kl.in_reward
         single_pass = t.ppo_epochs == 1 and t.mini_batch_size in (0, t.prompts_per_step * cfg.rollout.n)
+        from algorithms.is_correction import needs_rollout_logp
+
         Head, RLLoss = _cells(ms, nn, ops, self.layout, cfg.algorithm, inv_temp, has_ref,
-                              has_old=t.recompute_old_logp or not single_pass)
-        self.head = Head(self.model)
-        self.ref_head = Head(self.reference) if self.reference is not None else None
+                              has_old=t.recompute_old_logp or not single_pass,
+                              has_roll=needs_rollout_logp(cfg.algorithm))
+        # log-probs only (inference): the same head without the entropy
+        LogpHead = _cells(ms, nn, ops, self.layout, dataclasses.replace(cfg.algorithm,
+                                                                         entropy_coef=0.0),
+                          inv_temp, has_ref, True)[0]
+        self.head = LogpHead(self.model)
+        self.ref_head = LogpHead(self.reference) if self.reference is not None else None
         self.optimizer = MFAdamW(self.model.trainable_params(), learning_rate=float(t.lr),
                                  betas=tuple(t.betas), eps=t.adam_eps,
                                  weight_decay=float(t.weight_decay))
         # the optimizer keeps its own Parameter; the schedule writes into that one
         self.lr = self.optimizer.learning_rate
-        net = RLLoss(self.head)
+        net = RLLoss(Head(self.model))
         if self.layout.pp > 1:
             net = nn.PipelineCell(net, micro_size=self.layout.micro_batches)
+        else:   # train.micro_batch_size: forward/backward one slice of rows at a time
+            from mindspore.parallel.nn import GradAccumulation
+
+            self.accumulation = accumulation_steps(self._global_rows(), self.layout.dp,
+                                                   t.micro_batch_size)
+            if self.accumulation > 1:
+                net = GradAccumulation(net, self.accumulation)
         net = _VirtualDatasetCell(net)
         clip = dict(use_clip_grad=t.grad_clip > 0, max_grad_norm=t.grad_clip or 1.0,
                     scale_sense=1.0)
@@ -336,16 +375,19 @@ class MindformersBackend:
             self._load_into(self.reference, ref_strategy, view, name_map, "reference")
         self._loaded = True
 
+    def _global_rows(self) -> int:
+        """Rows of the global (mini-)batch every step feeds the parallel graph."""
+        t = self.cfg.train
+        return t.mini_batch_size or t.prompts_per_step * self.cfg.rollout.n
+
     def _dummy_inputs(self):
         ms = self.ms
-        rows = self.cfg.train.prompts_per_step * self.cfg.rollout.n
-        if self.cfg.train.mini_batch_size:
-            rows = self.cfg.train.mini_batch_size
+        rows = self._global_rows()
         T = self.cfg.rollout.max_new_tokens
         z = np.zeros((rows, T), np.float32)
         return (ms.Tensor(np.zeros((rows, self.seq_length + 1), np.int32)),
                 ms.Tensor(np.zeros((rows, T), np.int32)), ms.Tensor(z), ms.Tensor(z),
-                ms.Tensor(z), ms.Tensor(z), ms.Tensor(np.ones(rows, np.float32)))
+                ms.Tensor(z), ms.Tensor(z), ms.Tensor(z), ms.Tensor(np.ones(rows, np.float32)))
 
     def load_pretrained_weights(self, directory: str) -> None:
         self._compile_and_load(directory)
@@ -496,6 +538,7 @@ class MindformersBackend:
         adv = field(lambda m: m.advantages)
         old = field(lambda m: m.old_logp)
         ref = field(lambda m: m.ref_logp)
+        roll = field(lambda m: m.rollout_logp)
         # MFPipelineWithLossScaleCell back-propagates sens / micro_batch_num (legacy models):
         # scale the loss up so the gradient is that of the summed micro-batch losses
         micro = self.layout.micro_batches if self.layout.pp > 1 else 1
@@ -505,7 +548,8 @@ class MindformersBackend:
         lr = t.lr * lr_factor(self.optimizer_steps, warmup=t.warmup_steps, total=self.total_steps,
                               schedule=t.lr_schedule, min_ratio=t.min_lr_ratio)
         ms.ops.assign(self.lr, ms.Tensor(np.float32(lr)))   # in place: the compiled cell reads it
-        out = self.train_cell(*(ms.Tensor(x) for x in (ids, pos, mask, adv, old, ref, inv)))
+        out = self.train_cell(*(ms.Tensor(x) for x in (ids, pos, mask, adv, old, ref, roll,
+                                                       inv)))
         loss, overflow, _, _, grad_norm = out[:5]
         self.optimizer_steps += 1
         grad_norm = float(grad_norm.asnumpy()) if grad_norm is not None else float("nan")

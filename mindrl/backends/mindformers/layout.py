@@ -157,6 +157,18 @@ def llama_config_kwargs(hf_config: Mapping, mf, layout: ParallelLayout, *, dtype
 
 
 # ---------------------------------------------------------------------------- packing
+def accumulation_steps(global_rows: int, dp: int, micro_batch_size: int) -> int:
+    """Slices of the global batch that one step feeds one at a time (gradient accumulation,
+    one stage): the fewest that keep each device at most ``micro_batch_size`` rows per slice
+    (``train.micro_batch_size``), each slice whole over the ``dp`` data-parallel ranks.
+    Divides ``global_rows / dp``; 1 = the whole batch in one forward."""
+    per_device = max(1, global_rows // max(1, dp))
+    for m in range(1, per_device + 1):
+        if per_device % m == 0 and per_device // m <= max(1, micro_batch_size):
+            return m
+    return per_device
+
+
 def pack_right(input_ids: np.ndarray, attention_mask: np.ndarray, prompt_len: int,
                seq_length: int, pad_id: int) -> Tuple[np.ndarray, np.ndarray]:
     """A :class:`mindrl.types.TokenBatch` layout (prompts left-padded to ``prompt_len``,

@@ -233,6 +233,14 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
                                              trust_remote_code=trust_remote_code)
 
     # ------------------------------------------------------------------ shapes
+    def budget_lengths(self, batch: TokenBatch) -> np.ndarray:
+        """(B,) each row's length as a compiled step pads it (the prompt bucket plus the
+        bucket of its own response): what ``train.max_tokens_per_micro_batch`` counts here."""
+        P = bucket(batch.prompt_len, self.prompt_buckets)
+        own = batch.response_mask.sum(axis=1).astype(np.int64)
+        return np.array([P + bucket(max(int(n), 1), self.response_buckets) for n in own],
+                        dtype=np.int64)
+
     def _shape(self, batches: Sequence[TokenBatch], rows: int) -> Tuple[int, int, int]:
         P = max(b.prompt_len for b in batches)
         T = max(b.response_len for b in batches)

@@ -49,3 +49,24 @@ def pad2(x: Optional[np.ndarray], rows: int, cols: int) -> np.ndarray:
     if x is not None:
         out[:x.shape[0], :x.shape[1]] = x
     return out
+
+
+def trim_response(batch: TokenBatch, T: int) -> TokenBatch:
+    """``batch`` with its response columns cut to the first ``T`` (all padding after them)."""
+    if T >= batch.response_len:
+        return batch
+    S = batch.prompt_len + T
+    routing = None if batch.routing is None else batch.routing[:, :S]
+    return TokenBatch(batch.input_ids[:, :S], batch.attention_mask[:, :S],
+                      batch.response_mask[:, :T], batch.prompt_len, routing)
+
+
+def budget_rows(rows: int, length: int, budget: int) -> int:
+    """Rows a token-budget micro-batch of ``rows`` rows of padded ``length`` is padded to: the
+    next power of two, at most what the budget holds (and never fewer than ``rows``), so a run
+    compiles few row counts per length bucket."""
+    cap = max(rows, budget // max(1, length))
+    r = 1
+    while r < rows:
+        r *= 2
+    return min(r, cap)

@@ -169,7 +169,9 @@ class CompiledStepMixin:
         fused = None
         for i, (args, n_tok) in enumerate(inputs):
             last = i == len(inputs) - 1
-            rows_shape = (int(args[0].shape[0]),) + tuple(shape[1:])
+            # ``shape``: one (rows, P, T) for every micro-batch, or a list of one each
+            rows_shape = tuple(shape[i]) if isinstance(shape, list) else \
+                (int(args[0].shape[0]),) + tuple(shape[1:])
             vec, keys, in_graph = self._run_step_fn(kind, flags, rows_shape, args,
                                                     hyper if last else None)
             outputs.append((vec, n_tok))

@@ -14,9 +14,9 @@ import numpy as np
 import mindspore as ms
 from mindspore import Tensor, ops
 
-from mindrl.backends.mindspore.buckets import pad2, repad
+from mindrl.backends.mindspore.buckets import budget_rows, pad2, repad, trim_response
 from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
-from mindrl.types import LossNormalizers, TrainBatch
+from mindrl.types import LossNormalizers, TrainBatch, bucket
 
 
 class RLStepMixin:
@@ -44,10 +44,11 @@ class RLStepMixin:
         return self.teacher is not None and self.cfg.algorithm.distill.estimator == "full"
 
     def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, has_teach: bool = False,
-                  update: bool = False):
+                  has_pick: bool = False, update: bool = False):
         """The compiled RL micro-batch step for this combination of optional inputs:
-        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef,
-        aux_w [, hyper]) -> vector`` (``aux_w``: the micro-batch's share of the response
+        ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
+        ent_coef, aux_w [, hyper]) -> vector`` (``pick``: the tokens a covariance loss picked
+        over the whole mini-batch, ``TrainBatch.cov_picked``; ``aux_w``: the micro-batch's share of the response
         tokens, the weight of the MoE load-balancing loss, ``model.moe.aux_loss_coef``)
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
         see :meth:`_fused_step`). Returns (fn, keys)."""
@@ -94,7 +95,7 @@ class RLStepMixin:
                 teacher.response_logits(ids, pos, att, targets.shape[1]) * inv_t_temp)
             return logp, entropy, full_reverse_kl(o, logits, t_logits)
 
-        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm, ent_coef,
+        def loss_from(logp, entropy, mask, adv, old, ref, roll, teach, pick, inv_norm, ent_coef,
                       kl=None):
             loss, metrics = rl_loss(
                 o, logp=logp, old_logp=old if has_old else ops.stop_gradient(logp),
@@ -102,7 +103,8 @@ class RLStepMixin:
                 rollout_logp=roll if has_roll else None, entropy=entropy, cfg=acfg,
                 global_tokens=1.0, global_seqs=1.0, max_len=1.0,
                 teacher_logp=teach if has_teach else None,
-                entropy_coef=ent_coef if adaptive else None, teacher_kl=kl)
+                entropy_coef=ent_coef if adaptive else None, teacher_kl=kl,
+                cov_picked=pick if has_pick else None)
             out = ()
             for k in rl_keys:
                 v = metrics[k] * inv_norm if k == "pg_loss" else metrics[k]
@@ -110,38 +112,38 @@ class RLStepMixin:
             return loss * inv_norm, out
 
         if self.train_mode == "fused" and full:
-            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
                         ent_coef, aux_w):
                 logp, entropy, kl = token_logp_entropy_kl(ids, pos, att, targets)
-                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
-                                 ent_coef, kl)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, pick,
+                                 inv_norm, ent_coef, kl)
 
-            key = ("rl", has_old, has_ref, has_roll, has_teach, update)
+            key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, update)
             return self._fused_step(key, loss_fn, update), keys
         if self.train_mode == "fused" and aux_coef:
-            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
                         ent_coef, aux_w):
                 logits, aux = model.response_logits_and_aux(ids, pos, att, targets.shape[1])
                 logits, logp = truncated_logits_and_logp(logits * inv_temp, targets, trunc)
                 entropy = entropy_from_logits(o, logits if ent_grad
                                               else ops.stop_gradient(logits))
-                loss, out = loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
-                                      ent_coef)
+                loss, out = loss_from(logp, entropy, mask, adv, old, ref, roll, teach, pick,
+                                      inv_norm, ent_coef)
                 return loss + aux_coef * aux * aux_w, out + (ops.stop_gradient(aux),)
 
-            key = ("rl", has_old, has_ref, has_roll, has_teach, update)
+            key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, update)
             return self._fused_step(key, loss_fn, update), keys
         if self.train_mode == "fused":
-            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm,
+            def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
                         ent_coef, aux_w):
                 logp, entropy = token_logp_entropy(ids, pos, att, targets)
-                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, inv_norm,
-                                 ent_coef)
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, pick,
+                                 inv_norm, ent_coef)
 
-            key = ("rl", has_old, has_ref, has_roll, has_teach, update)
+            key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, update)
             return self._fused_step(key, loss_fn, update), keys
 
-        key = ("rl", has_old, has_ref, has_roll, has_teach, "split")
+        key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, "split")
         if key in self._train_fns:
             return self._train_fns[key], keys
         # split: compiled forward; rl_loss and its gradient w.r.t. (logp, entropy) in PyNative;
@@ -149,7 +151,7 @@ class RLStepMixin:
         # With ``full`` the exact KL is a third output of the forward, with its own cotangent.
         accumulate = self.optimizer.accumulate_in_graph
         forward = ms.jit(token_logp_entropy_kl if full else token_logp_entropy)
-        loss_grad = ms.value_and_grad(loss_from, (0, 1, 10) if full else (0, 1), None,
+        loss_grad = ms.value_and_grad(loss_from, (0, 1, 11) if full else (0, 1), None,
                                       has_aux=True)
 
         def surrogate(ids, pos, att, targets, g_logp, g_ent):
@@ -174,11 +176,11 @@ class RLStepMixin:
             accumulate(grads)
             return g_logp.sum()
 
-        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, inv_norm, ent_coef,
-                 aux_w):
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
+                 ent_coef, aux_w):
             outs = forward(ids, pos, att, targets)
-            (loss, aux), cot = loss_grad(*outs[:2], mask, adv, old, ref, roll, teach, inv_norm,
-                                         ent_coef, *outs[2:])
+            (loss, aux), cot = loss_grad(*outs[:2], mask, adv, old, ref, roll, teach, pick,
+                                         inv_norm, ent_coef, *outs[2:])
             (backward_kl if full else backward)(ids, pos, att, targets, *cot)
             return ops.concat([loss.reshape((1,))] + [v.reshape((1,)) for v in aux], 0)
 
@@ -191,24 +193,50 @@ class RLStepMixin:
         first = micro_batches[0]
         flags = (first.old_logp is not None, first.ref_logp is not None,
                  first.rollout_logp is not None and needs_rollout_logp(self.cfg.algorithm),
-                 getattr(first, "teacher_logp", None) is not None)
-        rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
-        shape = self._shape([m.tokens for m in micro_batches], rows)
-        _, P, T = shape
+                 getattr(first, "teacher_logp", None) is not None,
+                 getattr(first, "cov_picked", None) is not None)
+        budget = self.cfg.train.max_tokens_per_micro_batch
+        if budget > 0:      # each micro-batch its own shape: rows x its own length bucket
+            micro_batches, shapes = self._budget_shapes(micro_batches, budget)
+        else:               # one shape for every micro-batch of the step
+            rows = max(self.cfg.train.micro_batch_size, max(len(m) for m in micro_batches))
+            shapes = [self._shape([m.tokens for m in micro_batches], rows)] * len(micro_batches)
         inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.algorithm.loss_agg_mode)))
         coef = self.cfg.algorithm.entropy_coef if norm.entropy_coef is None else norm.entropy_coef
         ent_coef = Tensor(np.float32(coef))
         inputs = []
-        for mb in micro_batches:
+        for mb, (rows, P, T) in zip(micro_batches, shapes):
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
             aux_w = Tensor(np.float32(mb.tokens.response_mask.sum() /
                                       max(norm.global_tokens, 1.0)))
             args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
                                        f(mb.rollout_logp), f(getattr(mb, "teacher_logp", None)),
-                                       inv_norm, ent_coef, aux_w)
+                                       f(getattr(mb, "cov_picked", None)), inv_norm, ent_coef,
+                                       aux_w)
             inputs.append((args, float(mb.tokens.response_mask.sum())))
-        return flags, shape, inputs
+        return flags, shapes, inputs
+
+    def _budget_shapes(self, micro_batches: List[TrainBatch], budget: int):
+        """``train.max_tokens_per_micro_batch``: each micro-batch cut to its own longest
+        response and padded to (rows, prompt bucket, its response bucket), rows rounded up to a
+        power of two within the budget (:func:`budget_rows`). The trainer cut the rows by
+        :meth:`budget_lengths`, so rows x padded length stays within the budget unless one
+        row alone exceeds it."""
+        import dataclasses
+
+        out, shapes = [], []
+        for mb in micro_batches:
+            tb = mb.tokens
+            own = max(int(tb.response_mask.sum(axis=1).max()), 1)
+            T = bucket(own, self.response_buckets)
+            P = bucket(tb.prompt_len, self.prompt_buckets)
+            cut = min(T, tb.response_len)
+            fields = {f.name: getattr(mb, f.name)[:, :cut] for f in dataclasses.fields(mb)
+                      if f.name != "tokens" and getattr(mb, f.name) is not None}
+            out.append(dataclasses.replace(mb, tokens=trim_response(tb, cut), **fields))
+            shapes.append((budget_rows(len(mb), P + T, budget), P, T))
+        return out, shapes
 
     def train_step(self, micro_batches: List[TrainBatch], norm: LossNormalizers) -> Dict[str, float]:
         """Forward/backward each micro-batch of the RL loss (compiled, bucket-padded),

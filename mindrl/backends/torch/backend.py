@@ -337,7 +337,8 @@ class TorchBackend:
             rollout_logp=rollout_logp if needs_rollout_logp(acfg) else None, entropy=entropy,
             cfg=acfg, global_tokens=norm.global_tokens, global_seqs=norm.global_seqs, max_len=norm.max_len,
             teacher_logp=self._const(getattr(mb, "teacher_logp", None)),
-            entropy_coef=norm.entropy_coef, teacher_kl=teacher_kl)
+            entropy_coef=norm.entropy_coef, teacher_kl=teacher_kl,
+            cov_picked=self._const(mb.cov_picked))
         coef = self.cfg.model.moe.aux_loss_coef
         if coef:        # its share of the mini-batch's response tokens
             aux, self._aux_loss = self._aux_loss, None
