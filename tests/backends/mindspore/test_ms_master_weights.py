@@ -97,3 +97,37 @@ def test_float16_params_keep_lr_1e6_updates_in_float32_masters(hf_tied):
     for m, m2, w, w2 in zip(masters, o.master_arrays(), p16, again):
         np.testing.assert_array_equal(m, m2)
         np.testing.assert_array_equal(_f32(w), _f32(w2))
+
+
+@pytest.mark.slow
+def test_bf16_on_cpu_saves_bf16_and_resumes_from_the_float32_weights(hf_tied, tmp_path):
+    """model.dtype=bfloat16 on CPU: float32 compute, the model directory in bf16, the float32
+    weights with the optimizer state: loading both gives back the trained weights bit for bit
+    (the bf16 directory alone is off by up to half a bf16 step)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from mindrl.backends.mindspore import MindSporeBackend
+    from mindrl.types import LossNormalizers
+    from ms_helpers import ms_config, random_batch
+
+    directory, _ = hf_tied
+    cfg = ms_config("train.lr=1e-4", "model.dtype=bfloat16")
+    be = MindSporeBackend(cfg, model_path=directory)
+    assert be.dtype == ms.float32
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        b = random_batch(rng, 4)
+        be.train_step([b], LossNormalizers(float(b.tokens.response_mask.sum()), 4.0, 16.0))
+    be.save_pretrained(str(tmp_path / "model"))
+    be.save_state(str(tmp_path / "state"))
+    trained = {p.name: _f32(p) for p in be.params}
+    saved = load_file(str(tmp_path / "model" / "model.safetensors"))
+    assert all(v.dtype == torch.bfloat16 for v in saved.values())   # written in bf16
+    fresh = MindSporeBackend(cfg, model_path=directory)
+    fresh.load_pretrained(str(tmp_path / "model"))
+    rounded = {p.name: _f32(p) for p in fresh.params}
+    assert max(np.abs(rounded[k] - trained[k]).max() for k in trained) > 0
+    fresh.load_state(str(tmp_path / "state"))
+    for p in fresh.params:
+        np.testing.assert_array_equal(_f32(p), trained[p.name], err_msg=p.name)
