@@ -71,3 +71,39 @@ def test_bf16_updates_at_lr_1e6_are_kept_by_float32_masters(tiny_dir, make_cfg):
         changed += int((master != start[n]).sum())
         total += master.numel()
     assert changed / total > 0.999                   # (plain AdamW on bf16 weights: ~2%)
+
+
+@pytest.mark.slow
+def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
+    """train.fsdp in bf16: float32 shards, bf16 compute, float32 gradient reduce-scatter; 2 gloo
+    ranks equal 1 process with float32 masters within 1e-4 of the update, and the full weights
+    handed to a rollout engine are the masters rounded to bf16."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    torchrun = Path(sys.executable).with_name("torchrun")
+    out = tmp_path / "fsdp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": f"{here.parents[2]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2",
+         str(here / "fsdp_bf16_worker.py"), tiny_dir, str(out)], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    spec = importlib.util.spec_from_file_location("fsdp_bf16_worker", here / "fsdp_bf16_worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    ref, start, _ = worker.run(tiny_dir)
+    got = np.load(str(out) + ".npz")
+    sent = np.load(str(out) + "_sent.npz")
+    assert set(got.files) == set(ref)
+    for k in ref:
+        update = np.abs(ref[k] - start[k]).max()
+        assert update > 2 * worker.LR, k
+        assert np.abs(got[k] - ref[k]).max() <= 1e-4 * update, k
+        bf16 = torch.from_numpy(got[k]).bfloat16().float().numpy()
+        np.testing.assert_array_equal(sent[k], bf16, err_msg=k)
