@@ -107,3 +107,71 @@ def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
         assert np.abs(got[k] - ref[k]).max() <= 1e-4 * update, k
         bf16 = torch.from_numpy(got[k]).bfloat16().float().numpy()
         np.testing.assert_array_equal(sent[k], bf16, err_msg=k)
+
+
+def _load(*extra):
+    from mindrl.config.loader import load_config
+
+    return load_config(None, ["model.path=builtin:tiny", "model.dtype=bfloat16",
+                              "train.lr=1e-6", "train.warmup_steps=0", *extra])
+
+
+def _norm(b):
+    from mindrl.types import LossNormalizers
+
+    m = b.tokens.response_mask
+    return LossNormalizers(float(m.sum()), float(len(b)), float(m.shape[1]))
+
+
+def test_lora_adapters_train_float32_masters_and_merge_from_them(fixed_batch):
+    """LoRA in bf16: the frozen base and the adapters compute in bf16; AdamW steps the adapters'
+    float32 masters; the merged weights a rollout engine loads are W + s B A from the masters,
+    rounded once."""
+    from mindrl.backends.torch.backend import TorchBackend
+    from mindrl.backends.torch.lora import _lora_modules, ADAPTER
+
+    be = TorchBackend(_load("model.lora.enabled=true", "model.lora.rank=4",
+                            "model.lora.alpha=8"))
+    assert all(p.dtype == torch.bfloat16 for p in be.model.parameters())
+    opt = [p for g in be.optimizer.param_groups for p in g["params"]]
+    assert len(opt) == 2 * 7 * 2 and all(p.dtype == torch.float32 for p in opt)
+    b = fixed_batch()
+    for _ in range(3):
+        be.train_step([b], _norm(b))
+    merged = dict(be.named_tensors())
+    for path, mod in _lora_modules(be.model):
+        a_m = be.masters.master_of(mod.lora_A[ADAPTER].weight)
+        b_m = be.masters.master_of(mod.lora_B[ADAPTER].weight)
+        assert torch.equal(mod.lora_B[ADAPTER].weight, b_m.bfloat16())
+        assert float(b_m.abs().max()) > 0                   # B starts at 0: it was trained
+        w = mod.base_layer.weight.detach()
+        want = (w.float() + mod.scaling[ADAPTER] * (b_m @ a_m)).bfloat16()
+        assert torch.equal(merged[path + ".weight"], want), path
+
+
+def test_critic_backbone_computes_in_bf16_on_float32_masters(fixed_batch):
+    """PPO critic in bf16: the backbone a bf16 copy of float32 masters, the value head float32;
+    a step moves the masters and the copy is their rounding; saved arrays are the masters."""
+    from mindrl.backends.torch.backend import TorchBackend
+    from mindrl.types import ValueBatch
+
+    be = TorchBackend(_load("algorithm.adv_estimator=gae", "critic.lr=1e-6"))
+    c = be.critic
+    assert c.score.weight.dtype == torch.float32
+    body = [p for p in c.backbone.parameters()]
+    assert all(p.dtype == torch.bfloat16 for p in body)
+    start = [c.masters.master_of(p).clone() for p in body]
+    tokens = fixed_batch().tokens
+    m = tokens.response_mask
+    vb = ValueBatch(tokens, np.zeros(m.shape, np.float32), (m * 0.5).astype(np.float32))
+    c.step([vb], _norm(vb))
+    moved = 0
+    for p, s in zip(body, start):
+        master = c.masters.master_of(p)
+        assert master.dtype == torch.float32
+        assert torch.equal(p.detach(), master.bfloat16())
+        moved += int((master != s).sum())
+    assert moved > 0.5 * sum(p.numel() for p in body)
+    arrays = c.arrays()
+    name, p = next(iter(c.backbone.named_parameters()))
+    np.testing.assert_array_equal(arrays["model." + name], c.masters.master_of(p).numpy())
