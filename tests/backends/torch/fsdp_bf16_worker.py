@@ -62,9 +62,22 @@ if __name__ == "__main__":
     assert be.world == 2 and be.fsdp, (be.world, be.fsdp)
     # the rollout engines' view: full tensors in bf16, the masters rounded
     sent = {k: v.float().cpu().numpy() for k, v in be.named_tensors()}
+    # a checkpoint (model in bf16, float32 masters in the state) read by a fresh sharded backend
+    ckpt = out + "_ckpt"
+    be.stage_checkpoint()
+    be.save_pretrained(ckpt + "/model")
+    be.save_state(ckpt + "/state")
+    be.barrier()
+    from mindrl.backends.base import build_backend
+
+    again = build_backend("torch", be.cfg)
+    again.load_pretrained_weights(ckpt + "/model")
+    again.load_state(ckpt + "/state")
+    resumed = masters(again)
     if be.rank == 0:
         np.savez(out + ".npz", **got)
         np.savez(out + "_sent.npz", **sent)
+        np.savez(out + "_resumed.npz", **resumed)
     import torch.distributed as dist
 
     dist.destroy_process_group()

@@ -76,8 +76,9 @@ def test_bf16_updates_at_lr_1e6_are_kept_by_float32_masters(tiny_dir, make_cfg):
 @pytest.mark.slow
 def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
     """train.fsdp in bf16: float32 shards, bf16 compute, float32 gradient reduce-scatter; 2 gloo
-    ranks equal 1 process with float32 masters within 1e-4 of the update, and the full weights
-    handed to a rollout engine are the masters rounded to bf16."""
+    ranks equal 1 process with float32 masters within 1e-4 of the update; the full weights
+    handed to a rollout engine are the masters rounded to bf16; a checkpoint holds the model in
+    bf16 and the masters in its state, and a fresh sharded backend resumes them exactly."""
     import importlib.util
     import os
     import subprocess
@@ -100,6 +101,15 @@ def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
     ref, start, _ = worker.run(tiny_dir)
     got = np.load(str(out) + ".npz")
     sent = np.load(str(out) + "_sent.npz")
+    resumed = np.load(str(out) + "_resumed.npz")
+    from safetensors.torch import load_file
+
+    saved = load_file(str(tmp_path / "fsdp_ckpt" / "model" / "model.safetensors"))
+    assert all(v.dtype == torch.bfloat16 for v in saved.values())
+    import json
+
+    assert json.loads((tmp_path / "fsdp_ckpt" / "model" / "config.json").read_text())[
+        "dtype"] == "bfloat16"
     assert set(got.files) == set(ref)
     for k in ref:
         update = np.abs(ref[k] - start[k]).max()
@@ -107,6 +117,7 @@ def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
         assert np.abs(got[k] - ref[k]).max() <= 1e-4 * update, k
         bf16 = torch.from_numpy(got[k]).bfloat16().float().numpy()
         np.testing.assert_array_equal(sent[k], bf16, err_msg=k)
+        np.testing.assert_array_equal(resumed[k], got[k], err_msg=k)   # resume: exact
 
 
 def _load(*extra):
