@@ -177,7 +177,8 @@ class TorchCritic(torch.nn.Module):
             n = names[id(p)]
             n = HEAD_WEIGHT if n == "score.weight" else HEAD_BIAS if n == "score.bias" else \
                 "model." + n[len("backbone."):]
-            out[n] = (p.grad if p.grad is not None else torch.zeros_like(p)).float().cpu().numpy()
+            g = p.grad if p.grad is not None else torch.zeros_like(p)
+            out[n] = g.float().cpu().numpy().copy()
         self.zero_grad(set_to_none=True)
         return out
 
