@@ -38,7 +38,7 @@ with one host sync (see ``MindSporeBackend.train_step``).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import mindspore as ms
@@ -216,6 +216,24 @@ class AdamW:
         if all(f"master.{p.name}" in arrays for p in self.params):
             self.load_master_arrays(cat("master"))
         self.step = int(step)
+
+    def set_masters(self, named: Iterable[Tuple[str, np.ndarray]]
+                    ) -> Iterator[Tuple[str, np.ndarray]]:
+        """Pass (name, array) pairs through (to :func:`~mindrl.backends.mindspore.weights.
+        load_into`), copying those of trained parameters into the float32 masters at the
+        arrays' own precision (a float32 checkpoint keeps it); the masters are written when
+        the pairs run out. Without masters: the pairs unchanged."""
+        if self.master is None:
+            yield from named
+            return
+        index = {p.name: i for i, p in enumerate(self.params)}
+        flat = self.master.asnumpy().copy()
+        for name, arr in named:
+            i = index.get(name)
+            if i is not None and np.size(arr) == self.sizes[i]:
+                flat[self.offsets[i]:self.offsets[i + 1]] = np.asarray(arr, np.float32).reshape(-1)
+            yield name, arr
+        write_param(self.master, flat)
 
     def load_master_arrays(self, flat: np.ndarray) -> None:
         """Set the float32 weights (flat, ``params`` order): the masters, and every parameter

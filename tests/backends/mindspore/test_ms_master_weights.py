@@ -131,3 +131,22 @@ def test_bf16_on_cpu_saves_bf16_and_resumes_from_the_float32_weights(hf_tied, tm
     fresh.load_state(str(tmp_path / "state"))
     for p in fresh.params:
         np.testing.assert_array_equal(_f32(p), trained[p.name], err_msg=p.name)
+
+
+@pytest.mark.slow
+def test_masters_take_a_float32_checkpoint_at_its_own_precision(hf_tied):
+    """Weights read into a float16 model (the backend's load path: ``load_into`` over
+    ``set_masters``) land in the masters unrounded; the parameters hold them rounded."""
+    directory, _ = hf_tied
+    rng = np.random.default_rng(1)
+    params = _model(directory, ms.float16, [])
+    opt = AdamW(params, betas=(0.9, 0.999), eps=1e-8)
+    files = [(p.name, rng.normal(0, 0.02, p.shape).astype(np.float32)) for p in params]
+    passed = list(opt.set_masters(iter(files)))
+    assert [n for n, _ in passed] == [n for n, _ in files]
+    for p, (_, a) in zip(params, passed):
+        write_param(p, a)
+    for (_, a), m, p in zip(files, opt.master_arrays(), params):
+        np.testing.assert_array_equal(m, a)                   # not rounded to float16
+        assert not np.array_equal(a.astype(np.float16).astype(np.float32), a)
+        np.testing.assert_array_equal(_f32(p), a.astype(np.float16).astype(np.float32))
