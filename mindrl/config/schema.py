@@ -78,7 +78,9 @@ class MoEConfig:
 class ModelConfig:
     path: str = opt("builtin:tiny", "Hugging Face model directory, or 'builtin:tiny' for the "
                     "offline tiny Qwen2-architecture model that mindrl builds itself.")
-    dtype: str = opt("float32", "Parameter dtype for training and rollout.",
+    dtype: str = opt("float32", "Compute dtype of training and rollout, and the dtype the "
+                     "model directory is saved in; bfloat16/float16 train float32 master weights "
+                     "(4 more bytes per trained parameter).",
                      ["float32", "bfloat16", "float16"])
     gradient_checkpointing: bool = opt(False, "Recompute each decoder layer's activations in "
                                        "backward to save memory (torch: transformers' "

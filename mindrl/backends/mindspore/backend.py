@@ -175,8 +175,14 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         self.params = self.model.trainable_params()
         t = cfg.train
         reducer = ops.AllReduce(ops.ReduceOp.SUM) if self.world > 1 else None
+        # bf16/fp16 parameters: float32 masters in the optimizer; saved with its state whenever
+        # the model directory is written in a lower precision (exact resume)
         self.optimizer = AdamW(self.params, betas=tuple(t.betas), eps=t.adam_eps,
-                               weight_decay=t.weight_decay, all_reduce=reducer)
+                               weight_decay=t.weight_decay, all_reduce=reducer,
+                               save_masters=cfg.model.dtype != "float32")
+        if self.optimizer.master is not None:     # the masters at the files' own precision
+            for _ in self.optimizer.set_masters(W.iter_checkpoint(self.model_path)):
+                pass
         self.total_steps = total_optimizer_steps(cfg)
         self.optimizer_steps = 0
         self.skipped_steps = 0

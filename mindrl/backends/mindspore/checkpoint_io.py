@@ -67,7 +67,8 @@ class CheckpointIOMixin:
             from mindrl.backends.mindspore.lora import load_adapter
 
             return load_adapter(self.model, directory, self.lora)
-        W.load_into(self.model, W.iter_checkpoint(directory))
+        # the trained parameters' float32 masters (accelerators, bf16/fp16) follow the files
+        W.load_into(self.model, self.optimizer.set_masters(W.iter_checkpoint(directory)))
 
     load_pretrained_weights = load_pretrained
 

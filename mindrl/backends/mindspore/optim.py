@@ -22,6 +22,15 @@ version spent ~600 of a train step's ~1000 kernels here. The element-wise arithm
 only the norm's summation order differs (float rounding). Checkpoints still hold one
 ``exp_avg.<name>`` / ``exp_avg_sq.<name>`` array per parameter.
 
+Master weights: when a parameter is stored in a lower precision than float32 (``model.dtype``
+bfloat16 / float16 on an accelerator), AdamW keeps ONE flat float32 master vector as well, steps
+the masters and writes each master rounded (``astype``, round-to-nearest-even) into its
+parameter: an update smaller than half a bf16 step of the weight is kept in the master instead
+of rounded away. All-float32 parameters are their own masters (no extra vector). The masters go
+into the optimizer's state arrays (``master.<name>``), so a resume is exact although the model
+directory holds the rounded weights; ``save_masters`` adds them for float32 parameters too (a
+run that computes in float32 but saves in bf16: MindSpore on CPU).
+
 ``update_in_graph`` is the whole optimizer step (norm, finite check, clip, AdamW, zeroing) as a
 function that a compiled train step inlines, so forward, backward and update run as one graph
 with one host sync (see ``MindSporeBackend.train_step``).
@@ -29,7 +38,7 @@ with one host sync (see ``MindSporeBackend.train_step``).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import mindspore as ms
@@ -40,7 +49,8 @@ from mindrl.backends.mindspore.weights import write_param
 
 class AdamW:
     def __init__(self, params: List[Parameter], *, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, all_reduce: Optional[object] = None):
+                 weight_decay: float = 0.0, all_reduce: Optional[object] = None,
+                 save_masters: bool = False):
         self.params = list(params)
         self.b1, self.b2 = float(betas[0]), float(betas[1])
         self.eps, self.wd = float(eps), float(weight_decay)
@@ -53,6 +63,14 @@ class AdamW:
         self.grad_flat = flat("grad_accum")
         self.m_flat = flat("exp_avg")
         self.v_flat = flat("exp_avg_sq")
+        # float32 masters of low-precision parameters (None: the parameters are float32)
+        self.master = None
+        if any(p.dtype != ms.float32 for p in self.params):
+            init = np.concatenate([p.astype(ms.float32).asnumpy().reshape(-1)
+                                   for p in self.params]) if n else np.zeros(0, np.float32)
+            self.master = Parameter(Tensor(init.astype(np.float32)), name="adamw.master",
+                                    requires_grad=False)
+        self.save_masters = bool(save_masters) or self.master is not None
         self.step = 0                     # completed updates (host side; bias corrections)
         self._all_reduce = all_reduce     # ops.AllReduce(SUM) under data parallelism
         self._build_graph_pieces()
@@ -66,7 +84,7 @@ class AdamW:
     # second shape ("'Function' object has no attribute ..."), closures recompile fine.
     def _build_graph_pieces(self):
         params, shapes, sizes = tuple(self.params), tuple(self.shapes), tuple(self.sizes)
-        grad_flat, m_flat, v_flat = self.grad_flat, self.m_flat, self.v_flat
+        grad_flat, m_flat, v_flat, master = self.grad_flat, self.m_flat, self.v_flat, self.master
         b1, b2, eps, wd = self.b1, self.b2, self.eps, self.wd
         many = len(sizes) > 1
 
@@ -87,12 +105,15 @@ class AdamW:
             g = g * coef
             m_new = m_flat.value() * b1 + g * (1.0 - b1)
             v_new = v_flat.value() * b2 + g * g * (1.0 - b2)
-            p32 = flatten([p.value() for p in params])
+            p32 = master.value() if master is not None else flatten([p.value() for p in params])
             p_new = p32 * (1.0 - lr * wd)
             p_new = p_new - (lr / bc1) * m_new / (ops.sqrt(v_new) / bc2_sqrt + eps)
             return p32, p_new, m_new, v_new
 
         def write_params(p_flat):
+            """The float32 weights ``p_flat`` into the masters, and rounded into the params."""
+            if master is not None:
+                ops.assign(master, p_flat)
             pieces = ops.split(p_flat, list(sizes), 0) if many else (p_flat,)
             i = 0
             for p in params:
@@ -169,8 +190,18 @@ class AdamW:
         return [a.copy() for a in self._split(self.grad_flat.asnumpy())]
 
     # --- state -----------------------------------------------------------------------------
+    def master_arrays(self) -> List[np.ndarray]:
+        """The float32 weights AdamW steps, per parameter (``params`` order): the masters, or
+        the float32 parameters themselves."""
+        if self.master is not None:
+            return [a.copy() for a in self._split(self.master.asnumpy())]
+        return [p.astype(ms.float32).asnumpy() for p in self.params]
+
     def state_arrays(self) -> Dict[str, np.ndarray]:
         out = {}
+        if self.save_masters:
+            for p, w in zip(self.params, self.master_arrays()):
+                out[f"master.{p.name}"] = np.ascontiguousarray(w)
         ms_, vs_ = self._split(self.m_flat.asnumpy()), self._split(self.v_flat.asnumpy())
         for p, m, v in zip(self.params, ms_, vs_):
             out[f"exp_avg.{p.name}"] = np.ascontiguousarray(m)
@@ -182,4 +213,33 @@ class AdamW:
             [np.asarray(arrays[f"{tag}.{p.name}"], np.float32).reshape(-1) for p in self.params])
         write_param(self.m_flat, cat("exp_avg"))          # in place: compiled steps see it
         write_param(self.v_flat, cat("exp_avg_sq"))
+        if all(f"master.{p.name}" in arrays for p in self.params):
+            self.load_master_arrays(cat("master"))
         self.step = int(step)
+
+    def set_masters(self, named: Iterable[Tuple[str, np.ndarray]]
+                    ) -> Iterator[Tuple[str, np.ndarray]]:
+        """Pass (name, array) pairs through (to :func:`~mindrl.backends.mindspore.weights.
+        load_into`), copying those of trained parameters into the float32 masters at the
+        arrays' own precision (a float32 checkpoint keeps it); the masters are written when
+        the pairs run out. Without masters: the pairs unchanged."""
+        if self.master is None:
+            yield from named
+            return
+        index = {p.name: i for i, p in enumerate(self.params)}
+        flat = self.master.asnumpy().copy()
+        for name, arr in named:
+            i = index.get(name)
+            if i is not None and np.size(arr) == self.sizes[i]:
+                flat[self.offsets[i]:self.offsets[i + 1]] = np.asarray(arr, np.float32).reshape(-1)
+            yield name, arr
+        write_param(self.master, flat)
+
+    def load_master_arrays(self, flat: np.ndarray) -> None:
+        """Set the float32 weights (flat, ``params`` order): the masters, and every parameter
+        to its master rounded (in place: compiled steps see it)."""
+        flat = np.asarray(flat, np.float32)
+        if self.master is not None:
+            write_param(self.master, flat)
+        for p, w in zip(self.params, self._split(flat)):
+            write_param(p, w)

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from algorithms.truncation import Truncation
 from mindrl.backends.base import BACKENDS
 from mindrl.backends.metrics import Clock, MetricMerger, finish
-from mindrl.backends.torch.optim import make_adamw
+from mindrl.backends.torch.optim import make_optimizer
 from mindrl.models.tiny import check_model_dir, resolve_model_path
 from mindrl.torch_device import DTYPES, torch_device as _device  # noqa: F401  (DTYPES re-exported)
 from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
@@ -47,6 +47,22 @@ def _init_distributed(device: torch.device) -> Tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+FSDP_MASTERS = "torch_masters_full.pt"   # train.fsdp in bf16/fp16: the float32 parameters
+
+
+def _set_config_dtype(directory: Path, dtype: str) -> None:
+    """config.json's ``dtype`` = model.dtype, the dtype the weights were saved in (transformers
+    writes the first parameter's dtype: float32 for FSDP's float32 shards)."""
+    import json
+
+    f = directory / "config.json"
+    if f.is_file():
+        conf = json.loads(f.read_text())
+        if conf.get("dtype", dtype) != dtype:
+            conf["dtype"] = dtype
+            f.write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
 
 
 def load_state_file(path: Path, map_location) -> Dict:
@@ -90,13 +106,17 @@ class TorchBackend:
         self.model_path = resolve_model_path(cfg.model.path)
         check_model_dir(self.model_path)
         torch.manual_seed(cfg.train.seed)
-        dtype = DTYPES[cfg.model.dtype]
-        load = dict(local_files_only=True, dtype=dtype,
+        self.dtype = DTYPES[cfg.model.dtype]       # compute and saved dtype (model.dtype)
+        load = dict(local_files_only=True, dtype=self.dtype,
                     trust_remote_code=cfg.model.trust_remote_code)
         self.tokenizer = AutoTokenizer.from_pretrained(
             self.model_path, local_files_only=True, trust_remote_code=cfg.model.trust_remote_code)
         self.fsdp = bool(getattr(cfg.train, "fsdp", False)) and self.world > 1
-        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
+        # the policy is read in float32: its trainable parameters become the optimizer's float32
+        # masters, the model a model.dtype copy of them (optim.MasterWeights; FSDP2 keeps float32
+        # shards and casts them to model.dtype for compute)
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_path,
+                                                          **{**load, "dtype": torch.float32})
         if not self.fsdp:                  # FSDP moves only each rank's shards to the device
             self.model = self.model.to(self.device)
         if cfg.model.gradient_checkpointing:
@@ -138,7 +158,7 @@ class TorchBackend:
             self.teacher.eval().requires_grad_(False)
         self._staged = None
         if self.fsdp:                      # every rank loaded the same files: shard in place
-            self._shard(self.model)
+            self._shard(self.model, compute=self.dtype)
             for frozen in (self.reference, self.teacher):
                 if frozen is not None:
                     self._shard(frozen)
@@ -151,9 +171,11 @@ class TorchBackend:
         from algorithms.ops import get_ops
 
         self.ops = get_ops("torch")
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer, self.scheduler = make_adamw(self.params, cfg, cfg.train.lr,
-                                                    cfg.train.weight_decay)
+        # float32 masters (FSDP: the float32 shards themselves) + AdamW over them
+        self.masters, self.optimizer, self.scheduler = make_optimizer(
+            self.model, torch.float32 if self.fsdp else self.dtype, cfg, cfg.train.lr,
+            cfg.train.weight_decay)
+        self.params = self.masters.model_params           # what backward writes gradients to
         self.optimizer_steps = 0
         self.skipped_steps = 0
         from mindrl.backends.torch.critic import build_critic
@@ -161,19 +183,24 @@ class TorchBackend:
         self.critic = build_critic(self)          # PPO value model (adv_estimator: gae) or None
         self.phase_times = {"train_fwd_bwd": 0.0, "optimizer": 0.0}   # logging.profile
 
-    def _shard(self, model) -> None:
+    def _shard(self, model, compute=None) -> None:
         """FSDP2: each decoder layer its own unit, then the root (embeddings, norm, head), on a
-        1-D mesh of this backend's device type (the shards move to the device)."""
+        1-D mesh of this backend's device type (the shards move to the device). ``compute``
+        (the policy, float32 shards): gathered parameters in that dtype, gradients reduced in
+        float32."""
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
         layers = getattr(getattr(model, "model", None), "layers", None)
         if layers is None:
             raise ValueError(f"train.fsdp: {type(model).__name__} has no .model.layers to shard")
         mesh = init_device_mesh(self.device.type, (self.world,))
+        kw = {}
+        if compute is not None and compute != torch.float32:
+            kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=torch.float32)
         for layer in layers:
-            fully_shard(layer, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+            fully_shard(layer, mesh=mesh, **kw)
+        fully_shard(model, mesh=mesh, **kw)
 
     # ---------------------------------------------------------------- scoring
     def _tensors(self, batch: TokenBatch):
@@ -413,17 +440,19 @@ class TorchBackend:
                 self.model.set_requires_gradient_sync(i == len(parts) - 1)
             loss, metrics = loss_fn()
             (loss * self.world if self.fsdp else loss).backward()
+            self.masters.accumulate()      # low-precision grads -> float32 master grads
             merger.add({"loss": loss.detach(), **metrics}.items(), float(tb.response_mask.sum()))
         fwd_bwd.stop()
         optim = Clock(self.phase_times, "optimizer", sync).start()
         sums, maxes, mins, tokens = merger.parts()
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        grads = self.masters.grads()      # float32: reduced, clipped and stepped in float32
         if self.world > 1:
             if not self.fsdp:              # FSDP reduce-scattered them in backward
                 self._all_reduce_grads(grads)
             sums, maxes, mins, tokens = self._all_reduce_metrics(sums, maxes, mins, tokens)
         clip = self.cfg.train.grad_clip
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, clip if clip > 0 else math.inf)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.masters.params,
+                                                   clip if clip > 0 else math.inf)
         if hasattr(grad_norm, "full_tensor"):   # a DTensor under FSDP
             grad_norm = grad_norm.full_tensor()
         grad_norm = float(grad_norm)
@@ -431,6 +460,7 @@ class TorchBackend:
         finite = math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0))
         if finite:
             self.optimizer.step()
+            self.masters.publish()         # the model computes with the masters rounded
             self.scheduler.step()
             self.optimizer_steps += 1
         else:
@@ -452,10 +482,7 @@ class TorchBackend:
         import torch.distributed as dist
         from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-        for p, g in zip(self.params, grads):   # params without a grad get a zero one
-            if p.grad is None:
-                p.grad = g
-        flat = _flatten_dense_tensors(grads)
+        flat = _flatten_dense_tensors(grads)     # the masters' float32 gradients
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
         for g, r in zip(grads, _unflatten_dense_tensors(flat, grads)):
             g.copy_(r)
@@ -513,19 +540,22 @@ class TorchBackend:
 
     # ---------------------------------------------------------------- weights and state
     def named_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:
-        """(HF name, tensor) for every entry of the policy's state_dict, in the model's dtype and
-        on its device (full tensors under FSDP: every rank calls this), one at a time: what an
-        engine that takes torch tensors (vLLM) loads without a host round trip or a float32 copy.
-        With LoRA: the base model's names, adapted weights merged (W + s * B A)."""
+        """(HF name, tensor) for every entry of the policy's state_dict, in the model's dtype
+        (model.dtype: the float32 masters rounded) and on its device (full tensors under FSDP:
+        every rank calls this), one at a time: what an engine that takes torch tensors (vLLM)
+        loads without a host round trip or a float32 copy. With LoRA: the base model's names,
+        adapted weights merged (W + s * B A, from the adapters' float32 masters)."""
         if self.lora:
             from mindrl.backends.torch.lora import merged_named_tensors
 
-            yield from merged_named_tensors(self.model)
+            yield from merged_named_tensors(self.model, self.masters.master_of)
             return
         for name, t in self.model.state_dict().items():
             t = t.detach()
             if hasattr(t, "full_tensor"):       # FSDP shard: gathered (every rank calls this)
                 t = t.full_tensor()
+            if t.is_floating_point() and t.dtype != self.dtype:   # FSDP's float32 shards
+                t = t.to(self.dtype)
             yield name, t
 
     def named_weights(self) -> Iterator[Tuple[str, np.ndarray]]:
@@ -571,12 +601,14 @@ class TorchBackend:
             self.tokenizer.save_pretrained(directory)
             return
         kw = {}
-        if self.fsdp:
-            state = dict(self._staged[0])
+        if self.fsdp:                      # float32 shards gathered: saved in model.dtype
+            state = {k: v.to(self.dtype) if v.is_floating_point() else v
+                     for k, v in self._staged[0].items()}
             if getattr(self.model.config, "tie_word_embeddings", False):
                 state.pop("lm_head.weight", None)     # written once, as an unsharded save does
             kw = {"state_dict": state}
         self.model.save_pretrained(directory, safe_serialization=True, **kw)
+        _set_config_dtype(Path(directory), self.cfg.model.dtype)
         self.tokenizer.save_pretrained(directory)
 
     def load_pretrained(self, directory: str) -> None:
@@ -587,7 +619,8 @@ class TorchBackend:
         if self.lora:
             from mindrl.backends.torch.lora import load_adapter
 
-            return load_adapter(self.model, directory, self.lora)
+            with self.masters.widened():   # into the float32 masters, then rounded
+                return load_adapter(self.model, directory, self.lora)
         files = sorted(Path(directory).glob("*.safetensors"))
         if not files:
             raise FileNotFoundError(f"no *.safetensors weights in {directory}")
@@ -605,7 +638,8 @@ class TorchBackend:
             if self.rank == 0:
                 missing, unexpected = list(out.missing_keys), list(out.unexpected_keys)
         else:
-            missing, unexpected = self.model.load_state_dict(state, strict=False)
+            with self.masters.widened():   # into the float32 masters, then rounded
+                missing, unexpected = self.model.load_state_dict(state, strict=False)
         if getattr(self.model.config, "tie_word_embeddings", False):
             missing = [k for k in missing if k != "lm_head.weight"]   # saved once, tied
         if missing or unexpected:
@@ -622,8 +656,12 @@ class TorchBackend:
             optim = None if self.fsdp else self.optimizer.state_dict()
             if self.fsdp:                  # full state, read by rank 0 alone on resume
                 torch.save(self._staged[1], d / "torch_optim_full.pt")
+                if self.dtype != torch.float32:     # the float32 parameters (the masters)
+                    torch.save(self._staged[0], d / FSDP_MASTERS)
                 self._staged = None
             torch.save({"optimizer": optim, "fsdp": self.fsdp,
+                        # float32 masters of a bf16/fp16 model: the saved model is rounded
+                        "masters": None if self.fsdp else self.masters.state_dict()["masters"],
                         "scheduler": self.scheduler.state_dict(),
                         "optimizer_steps": self.optimizer_steps,
                         "skipped_steps": self.skipped_steps}, d / "torch_optim.pt")
@@ -646,15 +684,24 @@ class TorchBackend:
                              f"run has train.fsdp={self.fsdp} (the optimizer state layouts differ)")
         if self.fsdp:
             from torch.distributed.checkpoint.state_dict import (StateDictOptions,
+                                                                 set_model_state_dict,
                                                                  set_optimizer_state_dict)
 
-            full = {}
+            full, masters = {}, {}
             if self.rank == 0:
                 full = load_state_file(d / "torch_optim_full.pt", "cpu")
+                if (d / FSDP_MASTERS).is_file():
+                    masters = load_state_file(d / FSDP_MASTERS, "cpu")
+            if self.dtype != torch.float32 and self.all_reduce_sum([len(masters)])[0] > 0:
+                set_model_state_dict(self.model, masters, options=StateDictOptions(
+                    full_state_dict=True, broadcast_from_rank0=True, strict=False))
             set_optimizer_state_dict(self.model, self.optimizer, optim_state_dict=full,
                                      options=StateDictOptions(full_state_dict=True,
                                                               broadcast_from_rank0=True))
         else:
+            if self.masters.mixed and state.get("masters") is not None:
+                self.masters.load_state_dict({"masters": state["masters"]},
+                                             str(d / "torch_optim.pt"))
             self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.optimizer_steps = state["optimizer_steps"]

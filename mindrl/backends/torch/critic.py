@@ -35,7 +35,8 @@ class TorchCritic(torch.nn.Module):
         self.backend = backend
         self.device = backend.device
         kind, src = critic_source(cfg, backend.model_path)
-        load = dict(local_files_only=True, dtype=backend.model.dtype,
+        # read in float32: the optimizer's masters; the backbone computes in model.dtype
+        load = dict(local_files_only=True, dtype=torch.float32,
                     trust_remote_code=cfg.model.trust_remote_code)
         lm = AutoModelForCausalLM.from_pretrained(src if kind == "hf" else backend.model_path,
                                                   **load)
@@ -56,11 +57,12 @@ class TorchCritic(torch.nn.Module):
 
             for p in self.parameters():
                 dist.broadcast(p.data, src=0)
-        from mindrl.backends.torch.optim import make_adamw
+        from mindrl.backends.torch.optim import make_optimizer
 
-        self.params = [p for p in self.parameters() if p.requires_grad]
-        self.optimizer, self.scheduler = make_adamw(self.params, cfg, cfg.critic.lr,
-                                                    cfg.critic.weight_decay)
+        # float32 masters of the backbone (a model.dtype compute copy); the head stays float32
+        self.masters, self.optimizer, self.scheduler = make_optimizer(
+            self, backend.dtype, cfg, cfg.critic.lr, cfg.critic.weight_decay, keep=("score",))
+        self.params = self.masters.model_params
         self.optimizer_steps = 0
 
     # ------------------------------------------------------------------ weights
@@ -69,10 +71,19 @@ class TorchCritic(torch.nn.Module):
             self.score.weight.copy_(torch.from_numpy(arrays[HEAD_WEIGHT]))
             self.score.bias.copy_(torch.from_numpy(arrays[HEAD_BIAS]))
 
+    def _widened(self):
+        """The float32 masters in the modules (once the optimizer exists)."""
+        import contextlib
+
+        masters = getattr(self, "masters", None)
+        return masters.widened() if masters is not None else contextlib.nullcontext()
+
     def arrays(self) -> Dict[str, np.ndarray]:
-        """HF-named float32 arrays: ``model.*`` (the decoder) and ``score.*``."""
-        out = {f"model.{k}": v.detach().float().cpu().numpy()
-               for k, v in self.backbone.state_dict().items()}
+        """HF-named float32 arrays: ``model.*`` (the decoder's float32 masters) and
+        ``score.*``."""
+        with self._widened():
+            out = {f"model.{k}": v.detach().float().cpu().numpy()
+                   for k, v in self.backbone.state_dict().items()}
         out[HEAD_WEIGHT] = self.score.weight.detach().float().cpu().numpy()
         out[HEAD_BIAS] = self.score.bias.detach().float().cpu().numpy()
         return out
@@ -80,7 +91,8 @@ class TorchCritic(torch.nn.Module):
     def load_arrays(self, arrays: Dict[str, np.ndarray]) -> None:
         body = {k[len("model."):]: torch.from_numpy(np.asarray(v)) for k, v in arrays.items()
                 if k.startswith("model.")}
-        missing, unexpected = self.backbone.load_state_dict(body, strict=False)
+        with self._widened():
+            missing, unexpected = self.backbone.load_state_dict(body, strict=False)
         missing = [k for k in missing if not k.endswith("rotary_emb.inv_freq")]
         if missing or unexpected or HEAD_WEIGHT not in arrays:
             raise ValueError(f"critic weights do not match the model: missing "
@@ -131,20 +143,22 @@ class TorchCritic(torch.nn.Module):
         for mb in micro_batches:
             loss, metrics = self.micro_loss(mb, norm)
             loss.backward()
+            self.masters.accumulate()      # float32 master gradients
             merger.add({"loss": loss.detach(), **metrics}.items(),
                        float(mb.tokens.response_mask.sum()))
         sums, maxes, mins, tokens = merger.parts()
+        grads = self.masters.grads()
         if self.backend.world > 1:
-            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
             self._all_reduce(grads)
             sums, maxes, mins, tokens = self.backend._all_reduce_metrics(sums, maxes, mins,
                                                                          tokens)
         clip = self.cfg.critic.grad_clip
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params,
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.masters.params,
                                                          clip if clip > 0 else math.inf))
         out = finish(sums, maxes, mins, tokens)
         if math.isfinite(grad_norm) and math.isfinite(out.get("loss", 0.0)):
             self.optimizer.step()
+            self.masters.publish()
             self.scheduler.step()
             self.optimizer_steps += 1
         self.optimizer.zero_grad(set_to_none=True)
@@ -154,7 +168,7 @@ class TorchCritic(torch.nn.Module):
     def gradients(self, micro_batches: List[ValueBatch], norm: LossNormalizers
                   ) -> Dict[str, np.ndarray]:
         """The summed value-loss gradient by HF name, without a step (tests)."""
-        self.optimizer.zero_grad(set_to_none=True)
+        self.zero_grad(set_to_none=True)
         for mb in micro_batches:
             self.micro_loss(mb, norm)[0].backward()
         names = {id(p): n for n, p in self.named_parameters()}
@@ -163,17 +177,15 @@ class TorchCritic(torch.nn.Module):
             n = names[id(p)]
             n = HEAD_WEIGHT if n == "score.weight" else HEAD_BIAS if n == "score.bias" else \
                 "model." + n[len("backbone."):]
-            out[n] = (p.grad if p.grad is not None else torch.zeros_like(p)).cpu().numpy().copy()
-        self.optimizer.zero_grad(set_to_none=True)
+            g = p.grad if p.grad is not None else torch.zeros_like(p)
+            out[n] = g.float().cpu().numpy().copy()
+        self.zero_grad(set_to_none=True)
         return out
 
     def _all_reduce(self, grads: List[torch.Tensor]) -> None:
         import torch.distributed as dist
         from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-        for p, g in zip(self.params, grads):
-            if p.grad is None:
-                p.grad = g
         flat = _flatten_dense_tensors(grads)
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
         for g, r in zip(grads, _unflatten_dense_tensors(flat, grads)):

@@ -86,10 +86,11 @@ def scoring(peft_model, reference: bool):
         peft_model.train(was)
 
 
-def merged_named_tensors(peft_model) -> Iterator[Tuple[str, torch.Tensor]]:
+def merged_named_tensors(peft_model, master_of=lambda t: t) -> Iterator[Tuple[str, torch.Tensor]]:
     """(HF name, tensor) of the base model's state_dict with every adapted weight merged,
-    W + s * B A (computed in float32, cast to W's dtype), adapter entries left out: what a
-    rollout engine that knows nothing of LoRA loads."""
+    W + s * B A (computed in float32 from the adapters' float32 masters, ``master_of``; cast
+    to W's dtype), adapter entries left out: what a rollout engine that knows nothing of LoRA
+    loads."""
     mods = dict(_lora_modules(peft_model))
     for name, t in peft_model.get_base_model().state_dict().items():
         if ".lora_" in name:
@@ -99,8 +100,8 @@ def merged_named_tensors(peft_model) -> Iterator[Tuple[str, torch.Tensor]]:
         path = name[:-len(".weight")] if name.endswith(".weight") else None
         mod = mods.get(path)
         if mod is not None:
-            a = mod.lora_A[ADAPTER].weight.detach().float()
-            b = mod.lora_B[ADAPTER].weight.detach().float()
+            a = master_of(mod.lora_A[ADAPTER].weight).detach().float()
+            b = master_of(mod.lora_B[ADAPTER].weight).detach().float()
             t = (t.float() + mod.scaling[ADAPTER] * (b @ a)).to(t.dtype)
         yield name, t
 
