@@ -11,8 +11,9 @@ new child runs the module's remaining tests.
 
 Children run ahead: ``MINDRL_TEST_JOBS`` lanes (default 1) start the isolated modules' children
 in background threads, in collection order, while the parent runs the light modules in-process;
-when the parent reaches a module no lane has started it runs that child itself. On 2 cores the
-suite then keeps both busy. ``MINDRL_TEST_JOBS=0`` runs each child when its module comes up.
+when the parent reaches a module no lane has started it runs that child itself, and while it
+waits for one a lane is running it runs the next queued child. On 2 cores the suite then keeps
+both busy. ``MINDRL_TEST_JOBS=0`` runs each child when its module comes up.
 
 Isolated: the modules under :data:`HEAVY` (their growth measured with ``MINDRL_RSS_LOG``, see
 conftest.py). ``MINDRL_TEST_ISOLATE=0`` runs everything in one process (for a debugger); a run
@@ -212,7 +213,13 @@ def _reports_for(item) -> list:
     if _next_job_is(config, job):                 # not started by a lane: run it here
         job.result = _run_child(config, job.mod, job.ids, job)
         job.done.set()
-    job.done.wait()
+    while not job.done.is_set():                  # a lane runs it: run the next queued one
+        other = _next_job(config)                 # meanwhile, so both cores keep working
+        if other is None:
+            job.done.wait()
+            break
+        other.result = _run_child(config, other.mod, other.ids, other)
+        other.done.set()
     reports = job.result
     if item.nodeid not in reports and reports["<child>"][0] != item.nodeid:
         rest = job.ids[job.ids.index(item.nodeid):]
