@@ -39,7 +39,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "run's settings.json)")
     p.add_argument("--data-dir", default=None,
                    help="directory with the benchmark files (default: the run's, else "
-                        "../shared/data/eval)")
+                        "$MINDRL_DATA_DIR or the user cache)")
     p.add_argument("--settings-hash", default=None,
                    help="which samples to use when the file holds several settings")
     _field_options(p, sft_pref=False)

@@ -50,7 +50,8 @@ class EvalSettings:
     dtype: str = field(default="float32", metadata={"help": "Inference dtype."})
     device: str = field(default="cpu", metadata={"help": "cpu | cuda | ascend."})
     data_dir: Optional[str] = field(default=None, metadata={
-        "help": "Directory with the benchmark files (default ../shared/data/eval)."})
+        "help": "Directory with the benchmark files (default: $MINDRL_DATA_DIR, else the "
+                "user cache that `mindrl data fetch` fills)."})
     problem_field: Optional[str] = field(default=None,
         metadata={"help": "Local/HF files: problem field."})
     answer_field: Optional[str] = field(default=None,
