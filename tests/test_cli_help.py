@@ -24,3 +24,19 @@ def test_help_pages_state_defaults_once():
         assert not re.search(r"\(default:[^()]*\)\s*\(default:", flat), name
     # and a real default is still shown
     assert "(default: 30)" in re.sub(r"\s+", " ", pages["mindrl analyze lengths"])
+
+
+def test_user_facing_text_speaks_to_users(capsys):
+    """Help pages, recipe summaries and the README say nothing of this project's own logs, its
+    CI or the month a page was read."""
+    from pathlib import Path
+
+    from mindrl.cli import main
+
+    assert main(["recipes"]) == 0
+    texts = [capsys.readouterr().out] + [t for _, t in _pages(build_parser())]
+    texts.append((Path(__file__).resolve().parents[1] / "README.md").read_text())
+    flat = re.sub(r"\s+", " ", "\n".join(texts))
+    for phrase in ("seed log", "CI-sized", "the seeds use", "as read in 2026-12"):
+        assert phrase not in flat, phrase
+    assert "few-minute CPU check of deepscaler_1.5b" in flat

@@ -107,6 +107,10 @@ class DataConfig:
                           "('gsm8k', 'gsm8k_test', 'math_l3to5', 'countdown', 'kk') or a generator "
                           "('countdown:gen', 'kk:gen').")
     val_file: str = opt("", "Held-out prompts for validation (same forms as train_file).")
+    val_split: float = opt(0.0, "With data.val_file empty: hold out this share of the training "
+                           "file's (or built-in set's) rows (a fixed, seeded choice; at least 1 row, at most "
+                           "data.max_val_samples) for validation and train on the rest "
+                           "(0 = no validation set).")
     data_dir: str = opt("", "Directory holding the built-in data files (eval/, train/, tasks/); "
                         "'' = $MINDRL_DATA_DIR, else the user cache that `mindrl data fetch` "
                         "fills (~/.cache/mindrl/data).")
