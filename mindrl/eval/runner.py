@@ -160,8 +160,8 @@ def resolve_template(settings: EvalSettings, meta: Dict[str, Any], tokenizer,
         template = settings.template
         if trained and template != trained:
             warning = (f"chat template '{template}' differs from '{trained}', the template this "
-                       f"checkpoint was trained with ({META_FILE}); scores may drop sharply (the "
-                       f"seed lost up to 28 points on GSM8K this way). Omit --template to use "
+                       f"checkpoint was trained with ({META_FILE}); scores may drop sharply (by tens "
+                       f"of points on GSM8K). Omit --template to use "
                        f"'{trained}'.")
             bar = "!" * 78
             log(f"{bar}\nWARNING: {warning}\n{bar}")

@@ -404,6 +404,7 @@ class Trainer:
                                self.trainer_state(), self.cfg.checkpoint.keep_last,
                                is_main=self.is_main,
                                meta={"chat_template": self.cfg.model.chat_template,
+                                     "system_prompt": self.cfg.data.system_prompt,
                                      "base_model": str(self.model_path), "step": self.step},
                                config=self.config_text)
         self.backend.barrier()
