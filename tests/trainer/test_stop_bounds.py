@@ -7,6 +7,7 @@ does not end within ``checkpoint.stop_grace_s`` exits with a line naming the key
 import dataclasses
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -201,3 +202,38 @@ def test_a_second_signal_exits_at_once(tmp_path, second):
     assert rc == 128 + second, err[-2000:]
     assert took < 10, took
     assert f"signal {int(second)} received again: exiting now, without a checkpoint" in err
+
+
+def test_ctrl_c_ends_with_the_checkpoint_and_how_to_resume(tmp_path):
+    """Ctrl-C mid-step with the progress bar on: the warning starts a line of its own (not glued
+    to the bar), and the last line names the checkpoint saved and the command that resumes."""
+    recipe = tmp_path / "pause.yaml"
+    recipe.write_text(HANG_RECIPE.format(repo=REPO, grace=0)
+                      .replace("hang_reward", "pause_reward")
+                      .replace("progress_bar: false", "progress_bar: true"))
+    marker, release = tmp_path / "step_started", tmp_path / "release"
+    proc = subprocess.Popen([sys.executable, "-m", "mindrl", "train", str(recipe),
+                             "logging.output_dir=run"],
+                            env=env_for(tmp_path, MINDRL_TEST_HANG_MARKER=str(marker),
+                                        MINDRL_TEST_RELEASE=str(release)),
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    t0 = time.monotonic()
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() - t0 > 240:
+            proc.kill()
+            pytest.fail(f"the run never reached its reward: {proc.communicate()[1][-3000:]}")
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    release.touch()
+    rc, err, _ = wait_exit(proc, 120)
+    assert rc == 128 + signal.SIGINT, err[-2000:]
+    lines = [ln for part in err.splitlines() for ln in part.split("\r")]
+    warn = next(ln for ln in lines if "signal 2 received: saving a checkpoint" in ln)
+    assert re.match(r"^\d{4}-\d\d-\d\d ", warn), warn          # its own line: no bar before it
+    assert err.strip().splitlines()[-1] == (
+        f"stopped by signal 2 after step 1 of 3; checkpoint saved: "
+        f"run/checkpoints/step_000001; to resume from step 1, run the same command again: "
+        f"mindrl train {recipe} logging.output_dir=run")
+    assert (tmp_path / "run" / "checkpoints" / "step_000001" / "COMPLETE").is_file()
