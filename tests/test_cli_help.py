@@ -3,7 +3,7 @@
 import argparse
 import re
 
-from mindrl.cli import build_parser
+from mindrl.cli import build_parser, main
 
 
 def _pages(parser, name="mindrl"):
@@ -31,8 +31,6 @@ def test_user_facing_text_speaks_to_users(capsys):
     CI or the month a page was read."""
     from pathlib import Path
 
-    from mindrl.cli import main
-
     assert main(["recipes"]) == 0
     texts = [capsys.readouterr().out] + [t for _, t in _pages(build_parser())]
     texts.append((Path(__file__).resolve().parents[1] / "README.md").read_text())
@@ -40,3 +38,38 @@ def test_user_facing_text_speaks_to_users(capsys):
     for phrase in ("seed log", "CI-sized", "the seeds use", "as read in 2026-12"):
         assert phrase not in flat, phrase
     assert "few-minute CPU check of deepscaler_1.5b" in flat
+
+
+def test_token_length_warning_is_silenced_by_every_command(tiny_dir):
+    """transformers warns once per tokenizer when a text is longer than model_max_length; every
+    mindrl command (run_command) drops that line (the preflight counts long prompts, the
+    trainer skips them)."""
+    import logging
+
+    from transformers import AutoTokenizer
+
+    from mindrl.command import _TOKEN_LENGTH_FILTER, quiet_known_noise
+
+    logger = logging.getLogger("transformers.tokenization_utils_base")
+    seen = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    handler, level = Catch(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        logger.removeFilter(_TOKEN_LENGTH_FILTER)
+        AutoTokenizer.from_pretrained(tiny_dir).encode("hello world " * 1100)
+        assert any(m.startswith("Token indices sequence length") for m in seen)  # unfiltered
+        seen.clear()
+        quiet_known_noise()
+        AutoTokenizer.from_pretrained(tiny_dir).encode("hello world " * 1100)
+        assert not any(m.startswith("Token indices sequence length") for m in seen)
+        assert main(["config", "show", "grpo_tiny_demo", "--keys"]) == 0   # installs it too
+        assert _TOKEN_LENGTH_FILTER in logger.filters
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -47,6 +47,10 @@ from mindrl.data.io import DataError, where
 
 log = logging.getLogger("mindrl.data")
 
+# the preflight's warnings of this command, repeated in the run summary
+# (mindrl.trainer.summary), which empties the list
+RUN_WARNINGS: List[str] = []
+
 DEFAULT_ROWS = 64
 DEFAULT_MAX_UNSCORABLE = 0.1
 
@@ -490,8 +494,8 @@ def check_prompt_lengths(rows: Sequence[Dict], cfg, tokenizer) -> List[str]:
     long = sum(L > limit for L in lengths)
     if long == len(lengths):
         raise DataError(no_prompt_fits(limit, f"the first {len(rows)} rows", lengths))
-    head = (f"prompt lengths: {long} of the first {len(rows)} prompts are longer than "
-            f"data.max_prompt_len={limit} and will be skipped" if long else
+    head = (f"warning: prompt lengths: {long} of the first {len(rows)} prompts are longer "
+            f"than data.max_prompt_len={limit} and will be skipped" if long else
             f"prompt lengths: all of the first {len(rows)} prompts fit "
             f"data.max_prompt_len={limit}")
     return [f"{head} ({_length_summary(lengths)})"]
@@ -553,7 +557,11 @@ def preflight(cfg, job: str, plan, rows: Sequence[Dict], check: bool = True,
     def show_lines(new: List[str], level=logging.INFO) -> List[str]:
         if main:
             for line in new:
+                if line.startswith("warning: "):
+                    level = logging.WARNING
                 log.log(level, "%s", line)
+                if level >= logging.WARNING and line not in RUN_WARNINGS:
+                    RUN_WARNINGS.append(line)     # repeated in the run summary
         return new
 
     lines: List[str] = []

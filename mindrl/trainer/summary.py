@@ -35,6 +35,10 @@ def summary_lines(stages: Sequence, last: Dict[str, float], seconds: float,
                  if isinstance(v, (int, float)) and math.isfinite(v)][:6]
     if shown:
         lines.append("final metrics: " + "  ".join(f"{k} {_fmt(v)}" for k, v in shown))
+    from mindrl.data.preflight import RUN_WARNINGS
+
+    for w in RUN_WARNINGS:
+        lines.append(f"{'warning:':14s} {w[len('warning: '):] if w.startswith('warning: ') else w}")
     ck = latest_checkpoint(run_dir / "checkpoints")
     lines.append(f"checkpoint:    {ck / 'model' if ck else '(none saved: checkpoint.save_final=false)'}")
     for label, path in (("curves:", run_dir / "curves.png"),
@@ -79,4 +83,7 @@ def print_summary(stages: Sequence, last: Dict[str, float], seconds: float,
                   recipe: str = "") -> None:
     if int(os.environ.get("RANK", "0")) != 0:
         return
+    from mindrl.data.preflight import RUN_WARNINGS
+
     print("\n" + "\n".join(summary_lines(stages, last, seconds, recipe)), flush=True)
+    RUN_WARNINGS.clear()

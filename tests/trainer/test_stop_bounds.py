@@ -6,6 +6,7 @@ does not end within ``checkpoint.stop_grace_s`` exits with a line naming the key
 
 import dataclasses
 import json
+import logging
 import os
 import re
 import signal
@@ -68,7 +69,7 @@ def test_no_prompt_of_the_first_rows_fits_stops_before_the_model_loads(tmp_path)
     assert took < 60, took
 
 
-def test_preflight_counts_too_long_prompts(tmp_path):
+def test_preflight_counts_too_long_prompts(tmp_path, caplog):
     """Some of the first rows too long: counted with the longest, the median and the limit."""
     from mindrl.config.loader import load_config
     from mindrl.data.preflight import preflight
@@ -85,10 +86,22 @@ def test_preflight_counts_too_long_prompts(tmp_path):
         "data.preflight_rows=8"])
     plan_rows = build_streams(dataclasses.replace(cfg.data, max_train_samples=8), 0)[0]
     rows = plan_rows.rows.get(range(8))
-    lines = preflight(cfg, "rl", plan_rows.rows.plan, rows, count=8)
-    assert (f"prompt lengths: {long} of the first 8 prompts are longer than "
+    from mindrl.config.stages import Stage
+    from mindrl.data.preflight import RUN_WARNINGS
+    from mindrl.trainer.summary import summary_lines
+
+    RUN_WARNINGS.clear()
+    with caplog.at_level(logging.INFO, logger="mindrl.data"):
+        lines = preflight(cfg, "rl", plan_rows.rows.plan, rows, count=8)
+    line = (f"prompt lengths: {long} of the first 8 prompts are longer than "
             f"data.max_prompt_len={limit} and will be skipped (longest {max(L)}, median "
-            f"{statistics.median(L):g} tokens)") in lines
+            f"{statistics.median(L):g} tokens)")
+    assert f"warning: {line}" in lines
+    # a warning, not an INFO line, and repeated in the run summary
+    assert [r.levelno for r in caplog.records if line in r.getMessage()] == [logging.WARNING]
+    summary = summary_lines([Stage(1, "", "train", cfg, 1)], {}, 1.0)
+    assert f"warning:       {line}" in summary
+    RUN_WARNINGS.clear()
 
 
 def test_an_epoch_with_no_prompt_that_fits_stops(tmp_path):
