@@ -73,3 +73,17 @@ def test_token_length_warning_is_silenced_by_every_command(tiny_dir):
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+def test_unknown_recipe_suggests_the_closest_names(capsys):
+    from mindrl.config.loader import REPO_CONFIGS
+
+    assert main(["train", "grpo_own_mth_tiny"]) == 2
+    err = capsys.readouterr().err.strip()
+    n = len(list(REPO_CONFIGS.glob("*.yaml")))
+    assert err == (f"mindrl: configuration error: recipe 'grpo_own_mth_tiny' not found (not a "
+                   f"file, not in {REPO_CONFIGS}); did you mean grpo_own_math_tiny or "
+                   f"grpo_own_choice_tiny or grpo_own_math? `mindrl recipes` lists all {n}")
+    assert len(err) < 300
+    assert main(["train", "xyzzy"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"); `mindrl recipes` lists all {n}")
