@@ -279,6 +279,7 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         if split:
             held, keep = held_out_split(len(indexed), split, data_cfg.max_val_samples, spec)
             val, indexed = indexed.get(held), SubsetRows(indexed, keep)
+            _log_split(spec, len(held), len(keep), split)
         train = FileStream(indexed, seed, data_cfg.shuffle)
         head = indexed.get(range(min(len(indexed), max(1, data_cfg.preflight_rows))))
         count = len(indexed)
@@ -289,6 +290,7 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         if split:
             held, keep = held_out_split(len(rows), split, data_cfg.max_val_samples, spec)
             val, rows = [rows[i] for i in held], [rows[i] for i in keep]
+            _log_split(spec, len(held), len(keep), split)
         train, head, count = ListStream(rows, seed, data_cfg.shuffle), rows, len(rows)
     if cfg is not None:
         from mindrl.data.preflight import preflight
@@ -298,6 +300,17 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
 
 
 VAL_SPLIT_SEED = 0      # the held-out rows do not change with train.seed
+
+
+def _log_split(spec: str, held: int, keep: int, share: float) -> None:
+    import logging
+
+    from mindrl.data.preflight import is_main_process
+
+    if is_main_process():
+        logging.getLogger("mindrl.data").info(
+            "validation: %d rows of %s held out (data.val_split=%g); training on the other %d",
+            held, spec, share, keep)
 
 
 def held_out_split(n: int, share: float, max_rows: int = 0, where: str = ""):

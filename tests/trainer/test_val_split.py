@@ -57,3 +57,13 @@ def test_a_validation_file_wins_over_the_split(tmp_path):
     train, val = build_streams(_data_cfg(path, val_file=other), seed=0)
     assert [r["answer"] for r in val] == ["0", "2", "4", "6"]
     assert len({r["problem"] for r in train.take(20)}) == 20   # nothing held out
+
+
+def test_the_split_is_said(tmp_path, caplog):
+    import logging
+
+    path = _file(tmp_path / "mine.jsonl", 30)
+    with caplog.at_level(logging.INFO, logger="mindrl.data"):
+        build_streams(_data_cfg(path), seed=0)
+    assert (f"validation: 3 rows of {path} held out (data.val_split=0.1); training on the "
+            f"other 27") in [r.getMessage() for r in caplog.records]
