@@ -19,54 +19,18 @@ command that downloads it.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 from mindrl.data.io import DataError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CHECKOUT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+# the resolution itself lives in mindrl.paths (below every room: the sandbox hides the directory)
+from mindrl.paths import (CHECKOUT_DATA_DIR, REPO_ROOT, candidate_dirs,  # noqa: F401,E402
+                          data_root, user_data_dir)
 
 
 class MissingDataError(DataError, FileNotFoundError):
     """A built-in data file that is not on this machine (``mindrl data fetch`` gets it)."""
-
-
-def user_data_dir() -> Path:
-    """``$XDG_CACHE_HOME/mindrl/data``, else ``~/.cache/mindrl/data``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "mindrl" / "data"
-
-
-def _explicit(data_dir) -> Optional[Path]:
-    if data_dir in (None, ""):
-        return None
-    p = Path(str(data_dir)).expanduser()
-    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
-        p = REPO_ROOT / p
-    return p
-
-
-def candidate_dirs(data_dir=None) -> List[Path]:
-    """The data directories searched, in order (see the module docstring)."""
-    explicit = _explicit(data_dir)
-    if explicit is not None:
-        return [explicit]
-    env = os.environ.get("MINDRL_DATA_DIR")
-    if env:
-        return [Path(env).expanduser()]
-    dirs = [user_data_dir()]
-    if CHECKOUT_DATA_DIR.is_dir():
-        dirs.append(CHECKOUT_DATA_DIR)
-    return dirs
-
-
-def data_root(data_dir=None) -> Path:
-    """The data directory: the first candidate that exists, else the first (where a fetch
-    writes)."""
-    dirs = candidate_dirs(data_dir)
-    return next((d for d in dirs if d.is_dir()), dirs[0])
 
 
 def find_data_file(relpath: str, data_dir=None, fetch_name: str = "") -> Path:

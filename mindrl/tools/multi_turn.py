@@ -258,7 +258,7 @@ def build_tool_rollout(cfg, tokenizer, stop_token_ids=()) -> ToolRollout:
     run directory (checkpoints, metrics) and the data with its gold answers."""
     import os
 
-    from mindrl.data.location import data_root
+    from mindrl.paths import data_root
 
     t, s = cfg.tools, cfg.tools.sandbox
     hidden = [cfg.logging.output_dir, str(data_root(cfg.data.data_dir))] + [

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from mindrl.config.schema import RunConfig
-from mindrl.data import location
+from mindrl import paths as location
 from mindrl.data.benchmarks import load_benchmark
 from mindrl.data.location import MissingDataError, find_data_file, user_data_dir
 from mindrl.data.prompts import load_prompts
