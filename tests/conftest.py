@@ -62,9 +62,15 @@ def pytest_runtest_makereport(item, call):
         return
     rep = outcome.get_result()
     if rep.failed and _missing_data(call.excinfo):
+        import re
+
+        text = str(call.excinfo.value)
+        m = re.search(r"data file not found: (\S+)", text) or \
+            re.search(re.escape(str(SHARED_DATA)) + r"/[\w./-]+", text)
+        what = (m.group(1) if m and m.lastindex else m.group(0) if m else "a data file")
         rep.outcome = "skipped"
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1,
-                        f"Skipped: {NO_DATA_REASON}")
+                        f"Skipped: {what}: {NO_DATA_REASON}")
 
 
 
