@@ -106,11 +106,11 @@ def _launch(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from mindrl.paths import check_output_path
-    from mindrl.trainer.demo import run_demo
+    from mindrl.trainer.demo import demo_output_dir, run_demo
 
-    check_output_path(args.output_dir, "--output-dir")
-    result = run_demo(backend=args.backend, output_dir=args.output_dir, overrides=args.overrides,
-                      task=args.task)
+    out, overrides = demo_output_dir(args.backend, args.task, args.overrides, args.output_dir)
+    check_output_path(out, "--output-dir" if args.output_dir else "logging.output_dir")
+    result = run_demo(backend=args.backend, output_dir=out, overrides=overrides, task=args.task)
     return 0 if result["rl_accuracy"] >= result["sft_accuracy"] else 1
 
 
@@ -210,7 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     de = sub.add_parser("demo", help="the CPU demo: tiny model, SFT warm-up, GRPO, accuracy table")
     de.add_argument("--backend", default="torch", choices=["torch", "mindspore"])
-    de.add_argument("--output-dir", default="runs/demo")
+    de.add_argument("--output-dir", default=None,
+                    help="the run folder (default: runs/demo, or runs/demo-VARIANT for another "
+                         "task, backend or overrides; logging.output_dir=DIR works too)")
     de.add_argument("--task", default="addition",
                     choices=["addition", "kk", "countdown", "tool"],
                     help="2-digit addition (default), compact Knights-and-Knaves (3-4 people), "

@@ -5,6 +5,7 @@ and the subcommands that also run on their own (``python -m mindrl.eval.cli``)."
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from mindrl.errors import ConfigError, UserError
@@ -34,10 +35,29 @@ def user_message(e: BaseException) -> str:
     return text
 
 
+class _DropTokenLengthWarning(logging.Filter):
+    """transformers' "Token indices sequence length is longer than the specified maximum" is
+    noise here: prompts longer than ``data.max_prompt_len`` are counted by the preflight and
+    skipped by the trainer, and mindrl never runs a sequence past the model's positions."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Token indices sequence length is longer")
+
+
+_TOKEN_LENGTH_FILTER = _DropTokenLengthWarning()
+
+
+def quiet_known_noise() -> None:
+    """Install the filters for third-party warnings that say nothing to a mindrl user (imports
+    nothing; idempotent)."""
+    logging.getLogger("transformers.tokenization_utils_base").addFilter(_TOKEN_LENGTH_FILTER)
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run a parsed subcommand; a user error (bad config, data, eval input, launch) prints as
     ``mindrl: ...error: MESSAGE`` on stderr and gives exit code 2, anything else is a bug and
     keeps its traceback. Every subcommand, and ``python -m mindrl.eval.cli``, ends here."""
+    quiet_known_noise()
     try:
         return int(args.func(args) or 0)
     except ConfigError as e:

@@ -6,10 +6,13 @@
 - Model directories: what a Hugging Face model directory must hold, and the run and checkpoint
   folders that name one (:func:`locate_model_dir`, :func:`check_model_dir`). Reads no weights
   and imports no framework; ``builtin:`` names are resolved by :mod:`mindrl.models.tiny`.
+- The data directory of the published data sets (:func:`candidate_dirs`, :func:`data_root`;
+  :mod:`mindrl.data.location` says the order and finds files there).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import List, Optional, Type
 
@@ -135,3 +138,45 @@ def check_model_dir(path: str, key: str = "model.path") -> None:
 def step_dir(root, step: int) -> Path:
     """The folder of the checkpoint of ``step`` under a run's ``checkpoints/`` folder."""
     return Path(root) / f"step_{step:06d}"
+
+
+# ------------------------------------------------------------------ the data directory
+# (mindrl.data.location documents the order and finds files in it)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CHECKOUT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+
+
+def user_data_dir() -> Path:
+    """``$XDG_CACHE_HOME/mindrl/data``, else ``~/.cache/mindrl/data``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "mindrl" / "data"
+
+
+def _explicit(data_dir) -> Optional[Path]:
+    if data_dir in (None, ""):
+        return None
+    p = Path(str(data_dir)).expanduser()
+    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
+        p = REPO_ROOT / p
+    return p
+
+
+def candidate_dirs(data_dir=None) -> List[Path]:
+    """The data directories searched, in order (see the module docstring)."""
+    explicit = _explicit(data_dir)
+    if explicit is not None:
+        return [explicit]
+    env = os.environ.get("MINDRL_DATA_DIR")
+    if env:
+        return [Path(env).expanduser()]
+    dirs = [user_data_dir()]
+    if CHECKOUT_DATA_DIR.is_dir():
+        dirs.append(CHECKOUT_DATA_DIR)
+    return dirs
+
+
+def data_root(data_dir=None) -> Path:
+    """The data directory: the first candidate that exists, else the first (where a fetch
+    writes)."""
+    dirs = candidate_dirs(data_dir)
+    return next((d for d in dirs if d.is_dir()), dirs[0])

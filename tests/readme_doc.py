@@ -17,6 +17,10 @@ commands run in process, others with bash from the checkout root. A block may al
 transcript (no language; lines ``$ COMMAND`` followed by what it prints): its commands are
 checked the same way, and a ``run`` form must print the README's next line exactly.
 
+README.md carries no such comments (they would show on the rendered page): the forms of its
+blocks are in ``tests/readme_forms.txt`` (:data:`SIDE_FORMS`), where a line ``== COMMAND`` opens
+the forms of the README block whose first command starts with COMMAND.
+
 Every command of a shell block or transcript needs a form: a command without one fails the
 test with the line to add. YAML blocks need none: each is loaded with ``mindrl config show``
 unless an annotation gives ``yaml => skip: REASON``.
@@ -67,9 +71,51 @@ def doc_pages(repo: Path) -> List[Path]:
     return [Path(repo) / "README.md"] + sorted((Path(repo) / "docs").rglob("*.md"))
 
 
+SIDE_FORMS = {"README.md": Path(__file__).resolve().parent / "readme_forms.txt"}
+
+
+def side_forms(page: str) -> List[Tuple[str, str, int]]:
+    """``(first command, annotation body, line)`` of each ``== COMMAND`` entry of ``page``'s
+    side file (empty when it has none)."""
+    path = SIDE_FORMS.get(page)
+    if path is None or not path.is_file():
+        return []
+    out: List[Tuple[str, str, int]] = []
+    for k, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if raw.startswith("== "):
+            out.append((" ".join(raw[3:].split()), "", k))
+        elif out and not raw.startswith("#"):
+            out[-1] = (out[-1][0], out[-1][1] + raw + "\n", out[-1][2])
+    return out
+
+
+def unused_side_forms(repo: Path) -> List[str]:
+    """Side-file entries that open no block of their page (a README block changed)."""
+    problems = []
+    for page, path in SIDE_FORMS.items():
+        firsts = [commands(b)[0].text for b in read_blocks(Path(repo) / page, page)
+                  if commands(b)]
+        for first, _, line in side_forms(page):
+            if not any(f == first or f.startswith(first + " ") for f in firsts):
+                problems.append(f"{path.name} line {line}: `== {first}` opens no block of "
+                                f"{page}; update it")
+    return problems
+
+
 def read_blocks(path: Path, page: str = "") -> List[Block]:
+    blocks = _read_blocks(path, page or Path(path).name)
+    for first, body, line in side_forms(page or Path(path).name):
+        for b in blocks:
+            cmds = commands(b)
+            if b.annotation is None and cmds and (cmds[0].text == first
+                                                  or cmds[0].text.startswith(first + " ")):
+                b.annotation, b.annotation_line = body, line
+                break
+    return blocks
+
+
+def _read_blocks(path: Path, page: str) -> List[Block]:
     text = Path(path).read_text(encoding="utf-8")
-    page = page or Path(path).name
     lines = text.splitlines()
     by_end = {}                                  # last line of an annotation -> (body, first line)
     for m in ANNOTATION.finditer(text):

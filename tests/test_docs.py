@@ -103,3 +103,12 @@ def test_history_check_catches_what_it_should():
             "`--die-with-parent`, `--new-session`"]
     hits = lambda s: any(re.search(p, s, re.I) for p, _ in HISTORY)   # noqa: E731
     assert all(hits(s) for s in bad) and not any(hits(s) for s in good)
+
+
+def test_the_built_site_is_ignored_by_git():
+    """`mkdocs build` writes site_dir (mkdocs.yml); git must not offer it for a commit."""
+    import yaml
+
+    site = yaml.safe_load((REPO / "mkdocs.yml").read_text())["site_dir"]
+    res = subprocess.run(["git", "check-ignore", "-q", f"{site}/index.html"], cwd=REPO)
+    assert res.returncode == 0, f"{site}/ is not in .gitignore"

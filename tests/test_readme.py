@@ -105,9 +105,10 @@ def tiny_eval_run(tmp_path_factory, tiny_dir, shared_data):
 
 
 @pytest.fixture
-def readme_env(tmp_path, monkeypatch, tiny_dir, shared_data):
+def readme_env(tmp_path, monkeypatch, tiny_dir):
+    # the data files: $MINDRL_DATA_DIR (conftest: ../shared/data); a command that needs one
+    # this machine lacks is reported as skipped (conftest), the others run
     monkeypatch.setenv("MINDRL_CACHE", str(Path(tiny_dir).parent))
-    monkeypatch.setenv("MINDRL_DATA_DIR", str(shared_data))
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -216,7 +217,16 @@ def test_annotations_are_well_formed_and_all_used():
             if not any(c.text == key or c.text.startswith(key + " ") for c in cmds):
                 problems.append(f"{block.page} line {block.annotation_line}: `{key} =>` matches "
                                 f"no command of the block at line {block.line}; update it")
+    problems += doc.unused_side_forms(REPO)
     assert not problems, "\n".join(problems)
+
+
+def test_readme_shows_no_test_notes_and_its_forms_are_in_the_side_file():
+    """README.md renders without readme-test comments; its blocks still have their forms."""
+    assert "readme-test" not in README.read_text(encoding="utf-8")
+    shell = [b for b in doc.read_blocks(README, "README.md") if b.lang == "bash"]
+    assert shell and all(b.annotation for b in shell)
+    assert all(b.annotation_line > 0 for b in shell)
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=f"{b.page}:L{b.line}") for b in BLOCKS

@@ -31,8 +31,18 @@ REPO_CONFIGS = Path(__file__).resolve().parents[2] / "yaml_configs"
 CLI = "the command line"
 
 
-def _known_recipes() -> str:
-    return ", ".join(sorted(x.stem for x in REPO_CONFIGS.glob("*.yaml")))
+def _known_recipes(name: str = "") -> str:
+    """A short hint at the built-in recipes: the closest names to ``name`` (difflib) and where
+    the full list is, not the list itself (it runs to thousands of characters)."""
+    import difflib  # noqa: PLC0415
+
+    names = sorted(x.stem for x in REPO_CONFIGS.glob("*.yaml"))
+    stem = Path(name).stem
+    close = difflib.get_close_matches(stem, names, n=3, cutoff=0.6)
+    if not close:
+        close = [n for n in names if stem and (stem in n or n in stem)][:3]
+    guess = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"{guess}`mindrl recipes` lists all {len(names)}"
 
 
 def _recipe_candidates(name: str, beside: Path) -> List[Path]:
@@ -52,7 +62,7 @@ def resolve_recipe(name: str) -> Path:
         if cand.is_file():
             return cand
     raise ConfigError(f"recipe '{name}' not found (not a file, not in {REPO_CONFIGS}); "
-                      f"known recipes: {_known_recipes()}")
+                      f"{_known_recipes(name)}")
 
 
 def _resolve_base(base: Any, child: Path) -> Path:
@@ -65,7 +75,7 @@ def _resolve_base(base: Any, child: Path) -> Path:
         if cand.is_file():
             return cand
     raise ConfigError(f"{child}: extends: '{base}' not found (looked for "
-                      f"{', '.join(map(str, cands))}); built-in recipes: {_known_recipes()}")
+                      f"{', '.join(map(str, cands))}); {_known_recipes(str(base))}")
 
 
 class _DuplicateKey(Exception):

@@ -112,7 +112,13 @@ class DataConfig:
                           "('gsm8k', 'gsm8k_test', 'math_l3to5', 'countdown', 'kk') or a generator "
                           "('countdown:gen', 'kk:gen').")
     val_file: str = opt("", "Held-out prompts for validation (same forms as train_file).")
-    data_dir: str = opt("../shared/data", "Directory holding the built-in data files.")
+    val_split: float = opt(0.0, "With data.val_file empty: hold out this share of the training "
+                           "file's (or built-in set's) rows (a fixed, seeded choice; at least 1 row, at most "
+                           "data.max_val_samples) for validation and train on the rest "
+                           "(0 = no validation set).")
+    data_dir: str = opt("", "Directory holding the built-in data files (eval/, train/, tasks/); "
+                        "'' = $MINDRL_DATA_DIR, else the user cache that `mindrl data fetch` "
+                        "fills (~/.cache/mindrl/data).")
     format: str = opt("auto", "Data format: auto (detected from the columns and printed), "
                       "verl, orz, pairwise, preference, messages, sharegpt, prompt_completion, "
                       "columns (see mindrl.data.formats); for SFT also traces and reasoning, "

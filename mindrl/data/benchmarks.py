@@ -3,7 +3,8 @@
 Three kinds of benchmark spec:
 
 * a built-in name (:data:`BENCHMARKS`): ``math500``, ``aime24``, ``aime25``, ``amc23``, ``gsm8k``,
-  read from a local data directory (default ``../shared/data/eval`` beside the checkout);
+  read from the data directory's ``eval/`` folder (:mod:`mindrl.data.location`: ``--data-dir``,
+  ``$MINDRL_DATA_DIR``, the user cache that ``mindrl data fetch`` fills);
 * a local ``.jsonl`` / ``.json`` / ``.parquet`` file, with a field mapping;
 * a Hugging Face dataset ``hf:owner/name[:config][@split]`` (needs ``datasets``; imported lazily).
 
@@ -29,9 +30,7 @@ from mindrl.data.answers import (BOXED_SUFFIX, gsm8k_final_answer,  # noqa: F401
 from mindrl.data.io import DataError, read_rows
 from mindrl.registry import Registry
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
-DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval"
+from mindrl.data.location import REPO_ROOT, data_root, find_data_file  # noqa: F401
 
 PROBLEM_FIELDS = ("problem", "question", "prompt", "input", "query")
 ANSWER_FIELDS = ("answer", "gt_answer", "final_answer", "target", "output")
@@ -70,26 +69,11 @@ for _spec in (
 
 
 def resolve_data_dir(data_dir=None, sub: str = "eval") -> Path:
-    """The directory to read from: ``data_dir`` if given (relative paths are tried from the
-    current directory, then from the repository root), else ``$MINDRL_DATA_DIR/<sub>``, else
-    ``../shared/data/<sub>`` beside the checkout."""
-    if data_dir in (None, ""):
-        env = os.environ.get("MINDRL_DATA_DIR")
-        return Path(env) / sub if env else DEFAULT_DATA_DIR / sub
-    p = Path(data_dir).expanduser()
-    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
-        p = REPO_ROOT / p
-    return p
-
-
-def _find_file(data_dir: Path, filename: str, sub: str) -> Path:
-    """``data_dir/filename``, or ``data_dir/sub/filename`` so that both ``.../data`` and
-    ``.../data/eval`` work as ``--data-dir``."""
-    for cand in (data_dir / filename, data_dir / sub / filename):
-        if cand.is_file():
-            return cand
-    raise DataError(f"data file not found: {data_dir / filename} (set --data-dir to the "
-                    f"directory that holds {filename})")
+    """The data directory (:func:`mindrl.data.location.data_root`) joined with ``sub``; a
+    directory given explicitly is returned as it is."""
+    if data_dir not in (None, ""):
+        return data_root(data_dir)
+    return data_root() / sub
 
 
 def is_builtin(spec: str) -> bool:
@@ -145,7 +129,7 @@ def load_benchmark(spec: str, data_dir=None, *, problem_field: Optional[str] = N
     """
     if is_builtin(spec):
         b: BenchmarkSpec = BENCHMARKS.get(spec)
-        path = _find_file(resolve_data_dir(data_dir), b.filename, "eval")
+        path = find_data_file(f"eval/{b.filename}", data_dir, fetch_name=spec)
         raw = read_rows(path)
         if not limit and len(raw) != b.rows:
             import warnings  # noqa: PLC0415

@@ -1,6 +1,6 @@
 """``mindrl data clean``: drop training rows that contain web links or CJK text.
 
-The first step of the seed log's AceReason-Math pipeline (clean -> sample k -> drop
+The first step of an AceReason-Math data pipeline (clean -> sample k -> drop
 all-correct -> train): problems that cite a URL usually depend on a page the model cannot see,
 and problems in (or half-translated from) Chinese do not match an English chat template.
 

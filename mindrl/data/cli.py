@@ -8,6 +8,7 @@
     mindrl data inspect   FILE [--rows 2] [--template NAME] [field options]
     mindrl data convert   FILE -o OUT.parquet|OUT.jsonl --to verl|mindrl|pairs|sft [field options]
     mindrl data clean     IN OUT --drop-urls --drop-cjk [--field problem]   (mindrl.data.clean)
+    mindrl data fetch     NAME... [--data-dir DIR] [--force]   (mindrl.data.fetch: the Hub)
     python -m mindrl.data.cli ...            (the same, without the top-level CLI)
 
 SAMPLES is an eval run directory or its ``samples.jsonl``; several are pooled (the samples of
@@ -39,7 +40,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "run's settings.json)")
     p.add_argument("--data-dir", default=None,
                    help="directory with the benchmark files (default: the run's, else "
-                        "../shared/data/eval)")
+                        "$MINDRL_DATA_DIR or the user cache)")
     p.add_argument("--settings-hash", default=None,
                    help="which samples to use when the file holds several settings")
     _field_options(p, sft_pref=False)
@@ -77,8 +78,9 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``data filter|pairs|rejection`` to an argparse subparsers object."""
     from mindrl.command import DefaultsHelpFormatter as fmt  # noqa: PLC0415
 
-    p = subparsers.add_parser("data", help="build training sets from eval samples "
-                                           "(difficulty filter, DPO pairs, rejection sampling)")
+    p = subparsers.add_parser("data", help="fetch the published data sets; build training sets "
+                                           "from eval samples (difficulty filter, DPO pairs, "
+                                           "rejection sampling)")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")
     sub.required = True
 
@@ -151,8 +153,11 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
     from mindrl.data.clean import add_clean_parser  # noqa: PLC0415
     from mindrl.data.sample import add_sample_parser  # noqa: PLC0415
 
+    from mindrl.data.fetch import add_fetch_parser  # noqa: PLC0415
+
     add_clean_parser(sub)
     add_sample_parser(sub)
+    add_fetch_parser(sub)
     return p
 
 

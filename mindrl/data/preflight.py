@@ -20,8 +20,11 @@ when the gold answers cannot be scored.
    run stops with one line naming ``data.max_prompt_len`` (:func:`no_prompt_fits`, the line the
    trainer also stops with when a whole epoch yields no prompt that fits);
 5. RL: the reward self-check (:func:`check_ideal_completions`). Each gold answer is written as
-   an ideal completion in the answer format the configured rewards expect (:data:`ANSWER_FORMATS`,
-   the one under which most rows earn every checked reward's maximum), and scored. A reward
+   a model would answer: its final answer alone (the number after ``####``, a boxed or
+   "final answer is" answer; a gold that is prose with no final answer stops the run), in the
+   answer format the prompt asks for (``\boxed{}``, ``<answer>`` tags, ``#### N``: read from the
+   rendered prompt and the system prompt; when the prompt names none, the format of
+   :data:`ANSWER_FORMATS` under which most rows earn every checked reward's maximum), and scored. A reward
    that earns its maximum on fewer than ``1 - data.preflight_max_unscorable`` of the rows
    cannot pay a right answer on this data: the run stops with one line naming the reward, the
    answer field and a row. Rewards with no notion of a gold answer (length, repetition,
@@ -43,6 +46,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from mindrl.data.io import DataError, where
 
 log = logging.getLogger("mindrl.data")
+
+# the preflight's warnings of this command, repeated in the run summary
+# (mindrl.trainer.summary), which empties the list
+RUN_WARNINGS: List[str] = []
 
 DEFAULT_ROWS = 64
 DEFAULT_MAX_UNSCORABLE = 0.1
@@ -137,6 +144,47 @@ ANSWER_FORMATS: Tuple[Tuple[str, str], ...] = (
 FILLER = "Let me work it out step by step."    # reasoning when the data has no worked solution
 
 
+def requested_formats(prompt: str) -> List[int]:
+    r"""The indices of :data:`ANSWER_FORMATS` a prompt asks for (its instruction names
+    ``\boxed``, ``<answer>`` tags, or ``####``); every index when it names none.
+
+    >>> [ANSWER_FORMATS[i][0] for i in requested_formats(r"put your final answer within \boxed{}")]
+    ['\\boxed{}']
+    >>> len(requested_formats("What is 2 + 3?")) == len(ANSWER_FORMATS)
+    True
+    """
+    names = [n for n, _ in ANSWER_FORMATS]
+    tags, boxed = "<answer>" in prompt, "\\boxed" in prompt
+    if tags and boxed:
+        want = ["<answer>\\boxed{}</answer> tags"]
+    elif tags:
+        want = ["<think>/<answer> tags", "compact <think>/<answer> tags"]
+    elif boxed:
+        want = ["\\boxed{}"]
+    elif "####" in prompt:
+        want = ["#### N"]
+    else:
+        return list(range(len(ANSWER_FORMATS)))
+    return [names.index(w) for w in want]
+
+
+def is_final_answer(text: Optional[str]) -> bool:
+    r"""Whether a gold answer, as :func:`rewards.math_grader.gold_answer` cuts it, is a final
+    answer a model could write in a box (a number, an expression, a word or two, a letter),
+    not prose: fewer than three words once LaTeX commands and ``\text{}`` are removed.
+
+    >>> is_final_answer("31"), is_final_answer(r"\frac{1}{2}\text{ of the cake}")
+    (True, True)
+    >>> is_final_answer("We work it out step by step, which gives 31 in total.")
+    False
+    """
+    if not text:
+        return False
+    s = re.sub(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}", " ", str(text))
+    s = re.sub(r"\\[A-Za-z]+", " ", s)
+    return len(re.findall(r"[A-Za-z]{2,}", s)) < 3
+
+
 def _final_answer(row: Dict) -> Optional[str]:
     from rewards.math_grader import gold_answer  # noqa: PLC0415
 
@@ -193,6 +241,10 @@ IDEAL: Dict[str, IdealSpec] = {
 }
 
 
+# the math rewards, whose gold answer is a final answer a model writes (in a box, after ####)
+MATH_FINAL_ANSWER = ("accuracy", "cosine", "gsm8k_accuracy")
+
+
 def _reasoning(row: Dict) -> str:
     """The data's own worked solution (a GSM8K rationale before its ``####`` line, calculator
     annotations removed), or "" when the row has none."""
@@ -219,18 +271,23 @@ def _entry(fc) -> Tuple[str, Dict]:
 def check_ideal_completions(rows: Sequence[Dict], plan, reward_functions: Sequence[Any],
                             limit: int = DEFAULT_ROWS,
                             max_unscorable: float = DEFAULT_MAX_UNSCORABLE,
-                            opened_think: bool = False) -> List[str]:
-    """RL: score the first ``limit`` gold answers, each written as an ideal completion in the
-    answer format of the configured rewards, with those rewards; raise :class:`DataError` when
-    a reward earns its maximum on fewer than ``1 - max_unscorable`` of the rows. Returns the
-    lines that report the check. ``opened_think``: the prompt ends with ``<think>`` (the
-    completion then starts inside the think block)."""
+                            opened_think: bool = False, prompt: str = "") -> List[str]:
+    """RL: score the first ``limit`` gold answers, each written as a model would answer (its
+    final answer, in the format ``prompt`` asks for: :func:`requested_formats`), with the
+    configured rewards; raise :class:`DataError` when more than ``max_unscorable`` of the gold
+    answers have no final answer (:func:`is_final_answer`), or when a reward earns its maximum
+    on fewer than ``1 - max_unscorable`` of the rows. Returns the lines that report the check.
+    ``opened_think``: the prompt ends with ``<think>`` (the completion then starts inside the
+    think block)."""
     from rewards.registry import any_of_gold, resolve_reward  # noqa: PLC0415
 
     head = list(rows[:limit])
     checked, skipped = [], []
+    prose_checked = set()         # math rewards: their gold must be a final answer, not prose
     for fc in reward_functions:
         name, params = _entry(fc)
+        if name in MATH_FINAL_ANSWER and params.get("mode", "auto") != "choice":
+            prose_checked.add(name)
         if name in IDEAL:
             fn = resolve_reward(name, params)
             checked.append((name, any_of_gold(fn), IDEAL[name], float(IDEAL[name].best(fn))))
@@ -240,28 +297,43 @@ def check_ideal_completions(rows: Sequence[Dict], plan, reward_functions: Sequen
     if not head or not any(spec.answer is not None for _, _, spec, _ in checked):
         return [f"reward check: no reward with a gold answer{note}"] if skipped else []
     n = len(head)
-    # candidate answer texts of each row (a reward may read the answer its own way)
+    src = getattr(plan, "source", "data")
+    # candidate answer texts of each row (a reward may read the answer its own way); a gold
+    # answer that is prose is no answer a model could give
     cands: List[List[str]] = []
-    for r in head:
+    no_final: List[int] = []
+    for i, r in enumerate(head):
         texts: List[str] = []
-        for _, _, spec, _ in checked:
+        for name, _, spec, _ in checked:
             if spec.answer is not None:
                 try:
                     t = spec.answer(r)
                 except (KeyError, TypeError, ValueError):
                     t = None
+                if name in prose_checked and t is not None and not is_final_answer(t):
+                    if i not in no_final:
+                        no_final.append(i)
+                    continue
                 if t is not None and str(t) not in texts:
                     texts.append(str(t))
         cands.append(texts or [""])
-    # every (format, row, candidate) completion in one batch per reward
-    items = [(f, i, c) for f in range(len(ANSWER_FORMATS)) for i in range(n)
+    if len(no_final) > max_unscorable * n + 1e-9:
+        i = no_final[0]
+        raise DataError(
+            f"{src}: {len(no_final)} of the first {n} gold answers (field "
+            f"'{_answer_path(plan)}') have no final answer a reward can compare, e.g. "
+            f"{where(src, i + 1)}: '{_short(_final_answer(head[i]), 100)}'; give the final "
+            f"answer alone (31, \\frac{{1}}{{2}}, B) or end a worked solution with '#### 31'")
+    # every (format, row, candidate) completion in one batch per reward, in the formats the
+    # prompt asks for
+    formats = requested_formats(prompt)
+    items = [(f, i, c) for f in formats for i in range(n)
              for c in range(len(cands[i]))]
     texts = [_write(ANSWER_FORMATS[f][1], _reasoning(head[i]), cands[i][c], opened_think)
              for f, i, c in items]
     columns = {k: [head[i].get(k) for _, i, _ in items] for k in head[0]}
     columns["completion_lengths"] = [0] * len(items)      # ideal: as short as it can be
     columns["finish_reasons"] = ["stop"] * len(items)
-    src = getattr(plan, "source", "data")
     at_max: Dict[str, List[bool]] = {}
     scores: Dict[str, List[Optional[float]]] = {}
     for name, fn, _, best in checked:
@@ -280,8 +352,8 @@ def check_ideal_completions(rows: Sequence[Dict], plan, reward_functions: Sequen
                                                    for nm, *_ in checked):
             best_item[f, i] = k
     totals = [sum(sum(at_max[nm][best_item[f, i]] for nm, *_ in checked) for i in range(n))
-              for f in range(len(ANSWER_FORMATS))]
-    f = totals.index(max(totals))
+              for f in formats]
+    f = formats[totals.index(max(totals))]
     chosen = [best_item[f, i] for i in range(n)]
     parts = []
     for name, _, spec, best in checked:
@@ -422,8 +494,8 @@ def check_prompt_lengths(rows: Sequence[Dict], cfg, tokenizer) -> List[str]:
     long = sum(L > limit for L in lengths)
     if long == len(lengths):
         raise DataError(no_prompt_fits(limit, f"the first {len(rows)} rows", lengths))
-    head = (f"prompt lengths: {long} of the first {len(rows)} prompts are longer than "
-            f"data.max_prompt_len={limit} and will be skipped" if long else
+    head = (f"warning: prompt lengths: {long} of the first {len(rows)} prompts are longer "
+            f"than data.max_prompt_len={limit} and will be skipped" if long else
             f"prompt lengths: all of the first {len(rows)} prompts fit "
             f"data.max_prompt_len={limit}")
     return [f"{head} ({_length_summary(lengths)})"]
@@ -485,7 +557,11 @@ def preflight(cfg, job: str, plan, rows: Sequence[Dict], check: bool = True,
     def show_lines(new: List[str], level=logging.INFO) -> List[str]:
         if main:
             for line in new:
+                if line.startswith("warning: "):
+                    level = logging.WARNING
                 log.log(level, "%s", line)
+                if level >= logging.WARNING and line not in RUN_WARNINGS:
+                    RUN_WARNINGS.append(line)     # repeated in the run summary
         return new
 
     lines: List[str] = []
@@ -506,8 +582,9 @@ def preflight(cfg, job: str, plan, rows: Sequence[Dict], check: bool = True,
     if check and job == "rl":
         check_rewards(rows, plan, cfg.reward.functions, d.preflight_rows,
                       d.preflight_max_unscorable)
-        opened = _rendered(rows[0]["problem"], cfg, tokenizer).rstrip().endswith("<think>")
+        rendered = _rendered(rows[0]["problem"], cfg, tokenizer)
         lines += show_lines(check_ideal_completions(
             rows, plan, cfg.reward.functions, d.preflight_rows, d.preflight_max_unscorable,
-            opened_think=opened))
+            opened_think=rendered.rstrip().endswith("<think>"),
+            prompt=f"{d.system_prompt}\n{rendered}"))
     return lines

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from mindrl.data.benchmarks import gsm8k_final_answer, normalize_gold, resolve_data_dir
+from mindrl.data.benchmarks import gsm8k_final_answer, normalize_gold
+from mindrl.data.location import candidate_dirs, find_data_file
 from mindrl.data.io import DataError, read_rows, where
 from mindrl.registry import Registry
 
@@ -40,15 +41,11 @@ Row = Dict[str, Any]
 PROMPT_SETS: Registry = Registry("prompt set")
 
 
-def _builtin(filename: str, problem_field: str, answer_field: str,
+def _builtin(name: str, filename: str, problem_field: str, answer_field: str,
              answer_fn: Callable[[Any], str] = normalize_gold,
              extra: Optional[Callable[[Row], Row]] = None):
     def load(data_dir, max_rows: int = 0, prompt_field: str = "", answer_field_: str = ""):
-        root = resolve_data_dir(data_dir, sub="")
-        path = root / filename
-        if not path.is_file():
-            raise DataError(f"data file not found: {path} (set data.data_dir to the directory "
-                            f"that holds {filename})")
+        path = find_data_file(filename, data_dir, fetch_name=name)
         raw = read_rows(path, max_rows=max_rows or None)
         return _map(raw, path, prompt_field or problem_field, answer_field_ or answer_field,
                     answer_fn, extra)
@@ -81,13 +78,13 @@ def countdown_columns(row: Row) -> Row:
     return {"nums": nums, "target": target, "problem": countdown_problem(nums, target)}
 
 
-PROMPT_SETS.register("gsm8k", _builtin("train/gsm8k_train.openai.jsonl", "question", "answer",
+PROMPT_SETS.register("gsm8k", _builtin("gsm8k_train", "train/gsm8k_train.openai.jsonl", "question", "answer",
                                        answer_fn=gsm8k_final_answer))
-PROMPT_SETS.register("gsm8k_test", _builtin("eval/gsm8k_test.openai.jsonl", "question", "answer",
+PROMPT_SETS.register("gsm8k_test", _builtin("gsm8k", "eval/gsm8k_test.openai.jsonl", "question", "answer",
                                             answer_fn=gsm8k_final_answer))
 PROMPT_SETS.register("math_l3to5", _builtin(
-    "train/simplelr_qwen_level3to5_train.simplerl_pr57.jsonl", "question", "gt_answer"))
-PROMPT_SETS.register("countdown", _builtin("tasks/countdown_cd3_test.d1.jsonl", "input", "output",
+    "math_l3to5", "train/simplelr_qwen_level3to5_train.simplerl_pr57.jsonl", "question", "gt_answer"))
+PROMPT_SETS.register("countdown", _builtin("countdown", "tasks/countdown_cd3_test.d1.jsonl", "input", "output",
                                            extra=countdown_columns))
 
 
@@ -274,6 +271,7 @@ def resolve_file(spec: str, data_dir=None) -> Path:
                         f"{', '.join(PROMPT_SETS.names())} (or a generator: {gens}; or a "
                         f".jsonl/.json/.parquet path)")
     if not path.is_absolute() and not path.exists():
-        alt = resolve_data_dir(data_dir, sub="") / path
-        path = alt if alt.exists() else path
+        for d in candidate_dirs(data_dir):
+            if (d / path).exists():
+                return d / path
     return path

@@ -1,7 +1,7 @@
 """``mindrl data sample``: a random or stratified subset of a data file, streamed.
 
-The seed log compared a hand-picked training subset with a random one of the same size
-(``--n 2446``); a stratified subset (``--by level``) keeps each stratum's share of the file.
+A random subset of the same size as a hand-picked one (``--n 2446``) is the baseline to
+compare it with; a stratified subset (``--by level``) keeps each stratum's share of the file.
 
 - random: reservoir sampling (Algorithm R) over the rows, seeded; memory holds ``n`` row
   positions, not the rows.

@@ -576,7 +576,7 @@ def length_options(p) -> None:
     p.add_argument("--tokenizer", default="", help="tokenizer that counts chain-of-thought "
                    "tokens: a model directory, a tokenizer.json or builtin:NAME")
     p.add_argument("--cot-longer-than", type=int, default=0, help="keep samples whose chain of "
-                   "thought has more than N tokens (0 = no bound; the seed log kept > 32768)")
+                   "thought has more than N tokens (0 = no bound; e.g. 32768 keeps only long traces)")
     p.add_argument("--cot-shorter-than", type=int, default=0, help="keep samples whose chain of "
                    "thought has fewer than N tokens (0 = no bound)")
 

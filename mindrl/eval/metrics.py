@@ -1,6 +1,6 @@
 """Evaluation metrics over n samples per problem.
 
-* ``avg@n``: mean score over all n x problems samples (the seed logs' "n_samples=64" figure).
+* ``avg@n``: mean score over all n x problems samples (the figure reports give as avg@64 for n_samples=64).
 * ``pass@k`` (unbiased, Chen et al. 2021, "Evaluating Large Language Models Trained on Code"):
   per problem with n samples of which c are correct,
 

@@ -133,6 +133,46 @@ def resolve_model(settings: EvalSettings) -> str:
     return str(Path(path).resolve())
 
 
+CPU_WARN_SAMPLES = 1000      # more samples than this on a CPU: say how long it may take
+
+
+def cpu_size_warning(todo: int, device: str) -> Optional[str]:
+    """A warning line before a large eval on a CPU (None otherwise).
+
+    >>> cpu_size_warning(7276, "cpu")[:60]
+    '[eval] warning: 7,276 samples to generate on a CPU: at the ~'
+    >>> cpu_size_warning(7276, "cuda") is None, cpu_size_warning(120, "cpu") is None
+    (True, True)
+    """
+    if device != "cpu" or todo <= CPU_WARN_SAMPLES:
+        return None
+    return (f"[eval] warning: {todo:,} samples to generate on a CPU: at the ~4 samples/s of the "
+            f"built-in tiny model on 2 cores that is ~{_duration(todo / 4.0)}, longer for a "
+            f"bigger model; --limit N evaluates the first N problems of each benchmark")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_rate(done: int, todo: int, seconds: float) -> str:
+    """The rate so far and, until the end, the time left at that rate.
+
+    >>> progress_rate(100, 7276, 25.0)
+    '4.0 samples/s, ~30 min left'
+    >>> progress_rate(8, 8, 2.0)
+    '4.0 samples/s'
+    """
+    rate = done / max(seconds, 1e-9)
+    if done >= todo or rate <= 0:
+        return f"{rate:.1f} samples/s"
+    return f"{rate:.1f} samples/s, ~{_duration((todo - done) / rate)} left"
+
+
 def read_meta(model_dir: str) -> Dict[str, Any]:
     p = Path(model_dir) / META_FILE
     if not p.is_file():
@@ -161,8 +201,8 @@ def resolve_template(settings: EvalSettings, meta: Dict[str, Any], tokenizer,
         if trained and template != trained:
             warning = (f"chat template '{template}' differs from '{trained}', the template this "
                        f"checkpoint was trained with ({META_FILE}); scores may drop sharply (the "
-                       f"seed lost 26 points on GSM8K this way, 90.6 -> 64.4). Omit --template "
-                       f"to use '{trained}'.")
+                       f"same model scored 90.6 on GSM8K with its training template and 64.4 "
+                       f"without). Omit --template to use '{trained}'.")
             bar = "!" * 78
             log(f"{bar}\nWARNING: {warning}\n{bar}")
             warnings.warn(warning, TemplateMismatchWarning, stacklevel=3)
@@ -347,6 +387,9 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
     log(f"[eval] {run_dir}: {total} samples wanted ({len(problems)} benchmarks, n={settings.n}, "
         f"template={template}, hash={shash}); {total - len(missing)} already done, "
         f"{len(missing)} to generate")
+    warning = cpu_size_warning(len(missing), settings.device)
+    if warning:
+        log(warning)
 
     golds = {(b, p.id): p.answer for b, ps in problems.items() for p in ps}
     statements = {(b, p.id): p.problem for b, ps in problems.items() for p in ps}
@@ -367,7 +410,7 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
         stats["generated"] += len(recs)
         dt = time.perf_counter() - stats["t0"]
         log(f"[eval] {stats['generated']}/{len(missing)} samples "
-            f"({stats['generated'] / max(dt, 1e-9):.1f} samples/s)")
+            f"({progress_rate(stats['generated'], len(missing), dt)})")
 
     from mindrl.data.benchmarks import resolve_data_dir  # noqa: PLC0415
 

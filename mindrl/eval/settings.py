@@ -34,7 +34,7 @@ class EvalSettings:
         metadata={"help": "Model directory or builtin:tiny."})
     benchmarks: List[str] = field(default_factory=lambda: list(DEFAULT_BENCHMARKS), metadata={
         "help": "Built-in names, .jsonl/.json/.parquet paths, or hf:owner/name[:config][@split]."})
-    n: int = field(default=1, metadata={"help": "Samples per problem (the seeds use 64 on AIME)."})
+    n: int = field(default=1, metadata={"help": "Samples per problem (64 is common on AIME)."})
     temperature: float = field(default=0.6, metadata={"help": "0 = greedy."})
     top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling mass."})
     top_k: int = field(default=-1, metadata={"help": "Top-k (-1 = off)."})
@@ -52,7 +52,8 @@ class EvalSettings:
     dtype: str = field(default="float32", metadata={"help": "Inference dtype."})
     device: str = field(default="cpu", metadata={"help": "cpu | cuda | ascend."})
     data_dir: Optional[str] = field(default=None, metadata={
-        "help": "Directory with the benchmark files (default ../shared/data/eval)."})
+        "help": "Directory with the benchmark files (default: $MINDRL_DATA_DIR, else the "
+                "user cache that `mindrl data fetch` fills)."})
     problem_field: Optional[str] = field(default=None,
         metadata={"help": "Local/HF files: problem field."})
     answer_field: Optional[str] = field(default=None,

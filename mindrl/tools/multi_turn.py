@@ -258,8 +258,10 @@ def build_tool_rollout(cfg, tokenizer, stop_token_ids=()) -> ToolRollout:
     run directory (checkpoints, metrics) and the data with its gold answers."""
     import os
 
+    from mindrl.paths import data_root
+
     t, s = cfg.tools, cfg.tools.sandbox
-    hidden = [cfg.logging.output_dir, cfg.data.data_dir] + [
+    hidden = [cfg.logging.output_dir, str(data_root(cfg.data.data_dir))] + [
         os.path.dirname(os.path.abspath(f)) for f in (cfg.data.train_file, cfg.data.val_file)
         if f and os.path.exists(f)] + list(s.hide_paths)
     return make_tool_rollout(

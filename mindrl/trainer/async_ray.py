@@ -332,7 +332,10 @@ class RolloutWorker:
     """One engine and one reward scorer (a Ray actor): samples and scores a group per call."""
 
     def __init__(self, args, index: int):
-        cfg, model_path, store, sys_path, setup = args
+        cfg, model_path, store_name, sys_path, setup = args
+        import ray
+
+        store = ray.get_actor(store_name)   # by name: a handle in the arguments makes Ray log
         env = worker_options(cfg, index).get("runtime_env", {}).get("env_vars", {})
         os.environ.update(env)          # before any framework import (Ray sets them too)
         self.visible = {k: os.environ.get(k) for k in env}
@@ -434,17 +437,22 @@ class RayRollout:
             from mindrl.distributed.ray_launch import join_ray
 
             join_ray("local", log_to_driver=False, num_cpus=max(2, os.cpu_count() or 1))
-        self.store = ray.remote(num_cpus=0)(WeightStore).remote()
+        import uuid
+
+        self.store_name = f"mindrl-weights-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.store = ray.remote(num_cpus=0)(WeightStore).options(name=self.store_name).remote()
         actor = ray.remote(RolloutWorker)
-        # the constructor's arguments stay referenced here: a restart re-reads them
+        # the constructor's arguments are plain values (the store by its name): they travel
+        # inside the actor's creation task, which a restart replays; an ObjectRef or an actor
+        # handle among them would make Ray print an `E core_worker.cc` line about restarts
         # (a trainer's ``rollout_worker_setup``, a picklable fn(model), runs in each worker
         # once its model is loaded: benchmarks fix the response lengths with it)
         # (pickled apart, by value when it lives in __main__: it may need the driver's sys.path)
         from ray import cloudpickle
 
         setup = getattr(trainer, "rollout_worker_setup", None)
-        self._init_args = ray.put((cfg, str(trainer.model_path), self.store, list(sys.path),
-                                   None if setup is None else cloudpickle.dumps(setup)))
+        self._init_args = (cfg, str(trainer.model_path), self.store_name, list(sys.path),
+                           None if setup is None else cloudpickle.dumps(setup))
         self.workers = [actor.options(num_cpus=0, max_restarts=r.max_restarts,
                                       max_task_retries=0, **worker_options(cfg, i))
                         .remote(self._init_args, i) for i in range(r.workers)]

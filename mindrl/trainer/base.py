@@ -11,6 +11,7 @@ import os
 import math
 import random
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -55,6 +56,7 @@ class StopRequested:
     def __init__(self, grace_s: float = 0.0):
         self.signum: Optional[int] = None
         self.grace_s = grace_s
+        self.bar = None                 # a progress bar drawn on stderr: end its line first
         self._old = {}
         self._watchdog = None
 
@@ -71,6 +73,9 @@ class StopRequested:
             exit_now(128 + signum, f"signal {signum} received again: exiting now, without "
                                    f"a checkpoint")
         self.signum = signum
+        if self.bar is not None:        # the bar's line has no newline yet
+            sys.stderr.write("\n")
+            sys.stderr.flush()
         log.warning("signal %d received: saving a checkpoint after this step, then exiting "
                     "(a second signal exits at once)", signum)
         if self.grace_s > 0:
@@ -96,6 +101,18 @@ class StopRequested:
         self.step_ended()
         for s, h in self._old.items():
             signal.signal(s, h)
+
+
+def stopped_line(signum: int, step: int, steps: int, checkpoint) -> str:
+    """The closing line of a run stopped by a signal: the checkpoint saved and how to resume
+    (the same command again)."""
+    import shlex
+
+    prog = os.path.basename(sys.argv[0]) if sys.argv else ""
+    args = sys.argv[1:] if prog in ("mindrl", "__main__.py") else []
+    again = f": {shlex.join(['mindrl'] + args)}" if args else ""
+    return (f"stopped by signal {signum} after step {step} of {steps}; checkpoint saved: "
+            f"{checkpoint}; to resume from step {step}, run the same command again{again}")
 
 
 UNSIZED_EPOCH_ROWS = 10_000     # an "epoch" of a generator stream, for the too-long guard
@@ -413,6 +430,7 @@ class Trainer:
                                self.trainer_state(), self.cfg.checkpoint.keep_last,
                                is_main=self.is_main,
                                meta={"chat_template": self.cfg.model.chat_template,
+                                     "system_prompt": self.cfg.data.system_prompt,
                                      "base_model": str(self.model_path), "step": self.step},
                                config=self.config_text)
         self.backend.barrier()
@@ -489,6 +507,7 @@ class Trainer:
                        dynamic_ncols=True)
         last: Dict[str, float] = {}
         with StopRequested(cfg.checkpoint.stop_grace_s) as stop:
+            stop.bar = bar
             while self.step < cfg.train.steps:
                 self._engine_fresh = False      # the update below changes the weights
                 metrics = self.run_step()
@@ -519,20 +538,25 @@ class Trainer:
                     signum = int(np.max(self.backend.all_gather(np.array([signum], np.int64))))
                 if signum:
                     stop.step_ended()
+                    if bar is not None:
+                        bar.close()
+                        bar = None
+                saved = None
                 if (every and self.step % every == 0) or (done and cfg.checkpoint.save_final) \
                         or signum:
                     t_io = time.perf_counter()
-                    self.save()
+                    saved = self.save()
                     if cfg.logging.profile:
                         from mindrl.trainer.profile import note_io
 
                         note_io(self, "time/checkpoint", time.perf_counter() - t_io)
                 if signum:
                     stop.signum = signum
-                    if bar is not None:
-                        bar.close()
                     logger.close()
                     self.close()
+                    if self.is_main:
+                        print(stopped_line(signum, self.step, cfg.train.steps, saved),
+                              file=sys.stderr, flush=True)
                     raise SystemExit(128 + stop.signum)
         if bar is not None:
             bar.close()

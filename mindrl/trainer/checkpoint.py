@@ -3,7 +3,7 @@
 Layout of ``RUN_DIR/checkpoints/step_000012/``::
 
     model/            Hugging Face weights + config + tokenizer (transformers and vLLM load it),
-                      and mindrl_meta.json (chat template, base model, step)
+                      and mindrl_meta.json (chat template, system prompt, base model, step)
     state/            optimizer, scheduler and framework RNG state (backend-specific files:
                       safetensors, JSON, or torch tensors loaded with ``weights_only=True``;
                       nothing in a run directory is ever unpickled)

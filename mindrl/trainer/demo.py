@@ -12,14 +12,21 @@ both stages, so ``mindrl demo train.seed=1`` reruns the whole demo with another 
 Knights-and-Knaves (``kk``) and Countdown (``countdown``) demos of :mod:`rewards.demo_tasks`, or
 ``tool``: 3-digit multiplication with the Python tool (:mod:`rewards.tool_demo`), whose table
 adds the held-out tool calls per sample.
+
+Each variant has a folder of its own (:func:`demo_output_dir`): ``runs/demo`` for the default,
+``runs/demo-mindspore``, ``runs/demo-kk``, ``runs/demo-seed1`` ... for the others, so a variant
+never resumes (or refuses to resume) another's checkpoints. ``--output-dir`` or
+``logging.output_dir=DIR`` picks the folder.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 log = logging.getLogger("mindrl.demo")
 
@@ -30,6 +37,39 @@ TASKS = {"addition": ("sft_tiny_demo", "grpo_tiny_demo"),
          "kk": ("sft_kk_demo", "grpo_kk_demo"),
          "countdown": ("sft_countdown_demo", "grpo_countdown_demo"),
          "tool": ("sft_tool_demo", "grpo_tool_demo")}
+
+
+def demo_output_dir(backend: str = "torch", task: str = "addition",
+                    overrides: Sequence[str] = (), output_dir: Optional[str] = None
+                    ) -> Tuple[str, List[str]]:
+    """``(folder, the other overrides)``: ``output_dir`` when given, else a
+    ``logging.output_dir=`` override, else ``runs/demo`` followed by ``-TASK``, ``-BACKEND`` and
+    one ``-KEYVALUE`` per override (the key's last part: ``train.seed=1`` -> ``seed1``) for
+    whatever differs from the default demo.
+
+    >>> demo_output_dir("mindspore", "addition", ["train.seed=1"])
+    ('runs/demo-mindspore-seed1', ['train.seed=1'])
+    >>> demo_output_dir(overrides=["logging.output_dir=/tmp/d", "train.lr=2e-5"])
+    ('/tmp/d', ['train.lr=2e-5'])
+    """
+    rest, chosen = [], output_dir
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.strip() == "logging.output_dir":
+            chosen = chosen or value.strip()
+        else:
+            rest.append(o)
+    if chosen:
+        return chosen, rest
+    parts = [task] if task != "addition" else []
+    parts += [backend] if backend != "torch" else []
+    for o in rest:
+        key, _, value = o.partition("=")
+        parts.append(re.sub(r"[^A-Za-z0-9.+-]+", "", key.strip().split(".")[-1] + value.strip()))
+    name = "-".join(["demo"] + [p for p in parts if p])
+    if len(name) > 60:
+        name = "demo-" + hashlib.sha1("-".join(parts).encode()).hexdigest()[:10]
+    return f"runs/{name}", rest
 
 
 def _final_val(run_dir: Path, step: int = -1, key: str = "val/accuracy") -> float:

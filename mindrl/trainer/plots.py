@@ -38,12 +38,25 @@ def plot_run(run_dir) -> List[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
-    rows = read_metrics(run_dir)
+    fig = draw_run(read_metrics(run_dir), run_dir.resolve().name)
+    if fig is None:
+        return []
+    out = Path(run_dir) / "curves.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return [out]
+
+
+def draw_run(rows, name: str):
+    """The curves figure of a run's metric rows (None when no panel has data). A panel with a
+    single step (one validation point) shows that step alone on its x axis."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
     panels = [(k, title) for k, title in PANELS if any(r.get(k) is not None for r in rows)]
     if not panels:
-        return []
+        return None
     from mindrl.trainer.profile import PHASES
 
     phases = [k for k in PHASES if any(r.get(k) is not None for r in rows)]
@@ -54,7 +67,7 @@ def plot_run(run_dir) -> List[Path]:
     flat = [ax for row in axes for ax in row]
     for ax in flat[len(panels) + extra:]:
         ax.set_visible(False)
-    fig.suptitle(f"{run_dir.resolve().name}: {len(rows)} steps logged", fontsize=11)
+    fig.suptitle(f"{name}: {len(rows)} steps logged", fontsize=11)
     if extra:                           # logging.profile: the step time stacked by phase
         ax = flat[len(panels)]
         steps = [r["step"] for r in rows]
@@ -76,9 +89,12 @@ def plot_run(run_dir) -> List[Path]:
         ax.ticklabel_format(axis="y", useOffset=False)
         ax.grid(alpha=0.3)
     for ax in flat:
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        xs = {x for line in ax.get_lines() for x in line.get_xdata()}
+        if len(xs) == 1:                # one point: autoscale would tick 1.900 ... 2.100
+            x0 = next(iter(xs))
+            ax.set_xlim(x0 - 1, x0 + 1)
+            ax.xaxis.set_major_locator(FixedLocator([x0]))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout(rect=(0, 0, 1, 0.96))
-    out = Path(run_dir) / "curves.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return fig

@@ -267,12 +267,19 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
             preflight(cfg, job, None, stream(exclude=exclude).take(data_cfg.preflight_rows),
                       count=None, show=False)
         return train, val
+    # data.val_split holds out rows of the training file when no data.val_file is given
+    split = 0.0 if data_cfg.val_file else float(getattr(data_cfg, "val_split", 0.0) or 0.0)
+    val: Optional[List[Dict]] = None
     path = _indexed_path(spec, data_cfg)
     if path is not None:
         from mindrl.data.formats import fields_from, index_file
 
         plan, indexed = index_file(path, job, data_cfg.format or "auto", fields_from(data_cfg),
                                    data_cfg.max_train_samples or 0, data_cfg.templated_prompts)
+        if split:
+            held, keep = held_out_split(len(indexed), split, data_cfg.max_val_samples, spec)
+            val, indexed = indexed.get(held), SubsetRows(indexed, keep)
+            _log_split(spec, len(held), len(keep), split)
         train = FileStream(indexed, seed, data_cfg.shuffle)
         head = indexed.get(range(min(len(indexed), max(1, data_cfg.preflight_rows))))
         count = len(indexed)
@@ -280,12 +287,73 @@ def build_streams(data_cfg, seed: int, cfg=None, job: str = "rl"):
         plan, rows = _load(data_cfg, spec, data_cfg.max_train_samples, job)
         if job == "sft" and plan is None:
             _check_response_field(rows, data_cfg, spec)
+        if split:
+            held, keep = held_out_split(len(rows), split, data_cfg.max_val_samples, spec)
+            val, rows = [rows[i] for i in held], [rows[i] for i in keep]
+            _log_split(spec, len(held), len(keep), split)
         train, head, count = ListStream(rows, seed, data_cfg.shuffle), rows, len(rows)
     if cfg is not None:
         from mindrl.data.preflight import preflight
 
         preflight(cfg, job, plan, head, count=count)
-    return train, _val_rows(data_cfg)
+    return train, (val if val is not None else _val_rows(data_cfg))
+
+
+VAL_SPLIT_SEED = 0      # the held-out rows do not change with train.seed
+
+
+def _log_split(spec: str, held: int, keep: int, share: float) -> None:
+    import logging
+
+    from mindrl.data.preflight import is_main_process
+
+    if is_main_process():
+        logging.getLogger("mindrl.data").info(
+            "validation: %d rows of %s held out (data.val_split=%g); training on the other %d",
+            held, spec, share, keep)
+
+
+def held_out_split(n: int, share: float, max_rows: int = 0, where: str = ""):
+    """``(held, keep)``: sorted 0-based row indices of the validation rows and of the training
+    rows for ``data.val_split=share`` of ``n`` rows. ``k = round(share * n)``, at least 1 and
+    at most ``max_rows`` (``data.max_val_samples``, 0 = no cap); the held-out rows are the
+    first ``k`` of ``np.random.default_rng(0).permutation(n)``, so they depend on the file
+    alone. At least one row must remain for training.
+
+    >>> held_out_split(10, 0.2)
+    ([4, 6], [0, 1, 2, 3, 5, 7, 8, 9])
+    """
+    from mindrl.data.io import DataError
+
+    if not 0.0 < share < 1.0:
+        raise DataError(f"data.val_split={share}: a share between 0 and 1 (0.1 holds out "
+                        f"10% of the rows), or 0 for none")
+    k = max(1, int(round(share * n)))
+    if max_rows:
+        k = min(k, max_rows)
+    if n - k < 1:
+        raise DataError(f"{where}: {n} row(s): data.val_split={share} leaves none to train on "
+                        f"(give data.val_file, or data.val_split=0)")
+    order = np.random.default_rng(VAL_SPLIT_SEED).permutation(n)
+    held = sorted(int(i) for i in order[:k])
+    keep = sorted(int(i) for i in order[k:])
+    return held, keep
+
+
+class SubsetRows:
+    """Some rows of an :class:`~mindrl.data.formats.IndexedRows` (the training rows left by
+    ``data.val_split``): row ``i`` is row ``keep[i]`` of the file, mapped the same way."""
+
+    def __init__(self, rows, keep: Sequence[int]):
+        self.rows, self.keep = rows, np.asarray(keep, np.int64)
+        self.plan = rows.plan
+        self.source = None               # no parquet row-group order over a subset
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def get(self, indices: Sequence[int]) -> List[Dict]:
+        return self.rows.get([int(self.keep[int(i)]) for i in indices])
 
 
 def _val_rows(data_cfg) -> List[Dict]:

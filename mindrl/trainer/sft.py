@@ -99,9 +99,11 @@ class SFTTrainer(Trainer):
 
         d = self.cfg.data
         path = Path(d.train_file).expanduser() if d.train_file else None
-        if path is not None and not path.is_absolute() and not path.exists() and d.data_dir:
-            alt = Path(d.data_dir) / path
-            path = alt if alt.exists() else path
+        if path is not None and not path.is_absolute() and not path.exists():
+            from mindrl.data.location import candidate_dirs
+
+            path = next((c / path for c in candidate_dirs(d.data_dir) if (c / path).exists()),
+                        path)
         suffix = path.suffix.lower() if path is not None else ""
         if suffix in (".jsonl", ".ndjson", ".json", ".parquet") and path.is_file():
             first = next(iter(iter_rows(path, 1)), None)       # the format, from row 1 only

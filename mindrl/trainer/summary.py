@@ -38,6 +38,10 @@ def summary_lines(stages: Sequence, last: Dict[str, float], seconds: float,
     if "truncated/total" in last:       # SFT / preference: responses cut to the limit
         lines.append(f"responses cut: {int(last['truncated/total'])} rows longer than "
                      f"data.max_response_len={final.data.max_response_len}")
+    from mindrl.data.preflight import RUN_WARNINGS
+
+    for w in RUN_WARNINGS:
+        lines.append(f"{'warning:':14s} {w[len('warning: '):] if w.startswith('warning: ') else w}")
     ck = latest_checkpoint(run_dir / "checkpoints")
     lines.append(f"checkpoint:    {ck / 'model' if ck else '(none saved: checkpoint.save_final=false)'}")
     for label, path in (("curves:", run_dir / "curves.png"),
@@ -47,23 +51,42 @@ def summary_lines(stages: Sequence, last: Dict[str, float], seconds: float,
             lines.append(f"{label:14s} {path}")
     lines.append("next:")
     if ck is not None:
-        bench = _benchmark_hint(final)
+        bench, note = _benchmark_hint(final)
         lines.append(f"  mindrl eval {top} --benchmarks {bench}       # the final checkpoint"
-                     "; --all-checkpoints for every one")
+                     f"{note}; --all-checkpoints for every one")
     lines.append(f"  mindrl plot {run_dir}")
     return lines
 
 
-def _benchmark_hint(cfg) -> str:
-    """The benchmark to suggest: the run's own generated task, else GSM8K / MATH-500."""
+def _benchmark_hint(cfg):
+    """``(benchmarks, note)`` to suggest: the user's own file (with its field options), the
+    run's generated task, else GSM8K / MATH-500 (with the command that fetches it when this
+    machine lacks it)."""
+    from mindrl.data.benchmarks import BENCHMARKS
+    from mindrl.data.location import MissingDataError, find_data_file
+
     spec = cfg.data.val_file or cfg.data.train_file
+    if Path(spec).suffix.lower() in (".jsonl", ".json", ".parquet", ".ndjson"):
+        d = cfg.data
+        opts = "".join(f" --{flag} {value}" for flag, value in (
+            ("problem-field", d.prompt_field), ("answer-field", d.answer_field),
+            ("id-field", d.id_field)) if value)
+        return f"{spec}{opts}", " on your file"
     if ":" in spec and not spec.startswith("hf:") and "/" not in spec:
-        return f'"{spec}"'
-    return "gsm8k" if "gsm8k" in spec else "math500"
+        return f'"{spec}"', ""
+    name = "gsm8k" if "gsm8k" in spec else "math500"
+    try:
+        find_data_file(f"eval/{BENCHMARKS.get(name).filename}", cfg.data.data_dir)
+        return name, ""
+    except MissingDataError:
+        return name, f" (first: mindrl data fetch {name})"
 
 
 def print_summary(stages: Sequence, last: Dict[str, float], seconds: float,
                   recipe: str = "") -> None:
     if int(os.environ.get("RANK", "0")) != 0:
         return
+    from mindrl.data.preflight import RUN_WARNINGS
+
     print("\n" + "\n".join(summary_lines(stages, last, seconds, recipe)), flush=True)
+    RUN_WARNINGS.clear()

@@ -89,12 +89,13 @@ def test_extends_prefers_the_file_beside_the_recipe(tmp_path):
     assert load_config(str(mine)).train.lr == 7e-6
 
 
-def test_extends_a_missing_parent_lists_the_recipes(tmp_path, capsys):
+def test_extends_a_missing_parent_suggests_the_recipe(tmp_path, capsys):
     mine = tmp_path / "mine.yaml"
     mine.write_text("extends: grpo_tiny_dmeo\n")
     line = one_line(*run(["config", "show", mine], capsys))
     assert str(mine.resolve()) in line and "grpo_tiny_dmeo" in line
-    assert "grpo_tiny_demo" in line and "sft_tiny_demo" in line
+    assert "did you mean grpo_tiny_demo " in line and "`mindrl recipes` lists all" in line
+    assert "sft_tiny_demo" not in line                  # not the whole list
 
 
 def test_single_check_failure_is_one_line(capsys):

@@ -48,6 +48,8 @@ KK = ["data.train_file=kk:gen,count=20,people=3", "data.max_prompt_len=1024",
       "reward.functions=[{name: kk_format}, {name: kk_answer}, {name: repetition_penalty}]"]
 MATH = ["data.train_file=math_l3to5", "data.max_prompt_len=4096", "data.max_train_samples=16",
         "model.chat_template=qwen25-math-cot",
+        "data.system_prompt=Reason in <think> </think> tags, then answer in <answer> </answer> "
+        "tags, with the final answer in \\boxed{}.",
         "reward.functions=[{name: format}, {name: tag_count}, {name: accuracy}, "
         "{name: cosine, params: {max_len: 16}}, {name: length}, {name: reasoning_steps}]"]
 
@@ -62,11 +64,11 @@ MATH = ["data.train_file=math_l3to5", "data.max_prompt_len=4096", "data.max_trai
                              "gsm8k_accuracy 8/8 rows"),
     ("countdown_mini_r1_smoke", [], "(compact <think>/<answer> tags) earn the maximum of "
                                     "countdown_format 8/8, countdown_equation 8/8 rows"),
-    ("simplerl_zoo_smoke", [], "(<think>/<answer> tags) earn the maximum of accuracy 8/8 rows"),
+    ("simplerl_zoo_smoke", [], "(\\boxed{}) earn the maximum of accuracy 8/8 rows"),
     ("grpo_tiny_demo", KK, "(<think>/<answer> tags) earn the maximum of kk_format 20/20, "
                            "kk_answer 20/20 rows; not checked (no gold answer to write): "
                            "repetition_penalty"),
-    ("grpo_tiny_demo", MATH, "(<think>/<answer> tags) earn the maximum of format 16/16, "
+    ("grpo_tiny_demo", MATH, "(<answer>\\boxed{}</answer> tags) earn the maximum of format 16/16, "
                              "tag_count 16/16, accuracy 16/16, cosine 16/16 rows; not checked "
                              "(no gold answer to write): length, reasoning_steps"),
 ])
@@ -80,9 +82,10 @@ def test_a_format_reward_the_template_makes_unpayable_stops(caplog):
     with pytest.raises(DataError, match=r"^data: format reward 'kk_format' earns its maximum 1 "
                                         r"on only 0 of the first 20 gold answers written as "
                                         r"completions in the format the other rewards read "
-                                        r"\(bare answer\) \(the prompt already opens <think>, so "
-                                        r"a completion does not start with it\); e\.g\. data: "
-                                        r"row 1: '\(1\) "):
+                                        r"\(<think>/<answer> tags\) \(the prompt already opens "
+                                        r"<think>, so a completion does not start with it\); "
+                                        r"e\.g\. data: row 1: 'Let me work it out step by "
+                                        r"step\.\\n</think>\\n<answer>\\n\(1\) "):
         preflight_lines(caplog, "grpo_tiny_demo", *KK, "model.chat_template=r1-think")
 
 
@@ -135,3 +138,39 @@ def test_more_prompts_per_step_than_rows_warns(caplog):
                            "data.max_prompt_len=512", "data.max_train_samples=64",
                            "reward.functions=[{name: gsm8k_accuracy}]",
                            level=logging.WARNING) == []
+
+
+def _own_file(path, answers):
+    rows = [{"problem": f"Tom has {a - 7} apples and buys 7 more. How many apples now?",
+             "answer": ans} for a, ans in answers]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_self_check_answers_in_the_format_the_prompt_asks_for(caplog, tmp_path):
+    """grpo_own_math asks for \\boxed{}: the gold's final answer is written boxed (a GSM8K
+    rationale's number after ####, not the rationale)."""
+    f = _own_file(tmp_path / "mine.jsonl",
+                  [(a, f"{a - 7} + 7 = {a}\n#### {a}" if a % 2 else str(a))
+                   for a in range(10, 40)])
+    line = reward_line(preflight_lines(caplog, "grpo_own_math_tiny", f"data.train_file={f}",
+                                       "data.val_split=0"))
+    assert line == ("reward check: the gold answers written as completions (\\boxed{}) earn "
+                    "the maximum of accuracy 30/30 rows")
+
+
+def test_self_check_refuses_golds_with_no_final_answer(caplog, tmp_path):
+    """A gold that is prose matches itself as a string, but no model answer (\\boxed{31},
+    <answer>31</answer>) can earn the reward: the run stops before the model loads."""
+    from rewards.registry import resolve_reward
+
+    gold = "We work it out step by step, which gives 31 in total."
+    acc = resolve_reward("accuracy", {})
+    assert acc(["\\boxed{31}", "<answer>31</answer>"], answer=[gold, gold]) == [0.0, 0.0]
+    f = _own_file(tmp_path / "mine.jsonl", [(31, gold)] * 30)
+    with pytest.raises(DataError) as e:
+        preflight_lines(caplog, "grpo_own_math_tiny", f"data.train_file={f}", "data.val_split=0")
+    msg = str(e.value)
+    assert msg == (f"{f}: 30 of the first 30 gold answers (field 'answer') have no final answer "
+                   f"a reward can compare, e.g. {f}: line 1: '{gold}'; give the final answer "
+                   f"alone (31, \\frac{{1}}{{2}}, B) or end a worked solution with '#### 31'")

@@ -532,3 +532,25 @@ def test_unchanged_tensors_are_not_sent_again(tmp_path):
     assert m[0]["rollout/push_unchanged"] == 0 and m[0]["rollout/push_mb"] > 0.5
     assert all(r["rollout/push_mb"] == 0 and r["rollout/push_unchanged"] > 0 for r in m[1:])
     assert changed_at == {0} and version == 3 and gap < 1e-4
+
+
+@pytest.mark.slow
+def test_a_run_prints_no_ray_core_worker_error(tmp_path):
+    """`mindrl train ... rollout.mode=async_ray` as a user runs it: no `E ... core_worker.cc`
+    line from Ray (its warning about actors whose constructor arguments live in the object
+    store; the workers get the weight store by name instead of a handle)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, OMP_NUM_THREADS="1", RAY_AUTH_MODE="disabled",
+               PYTHONPATH=os.pathsep.join([str(repo / "tests" / "trainer"), str(repo)]))
+    args = [a for a in BASE if not a.startswith("rollout.workers=")] + [
+        "rollout.workers=1", "train.steps=2", "validation.every=0", "logging.output_dir=run"]
+    res = subprocess.run([sys.executable, "-m", "mindrl", "train", "grpo_tiny_demo", *args],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "== finished: grpo_tiny_demo, 2 steps" in res.stdout
+    assert "core_worker.cc" not in res.stderr + res.stdout

@@ -65,8 +65,7 @@ def _own_math_file(path: Path, n: int = 12) -> Path:
 
 def test_own_math_recipe_trains_on_a_users_file_and_ends_with_a_summary(tmp_path):
     data = _own_math_file(tmp_path / "mine.jsonl")
-    # the user's field names apply to their file; the recipe's built-in validation set
-    # (gsm8k_test: question / answer) keeps its own
+    # the user's field names apply to their file; validation is a held-out tenth of it
     res = mindrl("train", "grpo_own_math_tiny", f"data.train_file={data}",
                  "data.prompt_field=q", "data.answer_field=sol", "logging.output_dir=runs/mine",
                  "checkpoint.every=1", cwd=tmp_path)
@@ -77,11 +76,24 @@ def test_own_math_recipe_trains_on_a_users_file_and_ends_with_a_summary(tmp_path
     assert "checkpoint:    runs/mine/checkpoints/step_000002/model" in summary
     assert "curves:        runs/mine/curves.png" in summary
     assert "metrics:       runs/mine/metrics.jsonl" in summary
-    assert "mindrl eval runs/mine --benchmarks" in summary and "mindrl plot runs/mine" in summary
+    assert f"mindrl eval runs/mine --benchmarks {data} --problem-field q --answer-field sol" \
+        in summary and "mindrl plot runs/mine" in summary
     assert (tmp_path / "runs/mine/checkpoints/step_000002/model").is_dir()
     rows = [json.loads(x) for x in (tmp_path / "runs/mine/metrics.jsonl").read_text().splitlines()]
     # the user's gold column was read (##### answers parsed): every reward was scorable
     assert [r["step"] for r in rows] == [1, 2] and all(r["reward/none"] == 0 for r in rows)
+    # the checkpoint records the training system prompt, and the summary's eval line uses it
+    system = "Please reason step by step, and put your final answer within \\boxed{}."
+    meta = json.loads((tmp_path / "runs/mine/checkpoints/step_000002/model/mindrl_meta.json")
+                      .read_text())
+    assert meta["system_prompt"] == system and meta["chat_template"] == "model"
+    line = next(x for x in summary.splitlines() if "mindrl eval" in x).split("#")[0].split()
+    res = mindrl(*line[1:], "--limit", "2", "--max-new-tokens", "4", "--grade-workers", "0",
+                 "--no-plot", "--output-dir", "ev", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    results = json.loads((tmp_path / "ev/results.json").read_text())
+    assert results["system_prompt"] == system
+    assert results["benchmarks"]["mine"]["problems"] == 2
 
 
 def test_own_choice_recipe_pays_the_right_letter_only(tmp_path):

@@ -6,7 +6,9 @@ does not end within ``checkpoint.stop_grace_s`` exits with a line naming the key
 
 import dataclasses
 import json
+import logging
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -67,7 +69,7 @@ def test_no_prompt_of_the_first_rows_fits_stops_before_the_model_loads(tmp_path)
     assert took < 60, took
 
 
-def test_preflight_counts_too_long_prompts(tmp_path):
+def test_preflight_counts_too_long_prompts(tmp_path, caplog):
     """Some of the first rows too long: counted with the longest, the median and the limit."""
     from mindrl.config.loader import load_config
     from mindrl.data.preflight import preflight
@@ -84,10 +86,22 @@ def test_preflight_counts_too_long_prompts(tmp_path):
         "data.preflight_rows=8"])
     plan_rows = build_streams(dataclasses.replace(cfg.data, max_train_samples=8), 0)[0]
     rows = plan_rows.rows.get(range(8))
-    lines = preflight(cfg, "rl", plan_rows.rows.plan, rows, count=8)
-    assert (f"prompt lengths: {long} of the first 8 prompts are longer than "
+    from mindrl.config.stages import Stage
+    from mindrl.data.preflight import RUN_WARNINGS
+    from mindrl.trainer.summary import summary_lines
+
+    RUN_WARNINGS.clear()
+    with caplog.at_level(logging.INFO, logger="mindrl.data"):
+        lines = preflight(cfg, "rl", plan_rows.rows.plan, rows, count=8)
+    line = (f"prompt lengths: {long} of the first 8 prompts are longer than "
             f"data.max_prompt_len={limit} and will be skipped (longest {max(L)}, median "
-            f"{statistics.median(L):g} tokens)") in lines
+            f"{statistics.median(L):g} tokens)")
+    assert f"warning: {line}" in lines
+    # a warning, not an INFO line, and repeated in the run summary
+    assert [r.levelno for r in caplog.records if line in r.getMessage()] == [logging.WARNING]
+    summary = summary_lines([Stage(1, "", "train", cfg, 1)], {}, 1.0)
+    assert f"warning:       {line}" in summary
+    RUN_WARNINGS.clear()
 
 
 def test_an_epoch_with_no_prompt_that_fits_stops(tmp_path):
@@ -201,3 +215,38 @@ def test_a_second_signal_exits_at_once(tmp_path, second):
     assert rc == 128 + second, err[-2000:]
     assert took < 10, took
     assert f"signal {int(second)} received again: exiting now, without a checkpoint" in err
+
+
+def test_ctrl_c_ends_with_the_checkpoint_and_how_to_resume(tmp_path):
+    """Ctrl-C mid-step with the progress bar on: the warning starts a line of its own (not glued
+    to the bar), and the last line names the checkpoint saved and the command that resumes."""
+    recipe = tmp_path / "pause.yaml"
+    recipe.write_text(HANG_RECIPE.format(repo=REPO, grace=0)
+                      .replace("hang_reward", "pause_reward")
+                      .replace("progress_bar: false", "progress_bar: true"))
+    marker, release = tmp_path / "step_started", tmp_path / "release"
+    proc = subprocess.Popen([sys.executable, "-m", "mindrl", "train", str(recipe),
+                             "logging.output_dir=run"],
+                            env=env_for(tmp_path, MINDRL_TEST_HANG_MARKER=str(marker),
+                                        MINDRL_TEST_RELEASE=str(release)),
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    t0 = time.monotonic()
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() - t0 > 240:
+            proc.kill()
+            pytest.fail(f"the run never reached its reward: {proc.communicate()[1][-3000:]}")
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    release.touch()
+    rc, err, _ = wait_exit(proc, 120)
+    assert rc == 128 + signal.SIGINT, err[-2000:]
+    lines = [ln for part in err.splitlines() for ln in part.split("\r")]
+    warn = next(ln for ln in lines if "signal 2 received: saving a checkpoint" in ln)
+    assert re.match(r"^\d{4}-\d\d-\d\d ", warn), warn          # its own line: no bar before it
+    assert err.strip().splitlines()[-1] == (
+        f"stopped by signal 2 after step 1 of 3; checkpoint saved: "
+        f"run/checkpoints/step_000001; to resume from step 1, run the same command again: "
+        f"mindrl train {recipe} logging.output_dir=run")
+    assert (tmp_path / "run" / "checkpoints" / "step_000001" / "COMPLETE").is_file()

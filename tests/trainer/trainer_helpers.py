@@ -57,6 +57,22 @@ def hang_reward(completions, completion_lengths=(), **_):
         time.sleep(0.05)
 
 
+def pause_reward(completions, completion_lengths=(), **columns):
+    """On rollouts: touches the file named by ``MINDRL_TEST_HANG_MARKER``, waits until the file
+    named by ``MINDRL_TEST_RELEASE`` exists (so a test can signal the run mid-step), then pays
+    0.0. The preflight's call (empty completions) gets 0.0 at once."""
+    import os
+    import time
+    from pathlib import Path
+
+    if not any(completions) and not any(completion_lengths):
+        return [0.0] * len(completions)
+    Path(os.environ["MINDRL_TEST_HANG_MARKER"]).touch()
+    while not Path(os.environ["MINDRL_TEST_RELEASE"]).exists():
+        time.sleep(0.05)
+    return [0.0] * len(completions)
+
+
 def check_demo_run(run_dir, result, sft_steps, grpo_steps, first_sft_loss, loss_ratio):
     """What a short demo run must show (see the module docstring), measured for its seed: SFT
     loss from ``first_sft_loss`` at step 1 down to below ``loss_ratio`` of it at the last step,
