@@ -1,5 +1,6 @@
 """Checkpoint IO of the MindSpore backend: Hugging Face weights (safetensors, ``model.dtype``),
-config and tokenizer; AdamW moments and counters; each rank's sampler RNG. Every state file
+config and tokenizer; AdamW moments and counters (one file, or one slice per rank with
+``train.shard_optimizer``, re-sliced on load for any number of ranks); each rank's sampler RNG. Every state file
 is written under a temporary name and renamed."""
 
 from __future__ import annotations
@@ -72,16 +73,23 @@ class CheckpointIOMixin:
     load_pretrained_weights = load_pretrained
 
     def save_state(self, directory: str) -> None:
-        """AdamW moments + counters (rank 0; identical on all ranks) and each rank's sampler RNG,
-        each file written to a temporary name and renamed."""
+        """AdamW moments + counters (rank 0; identical on all ranks; with a sharded optimizer
+        every rank writes its slice) and each rank's sampler RNG, each file written to a
+        temporary name and renamed."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
+        shards = self.world if getattr(self.optimizer, "sharded", False) else 0
+        if shards:                             # train.shard_optimizer: every rank its slice
+            from mindrl.backends.mindspore.sharded_optim import save_shard
+
+            save_shard(self.optimizer, str(d))
         if self.rank == 0:
-            W.write_safetensors(str(d / "ms_optimizer.safetensors"),
-                                self.optimizer.state_arrays(), "float32",
-                                metadata={"format": "mindrl-mindspore"})
+            if not shards:
+                W.write_safetensors(str(d / "ms_optimizer.safetensors"),
+                                    self.optimizer.state_arrays(), "float32",
+                                    metadata={"format": "mindrl-mindspore"})
             meta = {"optimizer_steps": self.optimizer_steps, "adam_step": self.optimizer.step,
-                    "skipped_steps": self.skipped_steps}
+                    "skipped_steps": self.skipped_steps, "optimizer_shards": shards}
             tmp = d / "ms_state.json.tmp"
             tmp.write_text(json.dumps(meta))
             os.replace(tmp, d / "ms_state.json")
@@ -97,8 +105,19 @@ class CheckpointIOMixin:
         if (d / "model.safetensors").is_file() or (d / "model.safetensors.index.json").is_file():
             self.load_pretrained(directory)
         meta = json.loads((d / "ms_state.json").read_text())
-        self.optimizer.load_state_arrays(W.read_safetensors(str(d / "ms_optimizer.safetensors")),
-                                         meta["adam_step"])
+        shards = int(meta.get("optimizer_shards", 0))   # 0: one replicated file
+        if getattr(self.optimizer, "sharded", False):
+            from mindrl.backends.mindspore.sharded_optim import load_sharded
+
+            load_sharded(self.optimizer, str(d), meta["adam_step"], shards)
+        elif shards:
+            from mindrl.backends.mindspore.sharded_optim import replicated_arrays
+
+            self.optimizer.load_state_arrays(
+                replicated_arrays(self.optimizer.params, str(d), shards), meta["adam_step"])
+        else:
+            self.optimizer.load_state_arrays(
+                W.read_safetensors(str(d / "ms_optimizer.safetensors")), meta["adam_step"])
         self.optimizer_steps = meta["optimizer_steps"]
         self.skipped_steps = meta["skipped_steps"]
         if getattr(self, "critic", None) is not None:
