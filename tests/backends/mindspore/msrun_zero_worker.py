@@ -35,7 +35,9 @@ def batches():
     return out
 
 
-def run(be, data, steps, save_dir=None, save_at=None):
+def run(be, data, steps, save_dir=None, save_at=None, res=None, tag=""):
+    """Train steps on this rank's half of each batch; (loss, grad_norm) per step. With
+    ``save_dir``: a checkpoint after step ``save_at``, its weights into ``res``."""
     metrics = []
     for i, (b, norm) in enumerate(data[:steps], start=1):
         m = be.train_step([split(b, 4)[be.rank]], norm)
@@ -44,13 +46,15 @@ def run(be, data, steps, save_dir=None, save_at=None):
             be.save_pretrained(save_dir)
             be.save_state(save_dir)
             be.barrier()
+            res.update({f"{tag}_at{save_at}/{k}": v for k, v in weights(be).items()})
     return np.array(metrics, np.float64)
 
 
 def weights(be):
     from mindspore import float32
 
-    return {p.name: p.astype(float32).asnumpy() for p in be.params}
+    # a copy: asnumpy() of a float32 Parameter can share its storage, which later steps update
+    return {p.name: p.astype(float32).asnumpy().copy() for p in be.params}
 
 
 def fp16_params():
@@ -93,7 +97,8 @@ def main(model_dir: str, out: str) -> None:
     sharded = ms_config(*SETTINGS, "train.shard_optimizer=true")
     be = MindSporeBackend(sharded, model_path=model_dir)
     assert type(be.optimizer).__name__ == "ShardedAdamW"
-    res["sharded_metrics"] = run(be, data, STEPS, os.path.join(out, "ckpt"), SAVE_AT)
+    res["sharded_metrics"] = run(be, data, STEPS, os.path.join(out, "ckpt"), SAVE_AT, res,
+                                 "sharded")
     res.update({f"sharded/{k}": v for k, v in weights(be).items()})
     res.update({f"sharded_bytes/{k}": v for k, v in be.optimizer.state_nbytes().items()})
 
@@ -104,7 +109,8 @@ def main(model_dir: str, out: str) -> None:
 
     be = MindSporeBackend(ms_config(*SETTINGS, "train.shard_optimizer=true",
                                     "model.dtype=bfloat16"), model_path=model_dir)
-    res["bf16_metrics"] = run(be, data, STEPS, os.path.join(out, "ckpt_bf16"), SAVE_AT)
+    res["bf16_metrics"] = run(be, data, STEPS, os.path.join(out, "ckpt_bf16"), SAVE_AT, res,
+                              "bf16")
     res.update({f"bf16/{k}": v for k, v in weights(be).items()})
 
     # the optimizer alone on float16 storage: sharded vs replicated (all-reduce) on 2 ranks
@@ -123,10 +129,10 @@ def main(model_dir: str, out: str) -> None:
         res[f"{name}_norms"] = np.array(norms)
         for p in params:
             assert p.dtype == ms.float16
-            res[f"{name}/{p.name}"] = p.astype(ms.float32).asnumpy()
+            res[f"{name}/{p.name}"] = p.astype(ms.float32).asnumpy().copy()
         res.update({f"{name}_bytes/{k}": v for k, v in opt.state_nbytes().items()})
         if name == "fp16_sharded":
-            res["fp16_sharded_master_slice"] = opt.master.asnumpy()
+            res["fp16_sharded_master_slice"] = opt.master.asnumpy().copy()
     np.savez(os.path.join(out, f"rank{be.rank}.npz"), **res)
 
 
