@@ -1,8 +1,7 @@
 """Checkpoint IO of the MindSpore backend: Hugging Face weights (safetensors, ``model.dtype``),
 config and tokenizer; AdamW moments and counters (one file, or one slice per rank with
 ``train.shard_optimizer``, re-sliced on load for any number of ranks); each rank's sampler
-RNG. Every state file
-is written under a temporary name and renamed."""
+RNG. Every state file is written under a temporary name and renamed."""
 
 from __future__ import annotations
 
