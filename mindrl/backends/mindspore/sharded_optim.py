@@ -299,7 +299,7 @@ def read_flat(directory: str, world: int, tag: str, lo: int, hi: int, n: int
         if info["dtype"] != "F32":
             raise ValueError(f"{path}: {tag} is {info['dtype']}, expected F32")
         with open(path, "rb") as f:
-            f.seek(start + info["data_offsets"][0] + 4 * (a - flo) + 4)  # MUTATION
+            f.seek(start + info["data_offsets"][0] + 4 * (a - flo))
             out[a - lo:b - lo] = np.frombuffer(f.read(4 * (b - a)), np.float32)
         covered += b - a
     if covered != hi - lo:
