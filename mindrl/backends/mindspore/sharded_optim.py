@@ -95,8 +95,7 @@ class ShardedAdamW:
         self.master = None
         if any(p.dtype != ms.float32 for p in self.params):
             self.master = flat("master", self.shard)
-            write_param(self.master, self._my_slice(np.concatenate(
-                [p.astype(ms.float32).asnumpy().reshape(-1) for p in self.params])))
+            write_param(self.master, self._slice_of_params())
         self.save_masters = bool(save_masters) or self.master is not None
         dtypes = {p.dtype for p in self.params}
         self.gather_dtype = dtypes.pop() if len(dtypes) == 1 else ms.float32
@@ -110,9 +109,15 @@ class ShardedAdamW:
         self._publish = ms.jit(self._publish_fn)
         self._zero = ms.jit(self._zero_fn)
 
-    def _my_slice(self, full: np.ndarray) -> np.ndarray:
+    def _slice_of_params(self) -> np.ndarray:
+        """This rank's slice of the parameters as float32 (padded), one parameter at a time
+        (never the whole model in one host array)."""
         out = np.zeros(self.shard, np.float32)
-        out[:self.hi - self.lo] = full[self.lo:self.hi]
+        for p, a, b in zip(self.params, self.offsets[:-1], self.offsets[1:]):
+            x, y = max(a, self.lo), min(b, self.hi)
+            if x < y:
+                flat = p.astype(ms.float32).asnumpy().reshape(-1)
+                out[x - self.lo:y - self.lo] = flat[x - a:y - a]
         return out
 
     # --- compiled pieces (closures over plain locals, as in optim.py) --------------------------
