@@ -79,10 +79,15 @@ class CheckpointIOMixin:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         shards = self.world if getattr(self.optimizer, "sharded", False) else 0
-        if shards:                             # train.shard_optimizer: every rank its slice
+        if shards:                             # train.shard_optimizer: one file per slice
             from mindrl.backends.mindspore.sharded_optim import save_shard
 
-            save_shard(self.optimizer, str(d))
+            staged, self._staged_shards = getattr(self, "_staged_shards", None), None
+            if staged is not None:             # rank 0 after stage_checkpoint: every slice
+                for r, arrays in enumerate(staged):
+                    save_shard(self.optimizer, str(d), r, arrays)
+            else:                              # every rank calls save_state: its own slice
+                save_shard(self.optimizer, str(d))
         if self.rank == 0:
             if not shards:
                 W.write_safetensors(str(d / "ms_optimizer.safetensors"),
@@ -99,6 +104,12 @@ class CheckpointIOMixin:
         tmp = d / f"ms_rng_rank{self.rank}.json.tmp"
         tmp.write_text(json.dumps(rng))
         os.replace(tmp, d / f"ms_rng_rank{self.rank}.json")
+
+    def stage_checkpoint(self) -> None:
+        """With a sharded optimizer: gather every rank's slice to rank 0 (collective; the
+        trainer calls it on every rank before rank 0 alone writes the checkpoint)."""
+        if getattr(self.optimizer, "sharded", False):
+            self._staged_shards = self.optimizer.gather_shards()
 
     def load_state(self, directory: str) -> None:
         d = Path(directory)

@@ -21,9 +21,10 @@ Parameters stay replicated (every rank runs the whole forward and backward), and
 float32 gradient accumulator the compiled micro-batch steps add into. Per parameter and rank
 that is 2 (bf16 weights) + 4 (accumulator) + 12 / world bytes, against 2 + 4 + 12.
 
-Checkpoints: every rank writes its own slice, ``ms_optimizer.shard{r}-of-{world}.safetensors``
+Checkpoints: one file per rank's slice, ``ms_optimizer.shard{r}-of-{world}.safetensors``
 (flat ``exp_avg``, ``exp_avg_sq`` and, when masters are saved, ``master``; the slice's bounds in
-the metadata). A run on any number of ranks reads back only the ranges it owns, from whichever
+the metadata), written by each rank, or all by rank 0 after :meth:`ShardedAdamW.gather_shards`
+(the trainer's checkpoints, which rank 0 alone writes). A run on any number of ranks reads back only the ranges it owns, from whichever
 files hold them (a byte-range read, never the whole state on one rank); a replicated run reads
 all slices, and a sharded run can start from a replicated checkpoint.
 """
@@ -231,6 +232,28 @@ class ShardedAdamW:
             out["master"] = self._my_weights().asnumpy()[:k]
         return {t: np.ascontiguousarray(a, np.float32) for t, a in out.items()}
 
+    def gather_shards(self, chunk: int = 1 << 22) -> Optional[List[Dict[str, np.ndarray]]]:
+        """Every rank's :meth:`shard_arrays` on rank 0 (None on the others), so that rank 0
+        alone can write the checkpoint (the trainer's way). Collective: all ranks call it. The
+        slices travel in AllGathers of ``chunk`` values, so no device holds more than
+        ``world * chunk`` extra values; rank 0's host holds the whole state once."""
+        vectors = [("exp_avg", self.m_flat), ("exp_avg_sq", self.v_flat)]
+        if self.save_masters:
+            vectors.append(("master", self._my_weights()))
+        out = [dict() for _ in range(self.world)] if self.rank == 0 else None
+        for tag, vec in vectors:
+            parts = []
+            for a in range(0, self.shard, chunk):
+                rows = self._all_gather(vec[a:a + chunk]).asnumpy()
+                if out is not None:
+                    parts.append(rows.reshape(self.world, -1))
+            if out is not None:
+                rows = np.concatenate(parts, axis=1)
+                for r in range(self.world):
+                    _, lo, hi = shard_bounds(self.n, self.world, r)
+                    out[r][tag] = np.ascontiguousarray(rows[r, :hi - lo], np.float32)
+        return out
+
     def load_slices(self, slices: Dict[str, Optional[np.ndarray]], step: int) -> None:
         """Set this rank's slices (``[lo, hi)`` of each flat vector; ``master`` may be None)
         and, when masters are given, the full parameters from every rank's masters
@@ -258,12 +281,18 @@ class ShardedAdamW:
 REPLICATED_FILE = "ms_optimizer.safetensors"
 
 
-def save_shard(opt: ShardedAdamW, directory: str) -> None:
-    """This rank's slices into ``directory`` (every rank calls it)."""
-    meta = {"format": SHARD_FORMAT, "n": str(opt.n), "lo": str(opt.lo), "hi": str(opt.hi),
-            "rank": str(opt.rank), "world": str(opt.world)}
-    W.write_safetensors(str(Path(directory) / shard_file(opt.rank, opt.world)),
-                        opt.shard_arrays(), "float32", metadata=meta)
+def save_shard(opt: ShardedAdamW, directory: str, rank: Optional[int] = None,
+               arrays: Optional[Dict[str, np.ndarray]] = None) -> None:
+    """The slices of ``rank`` (default: this rank's own) into ``directory``; ``arrays`` are
+    that rank's :meth:`ShardedAdamW.shard_arrays` (as :meth:`ShardedAdamW.gather_shards`
+    returns them), read from this rank's optimizer when not given."""
+    rank = opt.rank if rank is None else rank
+    _, lo, hi = shard_bounds(opt.n, opt.world, rank)
+    meta = {"format": SHARD_FORMAT, "n": str(opt.n), "lo": str(lo), "hi": str(hi),
+            "rank": str(rank), "world": str(opt.world)}
+    W.write_safetensors(str(Path(directory) / shard_file(rank, opt.world)),
+                        opt.shard_arrays() if arrays is None else arrays, "float32",
+                        metadata=meta)
 
 
 def _shard_paths(directory: str, world: int) -> List[Path]:

@@ -44,7 +44,10 @@ def run(be, data, steps, save_dir=None, save_at=None, res=None, tag=""):
         metrics.append([m["loss"], m["grad_norm"]])
         if save_dir is not None and i == save_at:
             be.save_pretrained(save_dir)
-            be.save_state(save_dir)
+            be.save_state(save_dir)                  # every rank writes its slice
+            be.stage_checkpoint()                    # the trainer's way: rank 0 writes all
+            if be.rank == 0:
+                be.save_state(save_dir + "_staged")
             be.barrier()
             res.update({f"{tag}_at{save_at}/{k}": v for k, v in weights(be).items()})
     return np.array(metrics, np.float64)

@@ -126,6 +126,12 @@ def test_checkpoint_of_two_ranks_resumes_on_two_ranks_exactly_and_on_one(zero_ru
     assert len(files) == 2 and not (ckpt / "ms_optimizer.safetensors").exists()
     assert json.loads((ckpt / "ms_state.json").read_text())["optimizer_shards"] == 2
     parts = [load_file(str(f)) for f in files]
+    # the trainer's checkpoints: slices gathered to rank 0, which writes the same files
+    staged = [load_file(str(tmp / "ckpt_staged" / f.name)) for f in files]
+    for part, again in zip(parts, staged):
+        assert sorted(part) == sorted(again) == ["exp_avg", "exp_avg_sq"]
+        for k in part:
+            np.testing.assert_array_equal(part[k], again[k])
     n = sum(p["exp_avg"].size for p in parts)
     assert abs(parts[0]["exp_avg"].size - parts[1]["exp_avg"].size) <= 1   # halves
 
@@ -152,6 +158,8 @@ def test_bf16_model_sharded_resumes_from_its_float32_slices(zero_run):
     slices. Loading its step-3 checkpoint on 1 rank gives the float32 weights bit for bit (the
     bf16 directory alone is up to half a bf16 step off), and steps 4-5 from there land on the
     sharded run's weights."""
+    from safetensors.numpy import load_file
+
     from mindrl.backends.mindspore import MindSporeBackend
     from mindrl.backends.mindspore import weights as W
 
@@ -164,6 +172,11 @@ def test_bf16_model_sharded_resumes_from_its_float32_slices(zero_run):
     ckpt = tmp / "ckpt_bf16"
     parts = sorted(ckpt.glob("ms_optimizer.shard*-of-00002.safetensors"))
     assert len(parts) == 2
+    for f in parts:                       # gathered to rank 0 with the masters: the same
+        again = load_file(str(tmp / "ckpt_bf16_staged" / f.name))
+        assert sorted(again) == ["exp_avg", "exp_avg_sq", "master"]
+        for k, v in load_file(str(f)).items():
+            np.testing.assert_array_equal(v, again[k])
     be = MindSporeBackend(ms_config(*SETTINGS, "model.dtype=bfloat16",
                                     "train.shard_optimizer=true"), model_path=directory)
     rounded = dict(W.iter_checkpoint(str(ckpt)))
