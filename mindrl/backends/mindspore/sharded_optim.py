@@ -35,7 +35,7 @@ import json
 import re
 import struct
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import mindspore as ms
@@ -231,6 +231,29 @@ class ShardedAdamW:
         if self.save_masters:
             out["master"] = self._my_weights().asnumpy()[:k]
         return {t: np.ascontiguousarray(a, np.float32) for t, a in out.items()}
+
+    def set_masters(self, named: Iterable[Tuple[str, np.ndarray]]
+                    ) -> Iterator[Tuple[str, np.ndarray]]:
+        """Pass (name, array) pairs through (to :func:`~mindrl.backends.mindspore.weights.
+        load_into`), copying the part of each trained parameter's array that falls in this
+        rank's slice into the float32 masters, at the array's own precision (a float32
+        checkpoint keeps it); the masters are written when the pairs run out. Without masters:
+        the pairs unchanged. The replicated optimizer's method of the same name, sliced."""
+        if self.master is None:
+            yield from named
+            return
+        index = {p.name: i for i, p in enumerate(self.params)}
+        mine = self.master.asnumpy().copy()
+        for name, arr in named:
+            i = index.get(name)
+            if i is not None and np.size(arr) == self.sizes[i]:
+                a, b = self.offsets[i], self.offsets[i + 1]
+                x, y = max(a, self.lo), min(b, self.hi)
+                if x < y:
+                    flat = np.asarray(arr, np.float32).reshape(-1)
+                    mine[x - self.lo:y - self.lo] = flat[x - a:y - a]
+            yield name, arr
+        write_param(self.master, mine)
 
     def gather_shards(self, chunk: int = 1 << 22) -> Optional[List[Dict[str, np.ndarray]]]:
         """Every rank's :meth:`shard_arrays` on rank 0 (None on the others), so that rank 0

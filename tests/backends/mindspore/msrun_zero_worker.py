@@ -69,6 +69,12 @@ def fp16_params():
                          name=f"w{i}") for i, shape in enumerate([(33, 64), (64,), (5, 7), (4,)])]
 
 
+def fp16_exact():
+    """float32 arrays of the float16 parameters' shapes that float16 cannot hold."""
+    rng = np.random.default_rng(2)
+    return [rng.normal(0, 0.02, p.shape).astype(np.float32) for p in fp16_params()]
+
+
 def fp16_grads(n, rank):
     """5 global gradients, and this rank's share of each (the shares sum to the global one)."""
     rng = np.random.default_rng(1)
@@ -136,6 +142,11 @@ def main(model_dir: str, out: str) -> None:
         res.update({f"{name}_bytes/{k}": v for k, v in opt.state_nbytes().items()})
         if name == "fp16_sharded":
             res["fp16_sharded_master_slice"] = opt.master.asnumpy().copy()
+            # masters from float32 arrays (a checkpoint's), not from the float16 parameters
+            exact = fp16_exact()
+            passed = list(opt.set_masters((p.name, a) for p, a in zip(params, exact)))
+            assert [n for n, _ in passed] == [p.name for p in params]
+            res["fp16_set_master_slice"] = opt.master.asnumpy().copy()
     np.savez(os.path.join(out, f"rank{be.rank}.npz"), **res)
 
 

@@ -214,6 +214,13 @@ def test_float16_storage_keeps_float32_master_slices_equal_to_numpy_adamw(zero_r
     assert np.mean(half != masters[:n]) > 0.5     # the masters hold what float16 rounds away
     replicated = np.concatenate([r0[f"fp16_replicated/{p.name}"].reshape(-1) for p in params])
     assert np.mean(half != replicated) < 1e-3
+    # set_masters: each rank's slice of float32 arrays, not their float16 rounding
+    from msrun_zero_worker import fp16_exact
+
+    exact = np.concatenate([a.reshape(-1) for a in fp16_exact()])
+    got = np.concatenate([r0["fp16_set_master_slice"], r1["fp16_set_master_slice"]])[:n]
+    np.testing.assert_array_equal(got, exact)
+    assert (exact != exact.astype(np.float16).astype(np.float32)).mean() > 0.99
     np.testing.assert_allclose(r0["fp16_sharded_norms"], r0["fp16_replicated_norms"], rtol=1e-6)
     np.testing.assert_allclose(r0["fp16_sharded_norms"],
                                [np.sqrt((g.astype(np.float64) ** 2).sum()) for g in grads],
