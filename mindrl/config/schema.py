@@ -488,6 +488,14 @@ class TrainConfig:
                      "AdamW state over the ranks (FSDP2 fully_shard per decoder layer) instead "
                      "of a full replica per rank. A native rollout engine then keeps its own "
                      "full copy, synced every step; rollout.engine=vllm needs no copy.")
+    shard_optimizer: bool = opt(False, "backend=mindspore under msrun: each data-parallel rank "
+                                "keeps only its 1/world slice of the float32 AdamW state "
+                                "(moments, and master weights of a bf16/fp16 model) instead of "
+                                "a full copy; gradients are reduce-scattered (all-reduced on "
+                                "CPU), each rank updates its slice, and the ranks all-gather "
+                                "the new weights. Same update as the replicated optimizer; "
+                                "checkpoints hold one optimizer slice per rank and resume on "
+                                "any number of ranks. The critic's optimizer stays replicated.")
     recompute_old_logp: bool = opt(True, "Score rollouts with the trainer before the update "
                                    "(old log-probs, and the rollout-vs-trainer gap). When off, "
                                    "with one epoch and one mini-batch, the update uses the "
@@ -1090,6 +1098,12 @@ class RunConfig:
             errors.append(f"rollout.tensor_parallel_size={r.tensor_parallel_size} needs "
                           "backend=mindformers (the torch and mindspore backends run one engine "
                           "per rank)")
+        if t.shard_optimizer and self.backend != "mindspore":
+            other = {"torch": "train.fsdp=true shards a torch model's optimizer state",
+                     "mindformers": "backend=mindformers shards it with "
+                                    "mindformers.optimizer_shard"}.get(self.backend, "")
+            errors.append(f"train.shard_optimizer=true shards the MindSpore backend's AdamW "
+                          f"(backend={self.backend})" + (f"; {other}" if other else ""))
         if t.fsdp and self.backend != "torch":
             errors.append(f"train.fsdp=true shards a torch model (backend={self.backend}); "
                           "MindSpore models shard with backend=mindformers")

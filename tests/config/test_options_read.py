@@ -66,7 +66,7 @@ NOT_READ_BY_BACKEND = {
 }
 # Keys a backend does not implement: each must be refused at load time with these overrides.
 REFUSED = {
-    "torch": {},
+    "torch": {"train.shard_optimizer": ["train.shard_optimizer=true"]},
     "mindspore": {"train.fsdp": ["train.fsdp=true"],
                   "train.logprob_chunk_tokens": ["train.logprob_chunk_tokens=64"],
                   "train.padding_free": ["train.padding_free=true"]},

@@ -332,6 +332,47 @@ def test_msrun_two_workers_equal_one_process(tmp_path):
 
 
 @pytest.mark.slow
+def test_msrun_sharded_optimizer_equals_one_process_and_checkpoints_every_slice(tmp_path):
+    """train.shard_optimizer=true under msrun: 2 workers == 1 process, and the trainer's
+    checkpoint (written by rank 0 alone) holds both ranks' AdamW slices, which together are
+    the 1-process run's moments."""
+    from safetensors.numpy import load_file
+
+    from mindrl.trainer.checkpoint import find_resumable
+
+    env = _launch_env()
+    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP + ["backend=mindspore"],
+                                     two_extra=["train.shard_optimizer=true"], cwd=tmp_path)
+    msrun = Path(sys.executable).parent / "msrun"
+    res = subprocess.run([str(msrun), "--worker_num", "2", "--local_worker_num", "2",
+                          "--master_port", str(_free_port()), "--log_dir", str(tmp_path / "logs"),
+                          "--join", "True", str(REPO / "launch" / "train_entry.py"), "train",
+                          str(r2)], env=env, timeout=300, capture_output=True, text=True,
+                         cwd=tmp_path)
+    logs = "\n".join(f"== {p.name}\n" + p.read_text()[-6000:]
+                      for p in sorted((tmp_path / "logs").glob("*.log")))
+    assert res.returncode == 0, logs
+    _compare_runs(one, two)
+    ckpt, damaged = find_resumable(two / "checkpoints")
+    assert ckpt.name == "step_000002" and not damaged
+    state = ckpt / "state"
+    assert json.loads((state / "ms_state.json").read_text())["optimizer_shards"] == 2
+    assert not (state / "ms_optimizer.safetensors").exists()
+    parts = [load_file(str(state / f"ms_optimizer.shard{r:05d}-of-00002.safetensors"))
+             for r in range(2)]
+    from mindrl.backends.mindspore.weights import read_safetensors   # in the file's order
+
+    ref = read_safetensors(str(one / "checkpoints" / "step_000002" / "state" /
+                               "ms_optimizer.safetensors"))
+    for tag in ("exp_avg", "exp_avg_sq"):
+        want = np.concatenate([v.reshape(-1) for k, v in ref.items()
+                               if k.startswith(tag + ".")])
+        got = np.concatenate([p[tag] for p in parts])
+        assert got.size == want.size and abs(parts[0][tag].size - parts[1][tag].size) <= 1
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.slow
 def test_ray_two_nodes_equal_one_process(tmp_path, ray_two_nodes):
     """launcher=ray: a torchrun per Ray node (nnodes=2, rendezvous on node 0's address, free port)
     trains exactly like 1 process on the global batch; each node's output is kept in a log."""

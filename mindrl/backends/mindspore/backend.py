@@ -18,7 +18,9 @@ the KL and entropy terms share it (see ``LossNormalizers.divisor``).
 Data parallelism: under ``msrun`` (``MS_WORKER_NUM`` set) the backend calls
 ``mindspore.communication.init()``; the accumulated gradients are all-reduced (SUM) once per
 optimizer step before clipping. The RL loss is normalised by global counts, so the sum over
-ranks is the full-batch gradient (the same convention as the torch backend).
+ranks is the full-batch gradient (the same convention as the torch backend). With
+``train.shard_optimizer`` each rank keeps only its slice of the AdamW state and the ranks gather
+the updated weights (``sharded_optim.py``).
 """
 
 from __future__ import annotations
@@ -177,9 +179,19 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         reducer = ops.AllReduce(ops.ReduceOp.SUM) if self.world > 1 else None
         # bf16/fp16 parameters: float32 masters in the optimizer; saved with its state whenever
         # the model directory is written in a lower precision (exact resume)
-        self.optimizer = AdamW(self.params, betas=tuple(t.betas), eps=t.adam_eps,
-                               weight_decay=t.weight_decay, all_reduce=reducer,
-                               save_masters=cfg.model.dtype != "float32")
+        if t.shard_optimizer and self.world > 1:
+            # moments and masters sliced over the ranks (ZeRO-1), see sharded_optim.py
+            from mindrl.backends.mindspore.sharded_optim import ShardedAdamW
+
+            self.optimizer = ShardedAdamW(self.params, rank=self.rank, world=self.world,
+                                          betas=tuple(t.betas), eps=t.adam_eps,
+                                          weight_decay=t.weight_decay,
+                                          reduce_scatter=not on_cpu,
+                                          save_masters=cfg.model.dtype != "float32")
+        else:
+            self.optimizer = AdamW(self.params, betas=tuple(t.betas), eps=t.adam_eps,
+                                   weight_decay=t.weight_decay, all_reduce=reducer,
+                                   save_masters=cfg.model.dtype != "float32")
         if self.optimizer.master is not None:     # the masters at the files' own precision
             for _ in self.optimizer.set_masters(W.iter_checkpoint(self.model_path)):
                 pass

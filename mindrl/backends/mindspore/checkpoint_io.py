@@ -1,6 +1,7 @@
 """Checkpoint IO of the MindSpore backend: Hugging Face weights (safetensors, ``model.dtype``),
-config and tokenizer; AdamW moments and counters; each rank's sampler RNG. Every state file
-is written under a temporary name and renamed."""
+config and tokenizer; AdamW moments and counters (one file, or one slice per rank with
+``train.shard_optimizer``, re-sliced on load for any number of ranks); each rank's sampler
+RNG. Every state file is written under a temporary name and renamed."""
 
 from __future__ import annotations
 
@@ -73,16 +74,28 @@ class CheckpointIOMixin:
     load_pretrained_weights = load_pretrained
 
     def save_state(self, directory: str) -> None:
-        """AdamW moments + counters (rank 0; identical on all ranks) and each rank's sampler RNG,
-        each file written to a temporary name and renamed."""
+        """AdamW moments + counters (rank 0; identical on all ranks; with a sharded optimizer
+        every rank writes its slice) and each rank's sampler RNG, each file written to a
+        temporary name and renamed."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
+        shards = self.world if getattr(self.optimizer, "sharded", False) else 0
+        if shards:                             # train.shard_optimizer: one file per slice
+            from mindrl.backends.mindspore.sharded_optim import save_shard
+
+            staged, self._staged_shards = getattr(self, "_staged_shards", None), None
+            if staged is not None:             # rank 0 after stage_checkpoint: every slice
+                for r, arrays in enumerate(staged):
+                    save_shard(self.optimizer, str(d), r, arrays)
+            else:                              # every rank calls save_state: its own slice
+                save_shard(self.optimizer, str(d))
         if self.rank == 0:
-            W.write_safetensors(str(d / "ms_optimizer.safetensors"),
-                                self.optimizer.state_arrays(), "float32",
-                                metadata={"format": "mindrl-mindspore"})
+            if not shards:
+                W.write_safetensors(str(d / "ms_optimizer.safetensors"),
+                                    self.optimizer.state_arrays(), "float32",
+                                    metadata={"format": "mindrl-mindspore"})
             meta = {"optimizer_steps": self.optimizer_steps, "adam_step": self.optimizer.step,
-                    "skipped_steps": self.skipped_steps}
+                    "skipped_steps": self.skipped_steps, "optimizer_shards": shards}
             tmp = d / "ms_state.json.tmp"
             tmp.write_text(json.dumps(meta))
             os.replace(tmp, d / "ms_state.json")
@@ -93,13 +106,30 @@ class CheckpointIOMixin:
         tmp.write_text(json.dumps(rng))
         os.replace(tmp, d / f"ms_rng_rank{self.rank}.json")
 
+    def stage_checkpoint(self) -> None:
+        """With a sharded optimizer: gather every rank's slice to rank 0 (collective; the
+        trainer calls it on every rank before rank 0 alone writes the checkpoint)."""
+        if getattr(self.optimizer, "sharded", False):
+            self._staged_shards = self.optimizer.gather_shards()
+
     def load_state(self, directory: str) -> None:
         d = Path(directory)
         if (d / "model.safetensors").is_file() or (d / "model.safetensors.index.json").is_file():
             self.load_pretrained(directory)
         meta = json.loads((d / "ms_state.json").read_text())
-        self.optimizer.load_state_arrays(W.read_safetensors(str(d / "ms_optimizer.safetensors")),
-                                         meta["adam_step"])
+        shards = int(meta.get("optimizer_shards", 0))   # 0: one replicated file
+        if getattr(self.optimizer, "sharded", False):
+            from mindrl.backends.mindspore.sharded_optim import load_sharded
+
+            load_sharded(self.optimizer, str(d), meta["adam_step"], shards)
+        elif shards:
+            from mindrl.backends.mindspore.sharded_optim import replicated_arrays
+
+            self.optimizer.load_state_arrays(
+                replicated_arrays(self.optimizer.params, str(d), shards), meta["adam_step"])
+        else:
+            self.optimizer.load_state_arrays(
+                W.read_safetensors(str(d / "ms_optimizer.safetensors")), meta["adam_step"])
         self.optimizer_steps = meta["optimizer_steps"]
         self.skipped_steps = meta["skipped_steps"]
         if getattr(self, "critic", None) is not None:

@@ -47,6 +47,26 @@ from mindspore import Parameter, Tensor, ops
 from mindrl.backends.mindspore.weights import write_param
 
 
+def flatten(tensors):
+    """Per-parameter tensors (``params`` order) -> one float32 vector (traced into graphs)."""
+    parts = ()
+    for t in tensors:
+        parts = parts + (t.reshape(-1).astype(ms.float32),)
+    return ops.concat(parts, 0)
+
+
+def adamw_math(g, m, v, p32, lr, coef, bc1, bc2_sqrt, b1, b2, eps, wd):
+    """One AdamW step on flat float32 vectors (the whole state, or one rank's slice of it:
+    element-wise, so a slice updates exactly as it would inside the full vector). ``g`` is the
+    summed gradient before clipping, ``coef`` the clip factor. -> (new p, new m, new v)."""
+    g = g * coef
+    m_new = m * b1 + g * (1.0 - b1)
+    v_new = v * b2 + g * g * (1.0 - b2)
+    p_new = p32 * (1.0 - lr * wd)
+    p_new = p_new - (lr / bc1) * m_new / (ops.sqrt(v_new) / bc2_sqrt + eps)
+    return p_new, m_new, v_new
+
+
 class AdamW:
     def __init__(self, params: List[Parameter], *, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, all_reduce: Optional[object] = None,
@@ -88,13 +108,6 @@ class AdamW:
         b1, b2, eps, wd = self.b1, self.b2, self.eps, self.wd
         many = len(sizes) > 1
 
-        def flatten(tensors):
-            """Per-parameter tensors (``params`` order) -> one float32 vector."""
-            parts = ()
-            for t in tensors:
-                parts = parts + (t.reshape(-1).astype(ms.float32),)
-            return ops.concat(parts, 0)
-
         def accumulate(grads):
             """grad accumulator += the gradients (a tuple in ``params`` order)."""
             ops.assign_add(grad_flat, flatten(grads))
@@ -102,12 +115,9 @@ class AdamW:
 
         def adamw(g, lr, coef, bc1, bc2_sqrt):
             """The AdamW arithmetic on flat vectors -> (params f32, new params, new m, new v)."""
-            g = g * coef
-            m_new = m_flat.value() * b1 + g * (1.0 - b1)
-            v_new = v_flat.value() * b2 + g * g * (1.0 - b2)
             p32 = master.value() if master is not None else flatten([p.value() for p in params])
-            p_new = p32 * (1.0 - lr * wd)
-            p_new = p_new - (lr / bc1) * m_new / (ops.sqrt(v_new) / bc2_sqrt + eps)
+            p_new, m_new, v_new = adamw_math(g, m_flat.value(), v_flat.value(), p32, lr, coef,
+                                             bc1, bc2_sqrt, b1, b2, eps, wd)
             return p32, p_new, m_new, v_new
 
         def write_params(p_flat):
@@ -180,6 +190,14 @@ class AdamW:
 
     def zero_grad(self) -> None:
         self._zero()
+
+    def state_nbytes(self) -> Dict[str, int]:
+        """Bytes of the optimizer arrays this process holds, by name."""
+        out = {"grad_accum": self.grad_flat.nbytes, "exp_avg": self.m_flat.nbytes,
+               "exp_avg_sq": self.v_flat.nbytes}
+        if self.master is not None:
+            out["master"] = self.master.nbytes
+        return {k: int(v) for k, v in out.items()}
 
     def _split(self, flat: np.ndarray) -> List[np.ndarray]:
         return [flat[a:b].reshape(s) for a, b, s in
