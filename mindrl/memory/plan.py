@@ -58,9 +58,10 @@ own buffers (CUDA context, HCCL buffers, compiled graphs) come on top (see the r
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
 
@@ -70,6 +71,13 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEVICE_MEMORY_GB = {"ascend": 64.0, "cuda": 80.0}
 DEVICE_NAMES = {"ascend": "Ascend 910B", "cuda": "H100 / A100 80 GB", "cpu": "this machine"}
 HELD = "held"
+# what the framework holds beyond tensors: on CPU the allocator's retained heap and the library
+# pages a training step touches (measured: bench/memory_plan.py); on an accelerator the CUDA /
+# CANN context, the collective buffers and the caching allocator's slack (stated, not measured)
+RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0}
+RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
+                "cuda": "CUDA context, NCCL and cuBLAS workspaces, allocator slack (estimate)",
+                "ascend": "CANN context, HCCL buffers, compiled graphs (estimate)"}
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class Setup:
     prompt_len: int = 1
     response_len: int = 1
     padding_free: bool = False
+    accumulation: bool = False      # more than one micro-batch per optimizer step
     entropy: bool = True            # the RL step computes the entropy metric from the logits
     head_chunk: int = 0             # LM head tokens at a time (0 = all at once)
     trainable: Optional[int] = None  # LoRA: trainable parameters (None = all)
@@ -177,21 +186,21 @@ class MemoryPlan:
         lines = [f"{self.label}: {self.shape.name}, {self.shape.params() / 1e9:.3g}B parameters"
                  f" ({_model_text(self.shape)})",
                  f"  layout: {self.layout}",
-                 f"  {'part':34s} {'GB':>9s}  phase    shrink with"]
+                 f"  {'part':38s} {'GB':>8s}  {'phase':16s} shrink with"]
         for p in self.parts:
             mark = "" if p.phase == HELD or ph in p.phase.split("|") else " (not at peak)"
-            lines.append(f"  {p.name:34s} {p.bytes / GB:9.2f}  {p.phase:8s} "
+            lines.append(f"  {p.name:38s} {p.bytes / GB:8.2f}  {p.phase:16s} "
                          f"{p.shrink}{mark}")
         verdict = "fits" if self.peak() <= s.device_bytes else "DOES NOT FIT"
-        lines.append(f"  {'peak per device':34s} {self.peak() / GB:9.2f}  (held + {ph}) of "
+        lines.append(f"  {'peak per device':38s} {self.peak() / GB:8.2f}  (held + {ph}) of "
                      f"{s.device_bytes / GB:.0f} GB ({s.device}): {verdict}")
         if self.host_parts:
             lines.append("  host, per node:")
             for p in self.host_parts:
-                lines.append(f"  {p.name:34s} {p.bytes / GB:9.2f}  {p.note}")
+                lines.append(f"  {p.name:38s} {p.bytes / GB:8.2f}  {p.note}")
             if s.host_bytes:
                 ok = "fits" if self.host_total() <= s.host_bytes else "DOES NOT FIT"
-                lines.append(f"  {'host total':34s} {self.host_total() / GB:9.2f}  of "
+                lines.append(f"  {'host total':38s} {self.host_total() / GB:8.2f}  of "
                              f"{s.host_bytes / GB:.0f} GB: {ok}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -227,7 +236,7 @@ def layer_activation_bytes(m: ModelShape, b: int, masked: bool) -> float:
 
 
 def head_bytes_per_token(m: ModelShape, entropy: bool, vocab_split: int = 1) -> float:
-    copies = 5 if entropy else 3
+    copies = 5 if entropy else 2
     return copies * 4 * m.vocab / vocab_split
 
 
@@ -361,7 +370,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
             act += s.rows * (s.prompt_len + s.response_len) ** 2
         head = head_tokens * head_bytes_per_token(m, s.job == "train" and s.entropy)
     pairs = 2 if s.job in ("dpo", "simpo", "pref") else 1
-    act, head = act * pairs, head
+    act *= pairs
+    head_fwd = head * pairs
+    # the backward of log-softmax holds its output, the incoming gradient, a temporary and the
+    # gradient it returns: 4 float32 copies of the head's logits
+    head_bwd = head_tokens * 4 * 4 * m.vocab / (s.tp if mf else 1) * pairs
+    gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
         grads = 4 * n_dev
@@ -371,24 +385,39 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     else:
         gkeys = wkeys
         grads = (b + 4) * t_dev if master else b * t_dev
-    parts.append(Part("gradients", grads, "update|step", gkeys))
+    # gradient accumulation: the earlier micro-batches' gradients exist during the next ones
+    accum = "|fwd|bwd" if s.accumulation else ""
+    parts.append(Part("gradients", grads, "bwd-end|step" + accum, gkeys))
     akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
              "model.gradient_checkpointing=true, train.micro_batch_size, "
              "train.max_tokens_per_micro_batch, train.padding_free" if not s.recompute else
              "train.micro_batch_size, train.max_tokens_per_micro_batch, "
              "rollout.max_new_tokens")
-    parts.append(Part("activations" + (" (recompute)" if s.recompute else ""), act, "update",
-                      akeys))
+    parts.append(Part("activations" + (" (recompute)" if s.recompute else ""), act,
+                      "fwd|bwd", akeys))
     hkeys = "train.logprob_chunk_tokens, train.micro_batch_size" if not mf else \
         "mindformers.tensor_parallel, mindformers.micro_batch_num"
-    parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head, "update",
-                      hkeys))
+    parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head_fwd,
+                      "fwd", hkeys))
+    trainable_head = s.trainable is None
+    head_grad = m.vocab * m.hidden * gb / (s.tp if mf else split) if trainable_head else 0.0
+    parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
+                      hkeys, "4 float32 copies of the logits and the head's weight gradient"))
+    if trainable_head and not mf:
+        # the embedding's dense gradient; tied to the head, it is added to the head's gradient
+        # through one more temporary (measured on CPU)
+        emb = (2 if m.tied else 1) * m.vocab * m.hidden * gb / split
+        parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.device == "cpu" and s.backend == "torch":
-        temp = 2 * m.largest_tensor() * moment_bytes / 2
+        temp = 2 * m.largest_tensor() * moment_bytes / 2     # single-tensor AdamW: 2 copies
     else:
-        temp = t_dev * moment_bytes / 2 / shard
+        temp = t_dev * moment_bytes / 2 / shard              # foreach AdamW: one moment copy
     parts.append(Part("optimizer step temporaries", temp, "step", okeys))
+    runtime = RUNTIME_GB.get((s.backend, s.device), RUNTIME_GB.get(s.device, 0.0)) * GB
+    if runtime:
+        parts.append(Part("runtime (allocator, kernels, context)", runtime, HELD, "",
+                          RUNTIME_NOTE[s.device]))
 
     # ---- host
     if mf and s.engine == "vllm":
@@ -442,8 +471,10 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         resp = int(_opt_attr(cfg.data, "max_response_len", r.max_new_tokens))
     else:
         resp = r.max_new_tokens
+    rl = job == "train"
+    dp_size = max(1, world // (tp * pp))
     if mf:
-        dp = max(1, world // (tp * pp))
+        dp = dp_size
         rows = max(1, (t.mini_batch_size or batch) // (dp * cfg.mindformers.micro_batch_num))
         shard = dp if cfg.mindformers.optimizer_shard else 1
     else:
@@ -457,6 +488,10 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     seq = cfg.data.max_prompt_len + resp
     if t.max_tokens_per_micro_batch:
         rows = max(1, min(rows, t.max_tokens_per_micro_batch // seq))
+    # RL: rollouts per optimizer step over the micro-batches of all ranks; SFT and preference
+    # steps are taken to accumulate (their batch keys differ by job)
+    per_step = t.mini_batch_size or batch
+    accumulation = per_step > rows * (dp_size if mf else world) if rl else True
     chunk = int(_opt_attr(t, "logprob_chunk_tokens", 0))
     if chunk == -1:
         chunk = auto_chunk(shape.vocab) if cfg.backend == "torch" else 0
@@ -464,7 +499,6 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     master = b < 4 if master_key is None else bool(master_key) and b < 4
     lora = cfg.model.lora
     trainable = shape.lora_params(lora.rank, lora.target_modules) if lora.enabled else None
-    rl = job == "train"
     ref = (rl and cfg.algorithm.kl.coef > 0) or job in ("dpo", "pref") and \
         cfg.preference.loss != "simpo"
     ref = ref and not lora.enabled
@@ -476,6 +510,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         optimizer_shard=shard,
         recompute=bool(cfg.mindformers.recompute if mf else cfg.model.gradient_checkpointing),
         rows=rows, prompt_len=cfg.data.max_prompt_len, response_len=resp,
+        accumulation=accumulation,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
         trainable=trainable, reference=ref, teacher=teacher if rl else None,
         critic=rl and cfg.algorithm.adv_estimator == "gae", engine=engine,
@@ -515,23 +550,33 @@ def _recipe_run_shape(path: str, depth: int = 0) -> Optional[ModelShape]:
     the shape of that recipe's first model."""
     from pathlib import PurePath
 
-    from mindrl.config.loader import REPO_CONFIGS
-    from mindrl.config.stages import load_stages
     from mindrl.memory.shapes import shape_from_path
 
     if depth > 3:
         return None
     parts = PurePath(path).parts
+    for out, model in _recipe_runs():
+        if out and parts[:len(out)] == out:
+            return shape_from_path(model) or _recipe_run_shape(model, depth + 1)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _recipe_runs() -> Tuple[Tuple[Tuple[str, ...], str], ...]:
+    """(run directory parts, model.path) of every shipped recipe's first stage."""
+    from pathlib import PurePath
+
+    from mindrl.config.loader import REPO_CONFIGS
+    from mindrl.config.stages import load_stages
+
+    out = []
     for recipe in sorted(REPO_CONFIGS.glob("*.yaml")):
         try:
             first = load_stages(recipe.stem, ())[0].cfg
         except Exception:                         # a broken recipe is its own test's business
             continue
-        out = PurePath(first.logging.output_dir).parts
-        if out and parts[:len(out)] == out:
-            p = first.model.path
-            return shape_from_path(p) or _recipe_run_shape(p, depth + 1)
-    return None
+        out.append((PurePath(first.logging.output_dir).parts, first.model.path))
+    return tuple(out)
 
 
 def job_of(recipe: Optional[str]) -> str:
