@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO))
 CASES = {
     "fp32": ("float32", False, 4, 64, 64),
     "fp32-recompute": ("float32", True, 4, 64, 64),
-    "fp32-long": ("float32", False, 1, 64, 448),
+    "fp32-long": ("float32", False, 1, 32, 1024),
+    "bf16-long": ("bfloat16", True, 1, 32, 1024),
     "bf16": ("bfloat16", False, 4, 64, 64),
     "bf16-recompute": ("bfloat16", True, 4, 64, 64),
 }

@@ -3,32 +3,41 @@ from the model's ``config.json`` and the run's settings alone (nothing is loaded
 
 Notation: N parameters (:mod:`mindrl.memory.shapes`), b the bytes of ``model.dtype`` (4, or 2
 for bf16 / fp16), W the devices a state is sharded over, t the tokens of one micro-batch (rows x
-(prompt + response) tokens, every row at full length), r its response tokens (the LM head sees
-only those), h hidden, q = heads x head_dim, k = kv_heads x head_dim, i intermediate, V vocab.
+(prompt + response), every row at full length), r its response tokens + 1 per row (the LM head
+sees only those), h hidden, q = heads x head_dim, k = kv_heads x head_dim, i intermediate,
+V vocabulary.
 
 Held for the whole run (per device):
 
-- weights: N b / W (W = FSDP ranks, or tensor x pipeline parallel for mindformers); FSDP adds the
-  all-gathered working set (the embedding, the head and two decoder layers in b).
+- weights: N b / W (W = FSDP ranks, or tensor x pipeline parallel for mindformers); FSDP adds
+  the all-gathered working set (the embedding, the head and two decoder layers in b).
 - master weights: 4 N / W when b < 4 (float32 masters under bf16 compute); mindformers keeps
   float32 weights, so its weights are 4 N / W and it has no separate masters.
-- optimizer state: AdamW's two moments, 8 N / W / S (float32 when there are masters, else 2 b N),
-  S = optimizer-state sharding degree (mindformers.optimizer_shard: the data-parallel size).
+- optimizer state: AdamW's two moments, 8 N / W / S (float32 when there are masters, else
+  2 b N), S = the optimizer-state sharding degree (mindformers.optimizer_shard: data parallel).
 - MindSpore's flat float32 gradient accumulator, 4 N / W (a parameter, held between steps).
 - reference (algorithm.kl.coef > 0, DPO) and teacher (algorithm.distill.teacher): N b / W each;
-  critic (PPO): its own weights, masters, gradients and moments as the policy's.
+  critic (PPO): its own weights, masters and moments.
 - rollout engine: vLLM on an accelerator reserves ``rollout.gpu_memory_utilization`` of the
   device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
   VLLM_CPU_KVCACHE_SPACE).
+- runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`).
 
-Working sets (only the largest counts in the peak):
+Working sets; the peak is the held parts plus the largest of them:
 
-- update: gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients and a
-  4 N flat copy) + activations + the LM head; or the optimizer step's temporaries (torch
-  foreach AdamW on an accelerator: one moment-sized copy; on CPU two copies of the largest
-  tensor), whichever is larger.
+- fwd: activations + the LM head's forward, 5 float32 copies of V per head token for RL
+  (logits, log-softmax and the entropy metric's three temporaries), 2 for SFT / preference.
+- bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
+  token, + the head's weight gradient V h b.
+- bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
+  and their 4 N flat copy) + the embedding's dense gradient temporaries (2 V h b when tied to
+  the head, else V h b).
+- step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
+  single-tensor on CPU: two copies of the largest tensor).
 - rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
-  2 L k b, plus one step's float32 logits.
+  2 L k b, plus the sampling step's float32 logits.
+With gradient accumulation (more than one micro-batch per optimizer step) the gradients exist
+in fwd and bwd too.
 
 Activations per token and decoder layer, for transformers' Qwen2/Llama layers (saved for the
 backward; RMSNorm keeps a float32 copy of its input and its normalised output in b)::
@@ -41,19 +50,17 @@ backward; RMSNorm keeps a float32 copy of its input and its normalised output in
 
 With recompute (model.gradient_checkpointing; mindformers.recompute) each layer keeps only its
 input (b h per token) and one layer's activations exist at a time in the backward. The padded
-layout adds a (rows, S, S) boolean attention mask.
-
-The LM head (torch, full vocabulary): float32 logits, their log-softmax and the entropy metric's
-three temporaries: 5 x 4 V bytes per response token (3 x 4 V for SFT and preference losses,
-which compute no entropy). With ``train.logprob_chunk_tokens`` the head works on a chunk of
-tokens at a time, so r becomes min(r, chunk). mindformers: V / tensor-parallel per token, on the
-last pipeline stage.
+layout adds a (rows, S, S) boolean attention mask. With a chunked head
+(``train.logprob_chunk_tokens``, where the trainer has it) r becomes min(r, chunk).
+mindformers: V / tensor-parallel per head token, on the last pipeline stage; the first stage
+holds ``pipeline_stages`` micro-batches of activations (1F1B).
 
 Host: the weight sync of backend=mindformers merges the slices to one float32 model per process
 (4 N x processes per node); MindSpore hands vLLM numpy copies (N b per process).
 
-The plan is a bound for the settings given, not a measurement: fragmentation and the framework's
-own buffers (CUDA context, HCCL buffers, compiled graphs) come on top (see the runtime note).
+The CPU figures are measured (bench/memory_plan.py, the Benchmarks page); the accelerator-only
+terms (foreach AdamW, vLLM's share, CUDA / CANN runtimes, pipeline schedules) follow the
+frameworks' documented behaviour and are not measured here.
 """
 
 from __future__ import annotations
@@ -115,6 +122,7 @@ class Setup:
     accumulation: bool = False      # more than one micro-batch per optimizer step
     entropy: bool = True            # the RL step computes the entropy metric from the logits
     head_chunk: int = 0             # LM head tokens at a time (0 = all at once)
+    chunk_key: str = ""             # the key that sets head_chunk, where this version has one
     trainable: Optional[int] = None  # LoRA: trainable parameters (None = all)
     reference: bool = False
     teacher: Optional[ModelShape] = None
@@ -372,9 +380,9 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     pairs = 2 if s.job in ("dpo", "simpo", "pref") else 1
     act *= pairs
     head_fwd = head * pairs
-    # the backward of log-softmax holds its output, the incoming gradient, a temporary and the
-    # gradient it returns: 4 float32 copies of the head's logits
-    head_bwd = head_tokens * 4 * 4 * m.vocab / (s.tp if mf else 1) * pairs
+    # the backward of log-softmax holds its output, the incoming gradient and the gradient it
+    # returns: 3 float32 copies of the head's logits (measured on CPU)
+    head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
     gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
@@ -395,14 +403,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
              "rollout.max_new_tokens")
     parts.append(Part("activations" + (" (recompute)" if s.recompute else ""), act,
                       "fwd|bwd", akeys))
-    hkeys = "train.logprob_chunk_tokens, train.micro_batch_size" if not mf else \
+    hkeys = ", ".join(k for k in (s.chunk_key, "train.micro_batch_size") if k) if not mf else \
         "mindformers.tensor_parallel, mindformers.micro_batch_num"
     parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head_fwd,
                       "fwd", hkeys))
     trainable_head = s.trainable is None
     head_grad = m.vocab * m.hidden * gb / (s.tp if mf else split) if trainable_head else 0.0
     parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
-                      hkeys, "4 float32 copies of the logits and the head's weight gradient"))
+                      hkeys, "3 float32 copies of the logits and the head's weight gradient"))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
         # through one more temporary (measured on CPU)
@@ -512,6 +520,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         rows=rows, prompt_len=cfg.data.max_prompt_len, response_len=resp,
         accumulation=accumulation,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
+        chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
         trainable=trainable, reference=ref, teacher=teacher if rl else None,
         critic=rl and cfg.algorithm.adv_estimator == "gae", engine=engine,
         engine_share=r.gpu_memory_utilization, rollout_tp=r.tensor_parallel_size,
