@@ -408,13 +408,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head_fwd,
                       "fwd", hkeys))
     trainable_head = s.trainable is None
-    head_grad = m.vocab * m.hidden * gb / (s.tp if mf else split) if trainable_head else 0.0
+    # FSDP computes a unit's gradients unsharded, then reduce-scatters them: full size here
+    head_grad = m.vocab * m.hidden * gb / (s.tp if mf else 1) if trainable_head else 0.0
     parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
                       hkeys, "3 float32 copies of the logits and the head's weight gradient"))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
         # through one more temporary (measured on CPU)
-        emb = (2 if m.tied else 1) * m.vocab * m.hidden * gb / split
+        emb = (2 if m.tied else 1) * m.vocab * m.hidden * gb
         parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.device == "cpu" and s.backend == "torch":
