@@ -3,13 +3,13 @@
 Each case builds a randomly initialised Qwen2-architecture model of real width (Qwen2.5-0.5B's
 config: hidden 896, 14 / 2 heads, intermediate 4864, vocabulary 151,936; fewer layers), then
 runs, in a fresh process, the torch backend's own RL step on a synthetic full-length batch:
-the old-log-prob pass and ``train_step`` (forward, backward, AdamW), twice, so the second step
-has the optimizer moments the run keeps. Measured: the process's peak resident memory during
+the old-log-prob pass and ``train_step`` (forward and backward of each micro-batch of the
+step's rollouts, AdamW), twice, so the second step has the optimizer moments the run keeps. Measured: the process's peak resident memory during
 the steps (VmHWM, reset after the model is built) minus its resident memory before the model
 was built (Python, torch and transformers). Planned: ``mindrl.memory.plan`` for the same config
 (the peak: held parts plus the largest working set).
 
-    python bench/memory_plan.py                      # the default cases (~3 min on 1 core)
+    python bench/memory_plan.py                      # the default cases (~15 min on 1 core)
     python bench/memory_plan.py --layers 2 --cases fp32,bf16
 """
 
@@ -101,16 +101,19 @@ def child(model_dir: str, case: str) -> None:
     base = _rss("VmRSS")
     backend = TorchBackend(cfg)
     _, _, rows, P, T = CASES[case]
+    batch_rows = cfg.train.prompts_per_step * cfg.rollout.n      # one optimizer step's rollouts
     rng = np.random.default_rng(0)
-    ids = rng.integers(0, 1000, size=(rows, P + T)).astype(np.int64)
-    tokens = TokenBatch(ids, np.ones_like(ids), np.ones((rows, T), np.float32), P)
-    norm = LossNormalizers(global_tokens=float(rows * T), global_seqs=float(rows), max_len=T)
+    ids = rng.integers(0, 1000, size=(batch_rows, P + T)).astype(np.int64)
+    tokens = TokenBatch(ids, np.ones_like(ids), np.ones((batch_rows, T), np.float32), P)
+    norm = LossNormalizers(global_tokens=float(batch_rows * T), global_seqs=float(batch_rows),
+                           max_len=T)
     Path("/proc/self/clear_refs").write_text("5")          # reset VmHWM: the steps only
     t0 = time.perf_counter()
     for _ in range(2):
         old = backend.logprobs(tokens, temperature=1.0, micro_batch_size=rows)
-        batch = TrainBatch(tokens, rng.standard_normal((rows, T)).astype(np.float32), old)
-        backend.train_step([batch], norm)
+        batch = TrainBatch(tokens, rng.standard_normal((batch_rows, T)).astype(np.float32), old)
+        micro = [batch.rows(np.arange(i, i + rows)) for i in range(0, batch_rows, rows)]
+        backend.train_step(micro, norm)      # gradient accumulation over the micro-batches
     seconds = time.perf_counter() - t0
     peak = _rss("VmHWM") - base
     print(json.dumps(dict(case=case, measured=peak, plan=plan.peak(), masters=masters,
