@@ -118,7 +118,19 @@ class ModelShape:
 
 
 def shape_from_config(cfg: Mapping, name: str = "") -> ModelShape:
-    """A :class:`ModelShape` from a ``config.json`` mapping (KeyError names a missing field)."""
+    """A :class:`ModelShape` from a ``config.json`` mapping; ConfigError names a field that is
+    missing or not a number."""
+    try:
+        return _shape_from_config(cfg, name)
+    except KeyError as e:
+        raise ConfigError(f"the config.json of {name or 'the model'} has no {e.args[0]!r}: not "
+                          "a decoder the memory plan knows; set plan.model_config to one (or a "
+                          "known name such as Qwen2.5-7B)") from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"the config.json of {name or 'the model'}: {e}") from None
+
+
+def _shape_from_config(cfg: Mapping, name: str) -> ModelShape:
     model_type = str(cfg.get("model_type", ""))
     text = cfg.get("text_config")
     if isinstance(text, Mapping) and "hidden_size" not in cfg:   # multimodal wrappers
