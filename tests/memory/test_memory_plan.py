@@ -174,3 +174,19 @@ def test_known_models_table_reads_back():
     for name, cfg in KNOWN_MODELS.items():
         shape = shape_from_config(cfg, name)
         assert shape.params() > 0 and shape.hidden % shape.heads == 0 or shape.head_dim
+
+
+def test_mindformers_layout_and_host_weight_sync_by_hand():
+    (plan,) = plan_stages(load_stages("grpo_math_r1_distill_qwen_32b_ascend"))
+    m = plan.shape
+    assert (plan.setup.tp, plan.setup.pp, plan.setup.world) == (8, 4, 32)
+    # the worst stage: 16 of 64 layers plus the untied embedding (the head is as large), / tp 8
+    per_layer = m.decoder_params() / 64
+    weights = [p.bytes for p in plan.parts if p.name == "weights (float32)"][0]
+    assert weights == pytest.approx(4 * (16 * per_layer + 152064 * 5120 + 5120) / 8)
+    # each of the node's 8 processes merges the whole model in float32 for vLLM
+    (host,) = plan.host_parts
+    assert host.bytes == 4 * m.params() * 8 == pytest.approx(1048.4e9, rel=1e-3)
+    # 64 rollouts per step over data parallel 1 x 64 micro-batches: one 17k-token row each
+    assert plan.setup.rows == 1 and plan.setup.prompt_len + plan.setup.response_len == 17408
+    assert plan.fits() and 40 * GB < plan.peak() < 64 * GB
