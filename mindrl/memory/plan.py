@@ -394,8 +394,8 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         gkeys = wkeys
         grads = (b + 4) * t_dev if master else b * t_dev
     # gradient accumulation: the earlier micro-batches' gradients exist during the next ones
-    accum = "|fwd|bwd" if s.accumulation else ""
-    parts.append(Part("gradients", grads, "bwd-end|step" + accum, gkeys))
+    accum = "fwd|bwd|" if s.accumulation else ""
+    parts.append(Part("gradients", grads, accum + "bwd-end|step", gkeys))
     akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
              "model.gradient_checkpointing=true, train.micro_batch_size, "
              "train.max_tokens_per_micro_batch, train.padding_free" if not s.recompute else
