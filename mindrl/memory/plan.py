@@ -94,7 +94,7 @@ class Part:
 
     name: str
     bytes: float
-    phase: str = HELD               # held, update, rollout
+    phase: str = HELD               # held, or "|"-joined: fwd, bwd, bwd-end, step, rollout
     shrink: str = ""
     note: str = ""
 
@@ -146,6 +146,7 @@ class MemoryPlan:
     parts: List[Part]
     host_parts: List[Part] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    blockers: List[str] = field(default_factory=list)   # what fails whatever the totals
 
     # ------------------------------------------------------------------ totals
     def phase_total(self, phase: str) -> float:
@@ -171,7 +172,7 @@ class MemoryPlan:
         return sum(p.bytes for p in self.host_parts)
 
     def fits(self) -> bool:
-        return self.peak() <= self.setup.device_bytes and (
+        return not self.blockers and self.peak() <= self.setup.device_bytes and (
             not self.setup.host_bytes or self.host_total() <= self.setup.host_bytes)
 
     # ------------------------------------------------------------------ text
@@ -179,6 +180,9 @@ class MemoryPlan:
         """One line: what does not fit, its largest part and the keys that shrink it."""
         big = self.largest()
         s = self.setup
+        if self.blockers:
+            return (f"memory plan: {self.label}: {self.blockers[0]}; see `mindrl plan`, or set "
+                    "plan.check=false to start anyway")
         if self.peak() > s.device_bytes:
             return (f"memory plan: {self.label} needs {_gb(self.peak())} per device, more than "
                     f"the {_gb(s.device_bytes)} of {s.device} (plan.device_memory_gb); largest "
@@ -199,7 +203,8 @@ class MemoryPlan:
             mark = "" if p.phase == HELD or ph in p.phase.split("|") else " (not at peak)"
             lines.append(f"  {p.name:38s} {p.bytes / GB:8.2f}  {p.phase:16s} "
                          f"{p.shrink}{mark}")
-        verdict = "fits" if self.peak() <= s.device_bytes else "DOES NOT FIT"
+        verdict = "fits" if self.peak() <= s.device_bytes and not self.blockers else \
+            "DOES NOT FIT"
         lines.append(f"  {'peak per device':38s} {self.peak() / GB:8.2f}  (held + {ph}) of "
                      f"{s.device_bytes / GB:.0f} GB ({s.device}): {verdict}")
         if self.host_parts:
@@ -210,6 +215,7 @@ class MemoryPlan:
                 ok = "fits" if self.host_total() <= s.host_bytes else "DOES NOT FIT"
                 lines.append(f"  {'host total':38s} {self.host_total() / GB:8.2f}  of "
                              f"{s.host_bytes / GB:.0f} GB: {ok}")
+        lines += [f"  DOES NOT FIT: {b}" for b in self.blockers]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -255,6 +261,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     parts: List[Part] = []
     host: List[Part] = []
     notes: List[str] = []
+    blockers: List[str] = []
     mf = s.backend == "mindformers"
     dp = max(1, s.world // (s.tp * s.pp)) if mf else s.world
     if mf:
@@ -334,7 +341,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
             room = share - b * N / s.rollout_tp
             seq = s.prompt_len + s.response_len
             if room <= 0:
-                notes.append(f"rollout.gpu_memory_utilization={s.engine_share:g}: the vLLM "
+                blockers.append(f"rollout.gpu_memory_utilization={s.engine_share:g}: the vLLM "
                              f"share ({_gb(share)}) does not hold the weights "
                              f"({_gb(b * N / s.rollout_tp)} per device): vLLM will not start")
             else:
@@ -436,7 +443,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         host.append(Part("weight sync: numpy copy", b * N * s.nproc, HELD, "",
                          f"{b} B x {N / 1e9:.3g}B x {s.nproc} processes"))
     label_full = label
-    return MemoryPlan(label_full, m, s, layout, parts, host, notes)
+    return MemoryPlan(label_full, m, s, layout, parts, host, notes, blockers)
 
 
 # ---------------------------------------------------------------------- from a RunConfig
