@@ -190,3 +190,16 @@ def test_mindformers_layout_and_host_weight_sync_by_hand():
     # 64 rollouts per step over data parallel 1 x 64 micro-batches: one 17k-token row each
     assert plan.setup.rows == 1 and plan.setup.prompt_len + plan.setup.response_len == 17408
     assert plan.fits() and 40 * GB < plan.peak() < 64 * GB
+
+
+def test_a_vllm_share_smaller_than_the_weights_does_not_fit():
+    m = known_shape("Qwen2.5-7B")
+    s = Setup(device="cuda", dtype_bytes=2, engine="vllm", engine_share=0.05,
+              device_bytes=200 * GB, rows=1, prompt_len=8, response_len=8)
+    plan = plan_memory(m, s)
+    assert plan.peak() < 200 * GB and not plan.fits()     # the totals fit, vLLM cannot start
+    assert "rollout.gpu_memory_utilization=0.05" in plan.refusal()
+    # 15.23 GB of bf16 weights in a 0.12 share (24 GB) leave 8.77 GB for the KV cache: 2 x 28
+    # layers x 512 x 2 B = 57,344 B a token, 16 tokens a sequence -> 9557 sequences
+    ok = plan_memory(m, Setup(**{**s.__dict__, "engine_share": 0.12}))
+    assert ok.fits() and "holds 9557 sequences of 16 tokens" in ok.notes[0]
