@@ -60,9 +60,9 @@ def build_model(directory: Path, layers: int) -> None:
     transformers.Qwen2ForCausalLM(config).save_pretrained(directory, safe_serialization=True)
 
 
-def overrides(model_dir: Path, case: str):
+def overrides(model_dir: Path, case: str, backend: str = "torch"):
     dtype, gc, rows, P, T = CASES[case]
-    return [f"model.path={model_dir}", f"model.dtype={dtype}",
+    return [f"backend={backend}", f"model.path={model_dir}", f"model.dtype={dtype}",
             f"model.gradient_checkpointing={str(gc).lower()}", "rollout.n=2",
             f"train.prompts_per_step={rows // 2 or 1}", f"train.micro_batch_size={rows}",
             f"data.max_prompt_len={P}", f"rollout.max_new_tokens={T}", "algorithm.kl.coef=0",
@@ -76,7 +76,7 @@ def _rss(field: str) -> int:
     raise RuntimeError(field)
 
 
-def child(model_dir: str, case: str) -> None:
+def child(model_dir: str, case: str, backend_name: str = "torch") -> None:
     """One case in this process: prints a JSON line {measured, plan, parts}."""
     import dataclasses
 
@@ -84,22 +84,29 @@ def child(model_dir: str, case: str) -> None:
     import torch  # noqa: F401  (imported before the baseline)
     import transformers  # noqa: F401
 
-    from mindrl.backends.torch.backend import TorchBackend
+    from mindrl.backends.base import build_backend
     from mindrl.config.loader import load_config
     from mindrl.config.stages import Stage
     from mindrl.memory.plan import plan_memory, plan_stages
     from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
 
-    cfg = load_config(None, overrides(Path(model_dir), case))
+    cfg = load_config(None, overrides(Path(model_dir), case, backend_name))
     plan = plan_stages([Stage(1, "", "train", cfg, 1)])[0]
-    import mindrl.backends.torch.optim as optim
+    if backend_name == "torch":
+        import mindrl.backends.torch.optim as optim
 
-    masters = hasattr(optim, "MasterWeights")     # float32 master weights in this checkout
+        masters = hasattr(optim, "MasterWeights")     # float32 master weights in this checkout
+    else:
+        import mindspore  # noqa: F401  (imported before the baseline)
+
+        import mindrl.backends.mindspore  # noqa: F401
+
+        masters = plan.setup.master_weights
     if plan.setup.master_weights != masters:
         plan = plan_memory(plan.shape, dataclasses.replace(plan.setup, master_weights=masters),
                            plan.label)
     base = _rss("VmRSS")
-    backend = TorchBackend(cfg)
+    backend = build_backend(backend_name, cfg)
     _, _, rows, P, T = CASES[case]
     batch_rows = cfg.train.prompts_per_step * cfg.rollout.n      # one optimizer step's rollouts
     rng = np.random.default_rng(0)
@@ -125,7 +132,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--child", nargs=2, metavar=("MODEL_DIR", "CASE"), help=argparse.SUPPRESS)
+    ap.add_argument("--backend", default="torch", choices=["torch", "mindspore"],
+                    help="mindspore: float32 cases only (no bf16 MatMul on CPU)")
+    ap.add_argument("--child", nargs=3, metavar=("MODEL_DIR", "CASE", "BACKEND"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.child:
@@ -140,7 +150,8 @@ def main() -> int:
         build_model(tmp / "model", args.layers)
         rows = []
         for case in cases:
-            out = subprocess.run([sys.executable, __file__, "--child", str(tmp / "model"), case],
+            out = subprocess.run([sys.executable, __file__, "--child", str(tmp / "model"), case,
+                                  args.backend],
                                  capture_output=True, text=True, env={**os.environ,
                                                                       "PYTHONPATH": str(REPO)})
             if out.returncode:
@@ -148,7 +159,7 @@ def main() -> int:
                 return 1
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(f"Qwen2.5-0.5B width, {args.layers} layers "
-              f"({rows[0]['params'] / 1e6:.0f}M parameters), torch backend, CPU; "
+              f"({rows[0]['params'] / 1e6:.0f}M parameters), {args.backend} backend, CPU; "
               "float32 masters under bf16: " + ("yes" if rows[0]["masters"] else "no"))
         print("| case | dtype | recompute | rows x (prompt + response) | plan GB | measured GB "
               "| measured / plan | step s |")
