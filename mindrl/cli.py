@@ -120,8 +120,16 @@ def _pref(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from mindrl.config.stages import load_stages
     from mindrl.distributed.launch import launch
 
+    # the workers would each refuse; say it once, before any of them starts
+    stages = load_stages(args.recipe, args.overrides)
+    if len(stages) == 1:
+        stages = [dataclasses.replace(stages[0], run=args.run)]
+    _check_memory(stages)
     return launch(args.recipe, args.overrides, command=args.run)
 
 

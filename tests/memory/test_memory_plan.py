@@ -203,3 +203,12 @@ def test_a_vllm_share_smaller_than_the_weights_does_not_fit():
     # layers x 512 x 2 B = 57,344 B a token, 16 tokens a sequence -> 9557 sequences
     ok = plan_memory(m, Setup(**{**s.__dict__, "engine_share": 0.12}))
     assert ok.fits() and "holds 9557 sequences of 16 tokens" in ok.notes[0]
+
+
+def test_launch_refuses_before_starting_workers(tmp_path, capsys):
+    capsys.readouterr()
+    rc = main(["launch", "grpo_tiny_demo", "plan.device_memory_gb=0.05", "distributed.nproc=2",
+               f"logging.output_dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "memory plan" in err[0], err
+    assert not (tmp_path / "run").exists()
