@@ -499,6 +499,9 @@ FIGURES: List[Figure] = [
           "pytest tests/rewards/test_grader_conformance.py"),
     table("inline_table", "| batch | in process", "python bench/inline_scoring.py"),
     table("rewards_table", "| scorer | pairs/s |", "python bench/rewards.py"),
+    table("memory_plan_table", "| case | dtype | recompute |", "python bench/memory_plan.py"),
+    Figure("memory_plan_cpu", r"On CPU it is\s+within ([\d.]+)% of the measured peak",
+           "python bench/memory_plan.py  (the largest deviation it prints)"),
     table("eval_example_table", "| benchmark | problems |",
           "mindrl eval builtin:tiny --benchmarks math500,aime24,aime25,amc23,gsm8k --limit 2 --n 4 "
           "--max-new-tokens 64   (tests/test_readme.py compares, slow)"),

@@ -25,6 +25,24 @@ def _config_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from mindrl.config.stages import load_stages
+    from mindrl.memory.plan import plan_stages
+
+    _need_recipe(args, "plan")
+    stages = load_stages(args.recipe, args.overrides)
+    for i, plan in enumerate(plan_stages(stages, args.run, args.recipe)):
+        print(("\n" if i else "") + plan.table())
+    return 0
+
+
+def _check_memory(stages) -> None:
+    """Refuse before anything loads when a stage's memory plan exceeds its device."""
+    from mindrl.memory.plan import check_fits
+
+    check_fits(stages)
+
+
 def _train(args: argparse.Namespace) -> int:
     import time
 
@@ -35,6 +53,7 @@ def _train(args: argparse.Namespace) -> int:
     _need_recipe(args, "train")
     # every stage of a multi-stage recipe is checked here, before the first one starts
     stages = load_stages(args.recipe, args.overrides, require_model=True)
+    _check_memory(stages)
     t0 = time.perf_counter()
     last = run_stages(stages)
     print_summary(stages, last, time.perf_counter() - t0, args.recipe)
@@ -50,6 +69,7 @@ def _sft(args: argparse.Namespace) -> int:
     from mindrl.trainer.summary import print_summary
 
     cfg = load_config(args.recipe, args.overrides, require_model=True)
+    _check_memory([Stage(1, "", "sft", cfg, 1)])
     t0 = time.perf_counter()
     last = train_sft(cfg)
     print_summary([Stage(1, "", "sft", cfg, 1)], last, time.perf_counter() - t0, args.recipe)
@@ -91,6 +111,7 @@ def _pref(args: argparse.Namespace) -> int:
     if args.command in ("dpo", "simpo"):
         overrides = [f"preference.loss={args.command}"] + overrides
     cfg = load_config(args.recipe, overrides, require_model=True)
+    _check_memory([Stage(1, "", args.command, cfg, 1)])
     t0 = time.perf_counter()
     last = train_preference(cfg)
     print_summary([Stage(1, "", args.command, cfg, 1)], last, time.perf_counter() - t0,
@@ -99,8 +120,16 @@ def _pref(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from mindrl.config.stages import load_stages
     from mindrl.distributed.launch import launch
 
+    # the workers would each refuse; say it once, before any of them starts
+    stages = load_stages(args.recipe, args.overrides)
+    if len(stages) == 1:
+        stages = [dataclasses.replace(stages[0], run=args.run)]
+    _check_memory(stages)
     return launch(args.recipe, args.overrides, command=args.run)
 
 
@@ -186,6 +215,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="recipe file or name in yaml_configs/ (list: mindrl recipes)")
     tr.add_argument("overrides", nargs="*", help="dotted overrides, e.g. algorithm.adv_estimator=rloo")
     tr.set_defaults(func=_train)
+
+    pn = sub.add_parser("plan", help="per-device memory by part (weights, masters, gradients, "
+                        "optimizer state, activations, log-prob head, reference / teacher / "
+                        "critic, rollout engine, host weight sync) of a recipe, from the model's "
+                        "config.json; no model is loaded")
+    pn.add_argument("recipe", nargs="?", default=None,
+                    help="recipe file or name in yaml_configs/ (list: mindrl recipes)")
+    pn.add_argument("overrides", nargs="*", help="dotted overrides, e.g. "
+                    "plan.device_memory_gb=141 model.gradient_checkpointing=true")
+    pn.add_argument("--run", default=None, choices=["train", "sft", "dpo", "simpo", "pref"],
+                    help="the job to plan (default: each stage's own; a recipe without stages "
+                         "is planned as `mindrl train` unless its name starts with sft_, dpo_ "
+                         "or simpo_)")
+    pn.set_defaults(func=_plan)
 
     sf = sub.add_parser("sft", help="supervised fine-tuning (masked response NLL) from a recipe")
     sf.add_argument("recipe", help="recipe file or name in yaml_configs/")

@@ -533,7 +533,7 @@ class TrainConfig:
 RESUMABLE_KEYS = ("train.steps", "train.threads", "logging.*", "checkpoint.*", "validation.*",
                   "reward.num_workers", "rollout.gpu_memory_utilization",
                   "distributed.launcher", "distributed.master_addr", "distributed.master_port",
-                  "distributed.ray_*")
+                  "distributed.ray_*", "plan.*")
 
 
 @dataclass(frozen=True)
@@ -976,6 +976,24 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True)
+class PlanConfig:
+    """The per-device memory plan (``mindrl plan``; mindrl.memory.plan)."""
+
+    check: bool = opt(True, "Refuse to start training when the memory plan exceeds the "
+                      "device (plan.device_memory_gb); the message names the largest part and "
+                      "the keys that shrink it. false = start anyway.")
+    device_memory_gb: float = opt(0.0, "Memory of one device in GB (10^9 bytes); 0 = by "
+                                  "device: ascend 64 (Ascend 910B), cuda 80 (H100 / A100 "
+                                  "80 GB; set 141 for an H200, 40 for an A100 40 GB), cpu the "
+                                  "memory of this machine.")
+    host_memory_gb: float = opt(0.0, "Host memory of one node in GB; 0 = not checked (the "
+                                "plan still prints the host's share of each node).")
+    model_config: str = opt("", "The config.json (or a model directory, or a known model name "
+                            "such as Qwen2.5-7B) the plan reads the shapes from; '' = "
+                            "model.path's.")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     backend: str = opt("torch", "Training backend: torch, mindspore, or mindformers (MindSpore "
                        "with tensor/pipeline parallelism through mindformers, Ascend only, "
@@ -997,6 +1015,8 @@ class RunConfig:
     mindformers: MindformersConfig = section(MindformersConfig, "backend=mindformers: "
                                              "tensor/pipeline parallel layout.")
     tools: ToolsConfig = section(ToolsConfig, "Tools the model calls mid-answer (python).")
+    plan: PlanConfig = section(PlanConfig, "The per-device memory plan and the check before "
+                               "training (mindrl plan).")
 
     def check(self) -> None:
         """Cross-field checks; raises :class:`ConfigError` naming the keys involved."""
@@ -1143,6 +1163,9 @@ class RunConfig:
         errors.extend(_check_lora(self.model.lora, self))
         if self.checkpoint.keep_last < 1:
             errors.append(f"checkpoint.keep_last={self.checkpoint.keep_last} must be >= 1")
+        if self.plan.device_memory_gb < 0 or self.plan.host_memory_gb < 0:
+            errors.append("plan.device_memory_gb and plan.host_memory_gb must be >= 0 (0 = "
+                          "the default)")
         if self.checkpoint.stop_grace_s < 0:
             errors.append(f"checkpoint.stop_grace_s={self.checkpoint.stop_grace_s} must be "
                           ">= 0 (0 = wait for the step)")

@@ -26,7 +26,7 @@ _FLAGS = {  # setting -> (flag, type)
     "max_new_tokens": ("--max-new-tokens", str), "seed": ("--seed", int),
     "template": ("--template", str), "system_prompt": ("--system-prompt", str),
     "engine": ("--engine", str), "backend": ("--backend", str), "dtype": ("--dtype", str),
-    "device": ("--device", str),
+    "device": ("--device", str), "tensor_parallel_size": ("--tensor-parallel-size", int),
     "data_dir": ("--data-dir", str), "problem_field": ("--problem-field", str),
     "answer_field": ("--answer-field", str), "id_field": ("--id-field", str),
     "limit": ("--limit", int), "output_dir": ("--output-dir", str), "workers": ("--workers", int),
@@ -39,7 +39,8 @@ _FLAGS = {  # setting -> (flag, type)
     "max_turns": ("--max-turns", int), "tool_timeout": ("--tool-timeout", float),
 }
 _CHOICES = {"engine": ["native", "vllm"], "backend": ["torch", "mindspore"],
-            "device": ["cpu", "cuda", "ascend"], "tool_format": ["tir", "chat"]}
+            "device": ["auto", "cpu", "cuda", "ascend"], "tool_format": ["tir", "chat"],
+            "dtype": ["auto", "float32", "bfloat16", "float16"]}
 # What a None default means, for settings whose help does not already say it.
 _NONE_DEFAULT = {"problem_field": "the first usual problem field present",
                  "answer_field": "the first usual answer field present",

@@ -42,6 +42,7 @@ class EngineSpec:
     device: str = "cpu"
     seed: int = 0
     threads: int = 1
+    tensor_parallel_size: int = 1          # vLLM: devices the engine spans
     max_prompt_len: int = 256             # longest prompt in tokens (vLLM sizes its context)
     sampling: Dict[str, Any] = field(default_factory=dict)   # SamplingParams fields except n/seed
     tools: Dict[str, Any] = field(default_factory=dict)      # names, format, max_turns, timeout
@@ -60,7 +61,8 @@ class EngineSpec:
             rollout=RolloutConfig(engine=self.engine, n=1, temperature=s.get("temperature", 1.0),
                                   top_p=s.get("top_p", 1.0), top_k=s.get("top_k", -1),
                                   min_p=s.get("min_p", 0.0),
-                                  max_new_tokens=s.get("max_new_tokens", 128), seed=self.seed),
+                                  max_new_tokens=s.get("max_new_tokens", 128), seed=self.seed,
+                                  tensor_parallel_size=self.tensor_parallel_size),
             train=TrainConfig(seed=self.seed, threads=self.threads))
 
 
@@ -80,7 +82,7 @@ def default_engine_factory(spec: EngineSpec):
     make = ENGINES.get(spec.engine)
     cfg = spec.run_config()
     if spec.engine == "vllm":
-        return make(cfg, model_path=spec.model_dir,
+        return make(cfg, model_path=spec.model_dir, spmd=False,
                     max_model_len=spec.max_prompt_len + cfg.rollout.max_new_tokens)
     if spec.backend == "mindspore":
         from mindrl.backends.base import build_backend  # noqa: PLC0415

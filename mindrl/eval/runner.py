@@ -346,6 +346,10 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
     problems = load_problems(settings)
     check_gold_answers(problems, settings)
     model_dir = resolve_model(settings)
+    from mindrl.eval.defaults import resolve_defaults  # noqa: PLC0415
+
+    settings, chosen = resolve_defaults(settings, model_dir)
+    log(chosen)
     tokenizer = load_tokenizer(model_dir)
     meta = read_meta(model_dir)
     template, system, tmpl_warning = resolve_template(settings, meta, tokenizer, log)
@@ -416,6 +420,7 @@ def run_eval(settings: EvalSettings, engine_factory: Optional[Callable[[EngineSp
 
     spec = EngineSpec(model_dir=model_dir, engine=settings.engine, backend=settings.backend,
                       dtype=settings.dtype, device=settings.device, seed=settings.seed,
+                      tensor_parallel_size=settings.tensor_parallel_size,
                       max_prompt_len=max(len(p.prompt_ids) for ps in problems.values() for p in ps),
                       sampling=dict(temperature=settings.temperature, top_p=settings.top_p,
                                     top_k=settings.top_k, min_p=settings.min_p,

@@ -49,8 +49,15 @@ class EvalSettings:
         "help": "System prompt; default: the checkpoint's recorded one, else the template's."})
     engine: str = field(default="native", metadata={"help": "native | vllm."})
     backend: str = field(default="torch", metadata={"help": "torch | mindspore (native engine)."})
-    dtype: str = field(default="float32", metadata={"help": "Inference dtype."})
-    device: str = field(default="cpu", metadata={"help": "cpu | cuda | ascend."})
+    dtype: str = field(default="auto", metadata={
+        "help": "Inference dtype: auto (on an accelerator the model's own dtype from its "
+                "config.json, on CPU float32), float32, bfloat16, float16."})
+    device: str = field(default="auto", metadata={
+        "help": "auto (the accelerator present: cuda, then ascend, else cpu) | cpu | cuda | "
+                "ascend."})
+    tensor_parallel_size: int = field(default=1, metadata={
+        "help": "vLLM: devices one engine spans (tensor parallel; vllm-ascend on NPU), for "
+                "models larger than one device."})
     data_dir: Optional[str] = field(default=None, metadata={
         "help": "Directory with the benchmark files (default: $MINDRL_DATA_DIR, else the "
                 "user cache that `mindrl data fetch` fills)."})
@@ -128,8 +135,19 @@ class EvalSettings:
             errors.append(f"engine '{self.engine}' unknown; valid: {', '.join(ENGINE_NAMES)}")
         if self.backend not in BACKEND_NAMES:
             errors.append(f"backend '{self.backend}' unknown; valid: {', '.join(BACKEND_NAMES)}")
-        if self.device not in ("cpu", "cuda", "ascend"):
-            errors.append(f"device '{self.device}' unknown; valid: cpu, cuda, ascend")
+        if self.device not in ("auto", "cpu", "cuda", "ascend"):
+            errors.append(f"device '{self.device}' unknown; valid: auto, cpu, cuda, ascend")
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            errors.append(f"dtype '{self.dtype}' unknown; valid: auto, float32, bfloat16, "
+                          "float16")
+        if self.tensor_parallel_size < 1:
+            errors.append(f"tensor_parallel_size={self.tensor_parallel_size} must be >= 1")
+        elif self.tensor_parallel_size > 1 and self.engine != "vllm":
+            errors.append(f"tensor_parallel_size={self.tensor_parallel_size} needs engine "
+                          f"vllm (got {self.engine})")
+        elif self.tensor_parallel_size > 1 and self.workers > 1:
+            errors.append(f"tensor_parallel_size={self.tensor_parallel_size} with workers="
+                          f"{self.workers}: one tensor-parallel engine per run (workers 1)")
         if self.limit < 0:
             errors.append(f"limit={self.limit} must be >= 0")
         if self.workers < 1:

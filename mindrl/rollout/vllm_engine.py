@@ -78,13 +78,41 @@ def lora_mode(cfg) -> Optional[str]:
     return "merged"
 
 
+def engine_kwargs(cfg, path: str, position_limit: int, *, max_model_len: Optional[int] = None,
+                  kv_cache_gib: float = 1.0, enable_prefix_caching: bool = True,
+                  spmd: bool = True) -> dict:
+    """The ``vllm.LLM`` arguments of an engine for ``cfg`` (a RunConfig) and the model at
+    ``path``: its context is ``max_model_len`` (default: prompt + response limits), at most the
+    model's ``position_limit``. ``rollout.tensor_parallel_size`` > 1 spans that many devices:
+    inside an SPMD training job (``spmd``: torchrun / msrun started every rank) through vLLM's
+    external_launcher, else (evaluation) through vLLM's own worker processes."""
+    want = max_model_len or (cfg.data.max_prompt_len + cfg.rollout.max_new_tokens)
+    kwargs = dict(
+        model=path, tokenizer=path, skip_tokenizer_init=True, dtype=cfg.model.dtype,
+        seed=cfg.rollout.seed, trust_remote_code=cfg.model.trust_remote_code,
+        max_model_len=min(position_limit, want), logprobs_mode="processed_logprobs",
+        enable_prefix_caching=enable_prefix_caching,
+        gpu_memory_utilization=cfg.rollout.gpu_memory_utilization)
+    tp = int(getattr(cfg.rollout, "tensor_parallel_size", 1) or 1)
+    if tp > 1:
+        kwargs.update(tensor_parallel_size=tp)
+        if spmd:    # untested here: one engine spans tp ranks of this SPMD job (torchrun /
+            #         msrun env), each rank of the group submits the same prompts
+            kwargs.update(distributed_executor_backend="external_launcher")
+    if cfg.device == "cpu":
+        kwargs.update(enforce_eager=True)
+        if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+            kwargs.update(kv_cache_memory_bytes=int(kv_cache_gib * 2 ** 30))
+    return kwargs
+
+
 class VLLMEngine:
     name = "vllm"
     takes_tensors = True       # load_weights accepts torch tensors (any dtype/device)
 
     def __init__(self, cfg, model_path: Optional[str] = None, *,
                  max_model_len: Optional[int] = None, kv_cache_gib: float = 1.0,
-                 enable_prefix_caching: bool = True):
+                 enable_prefix_caching: bool = True, spmd: bool = True):
         from mindrl.models.tiny import check_model_dir, resolve_model_path
 
         if isinstance(cfg, (str, os.PathLike)):     # also accept VLLMEngine(model_path, cfg)
@@ -126,22 +154,9 @@ class VLLMEngine:
         except OSError:
             gen_cfg = None
         self.eos_ids = stop_ids(self.tokenizer, gen_cfg)
-        limit = getattr(hf, "max_position_embeddings", 4096)
-        want = max_model_len or (cfg.data.max_prompt_len + cfg.rollout.max_new_tokens)
-        kwargs = dict(
-            model=path, tokenizer=path, skip_tokenizer_init=True, dtype=cfg.model.dtype,
-            seed=cfg.rollout.seed, trust_remote_code=cfg.model.trust_remote_code,
-            max_model_len=min(limit, want), logprobs_mode="processed_logprobs",
-            enable_prefix_caching=enable_prefix_caching,
-            gpu_memory_utilization=cfg.rollout.gpu_memory_utilization)
-        tp = int(getattr(cfg.rollout, "tensor_parallel_size", 1) or 1)
-        if tp > 1:      # untested here: one engine spans tp ranks of this SPMD job (torchrun /
-            #             msrun env), each rank of the group submits the same prompts
-            kwargs.update(tensor_parallel_size=tp, distributed_executor_backend="external_launcher")
-        if cfg.device == "cpu":
-            kwargs.update(enforce_eager=True)
-            if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-                kwargs.update(kv_cache_memory_bytes=int(kv_cache_gib * 2 ** 30))
+        kwargs = engine_kwargs(cfg, path, getattr(hf, "max_position_embeddings", 4096),
+                               max_model_len=max_model_len, kv_cache_gib=kv_cache_gib,
+                               enable_prefix_caching=enable_prefix_caching, spmd=spmd)
         self.lora_mode = lora_mode(cfg)
         if self.lora_mode == "adapter":     # one adapter held: the policy's current one
             rank = next(r for r in _VLLM_LORA_RANKS if r >= cfg.model.lora.rank)

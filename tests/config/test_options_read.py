@@ -28,6 +28,8 @@ NOT_READ_BY_RL = {
         ["algorithm.rollout_correction.rollout_is_threshold",
          "algorithm.rollout_correction.rollout_rs_threshold"],
     "read on resume only": ["checkpoint.allow_changes"],
+    "the memory plan, read by `mindrl train` / `mindrl plan` before the run starts "
+    "(mindrl.memory.plan)": ["plan.*"],
     "a later stage of a multi-stage recipe: the stage runner rates the problems first "
     "(data.from_stage is refused elsewhere)": ["data.from_stage", "data.resample.*"],
     "the PPO critic: algorithm.adv_estimator=gae": ["critic.*"],

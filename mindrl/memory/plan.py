@@ -1,0 +1,650 @@
+"""The per-device memory plan of a run: how many bytes each part of training needs on one device,
+from the model's ``config.json`` and the run's settings alone (nothing is loaded).
+
+Notation: N parameters (:mod:`mindrl.memory.shapes`), b the bytes of ``model.dtype`` (4, or 2
+for bf16 / fp16), W the devices a state is sharded over, t the tokens of one micro-batch (rows x
+(prompt + response), every row at full length), r its response tokens + 1 per row (the LM head
+sees only those), h hidden, q = heads x head_dim, k = kv_heads x head_dim, i intermediate,
+V vocabulary.
+
+Held for the whole run (per device):
+
+- weights: N b / W (W = FSDP ranks, or tensor x pipeline parallel for mindformers); FSDP adds
+  the all-gathered working set (the embedding, the head and two decoder layers in b).
+- master weights: 4 N / W when b < 4 (float32 masters under bf16 compute); mindformers keeps
+  float32 weights, so its weights are 4 N / W and it has no separate masters.
+- optimizer state: AdamW's two moments, 8 N / W / S (float32 when there are masters, else
+  2 b N), S = the optimizer-state sharding degree (mindformers.optimizer_shard: data parallel).
+- MindSpore's flat float32 gradient accumulator, 4 N / W (a parameter, held between steps).
+- reference (algorithm.kl.coef > 0, DPO) and teacher (algorithm.distill.teacher): N b / W each;
+  critic (PPO): its own weights, masters and moments.
+- rollout engine: vLLM on an accelerator reserves ``rollout.gpu_memory_utilization`` of the
+  device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
+  VLLM_CPU_KVCACHE_SPACE).
+- runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`).
+
+Working sets; the peak is the held parts plus the largest of them:
+
+- fwd: activations + the LM head's forward, 5 float32 copies of V per head token for RL
+  (logits, log-softmax and the entropy metric's three temporaries), 2 for SFT / preference.
+- bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
+  token, + the head's weight gradient V h b.
+- bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
+  and their 4 N flat copy) + the embedding's dense gradient temporaries (2 V h b when tied to
+  the head, else V h b).
+- step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
+  single-tensor on CPU: two copies of the largest tensor).
+- rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
+  2 L k b, plus the sampling step's float32 logits.
+With gradient accumulation (more than one micro-batch per optimizer step) the gradients exist
+in fwd and bwd too.
+
+Activations per token and decoder layer, for transformers' Qwen2/Llama layers (saved for the
+backward; RMSNorm keeps a float32 copy of its input and its normalised output in b)::
+
+    norms  2 x (4h + 2bh)                     (b = 4: the input is its own float32 copy: 12h)
+    attn   b (q + 2k' + 2q)                    q after RoPE, k and v (k' = q when GQA repeats
+                                               them for a masked SDPA), SDPA's output, o_proj's
+                                               input; Qwen3 adds (4 + b)(q + k) for q/k norms
+    mlp    4 b i                               gate, SiLU, up, their product (MoE: top-k x that)
+
+With recompute (model.gradient_checkpointing; mindformers.recompute) each layer keeps only its
+input (b h per token) and one layer's activations exist at a time in the backward. The padded
+layout adds a (rows, S, S) boolean attention mask. With a chunked head
+(``train.logprob_chunk_tokens``, where the trainer has it) r becomes min(r, chunk).
+mindformers: V / tensor-parallel per head token, on the last pipeline stage; the first stage
+holds ``pipeline_stages`` micro-batches of activations (1F1B).
+
+Host: the weight sync of backend=mindformers merges the slices to one float32 model per process
+(4 N x processes per node); MindSpore hands vLLM numpy copies (N b per process).
+
+The CPU figures are measured (bench/memory_plan.py, the Benchmarks page); the accelerator-only
+terms (foreach AdamW, vLLM's share, CUDA / CANN runtimes, pipeline schedules) follow the
+frameworks' documented behaviour and are not measured here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from mindrl.memory.shapes import ModelShape
+
+GB = 1e9
+GIB = 2 ** 30
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+DEVICE_MEMORY_GB = {"ascend": 64.0, "cuda": 80.0}
+DEVICE_NAMES = {"ascend": "Ascend 910B", "cuda": "H100 / A100 80 GB", "cpu": "this machine"}
+HELD = "held"
+# what the framework holds beyond tensors: on CPU the allocator's retained heap and the library
+# pages a training step touches (measured: bench/memory_plan.py); on an accelerator the CUDA /
+# CANN context, the collective buffers and the caching allocator's slack (stated, not measured)
+RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0}
+RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
+                "cuda": "CUDA context, NCCL and cuBLAS workspaces, allocator slack (estimate)",
+                "ascend": "CANN context, HCCL buffers, compiled graphs (estimate)"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One line of the plan: bytes per device, the phase it belongs to, and the keys that
+    shrink it."""
+
+    name: str
+    bytes: float
+    phase: str = HELD               # held, or "|"-joined: fwd, bwd, bwd-end, step, rollout
+    shrink: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The settings a plan depends on (built from a RunConfig by :func:`setup_from_config`)."""
+
+    backend: str = "torch"          # torch, mindspore, mindformers
+    device: str = "cpu"
+    job: str = "train"              # train (RL), sft, dpo, simpo, pref
+    dtype_bytes: int = 4
+    master_weights: bool = False    # float32 masters under bf16/fp16 compute
+    world: int = 1                  # all devices of the run
+    nproc: int = 1                  # processes per node
+    fsdp: bool = False
+    tp: int = 1                     # mindformers tensor parallel
+    pp: int = 1                     # mindformers pipeline stages
+    optimizer_shard: int = 1        # devices the optimizer state is split over (1 = replicated)
+    recompute: bool = False
+    rows: int = 1                   # sequences in one micro-batch (per device)
+    prompt_len: int = 1
+    response_len: int = 1
+    padding_free: bool = False
+    accumulation: bool = False      # more than one micro-batch per optimizer step
+    entropy: bool = True            # the RL step computes the entropy metric from the logits
+    head_chunk: int = 0             # LM head tokens at a time (0 = all at once)
+    chunk_key: str = ""             # the key that sets head_chunk, where this version has one
+    trainable: Optional[int] = None  # LoRA: trainable parameters (None = all)
+    reference: bool = False
+    teacher: Optional[ModelShape] = None
+    critic: bool = False
+    engine: str = "native"          # rollout engine: native, vllm, none
+    engine_share: float = 0.5
+    rollout_tp: int = 1
+    rollout_rows: int = 1           # sequences sampled at once per device (native engine)
+    engine_copy: bool = False       # the native engine samples from a separate full copy
+    kv_cache_gib: float = 1.0       # vLLM on CPU
+    device_bytes: float = 0.0
+    host_bytes: float = 0.0         # 0 = not checked
+
+
+@dataclass
+class MemoryPlan:
+    label: str
+    shape: ModelShape
+    setup: Setup
+    layout: str
+    parts: List[Part]
+    host_parts: List[Part] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    blockers: List[str] = field(default_factory=list)   # what fails whatever the totals
+
+    # ------------------------------------------------------------------ totals
+    def phase_total(self, phase: str) -> float:
+        return sum(p.bytes for p in self.parts if phase in p.phase.split("|"))
+
+    def peak_phase(self) -> str:
+        phases = sorted({ph for p in self.parts for ph in p.phase.split("|") if ph != HELD})
+        return max(phases, key=self.phase_total) if phases else HELD
+
+    def peak(self) -> float:
+        """Held parts plus the largest working set."""
+        ph = self.peak_phase()
+        return self.phase_total(HELD) + (self.phase_total(ph) if ph != HELD else 0.0)
+
+    def counted(self) -> List[Part]:
+        ph = self.peak_phase()
+        return [p for p in self.parts if p.phase == HELD or ph in p.phase.split("|")]
+
+    def largest(self) -> Part:
+        return max(self.counted(), key=lambda p: p.bytes)
+
+    def host_total(self) -> float:
+        return sum(p.bytes for p in self.host_parts)
+
+    def fits(self) -> bool:
+        return not self.blockers and self.peak() <= self.setup.device_bytes and (
+            not self.setup.host_bytes or self.host_total() <= self.setup.host_bytes)
+
+    # ------------------------------------------------------------------ text
+    def refusal(self) -> str:
+        """One line: what does not fit, its largest part and the keys that shrink it."""
+        big = self.largest()
+        s = self.setup
+        if self.blockers:
+            return (f"memory plan: {self.label}: {self.blockers[0]}; see `mindrl plan`, or set "
+                    "plan.check=false to start anyway")
+        if self.peak() > s.device_bytes:
+            return (f"memory plan: {self.label} needs {_gb(self.peak())} per device, more than "
+                    f"the {_gb(s.device_bytes)} of {s.device} (plan.device_memory_gb); largest "
+                    f"part: {big.name} {_gb(big.bytes)} (shrink: {big.shrink or 'a smaller model'}"
+                    "); see `mindrl plan`, or set plan.check=false to start anyway")
+        return (f"memory plan: {self.label} needs {_gb(self.host_total())} of host memory per "
+                f"node, more than plan.host_memory_gb={s.host_bytes / GB:g}; see `mindrl plan`, "
+                "or set plan.check=false to start anyway")
+
+    def table(self) -> str:
+        s = self.setup
+        ph = self.peak_phase()
+        lines = [f"{self.label}: {self.shape.name}, {self.shape.params() / 1e9:.3g}B parameters"
+                 f" ({_model_text(self.shape)})",
+                 f"  layout: {self.layout}",
+                 f"  {'part':38s} {'GB':>8s}  {'phase':16s} shrink with"]
+        for p in self.parts:
+            mark = "" if p.phase == HELD or ph in p.phase.split("|") else " (not at peak)"
+            lines.append(f"  {p.name:38s} {p.bytes / GB:8.2f}  {p.phase:16s} "
+                         f"{p.shrink}{mark}")
+        verdict = "fits" if self.peak() <= s.device_bytes and not self.blockers else \
+            "DOES NOT FIT"
+        lines.append(f"  {'peak per device':38s} {self.peak() / GB:8.2f}  (held + {ph}) of "
+                     f"{s.device_bytes / GB:.0f} GB ({s.device}): {verdict}")
+        if self.host_parts:
+            lines.append("  host, per node:")
+            for p in self.host_parts:
+                lines.append(f"  {p.name:38s} {p.bytes / GB:8.2f}  {p.note}")
+            if s.host_bytes:
+                ok = "fits" if self.host_total() <= s.host_bytes else "DOES NOT FIT"
+                lines.append(f"  {'host total':38s} {self.host_total() / GB:8.2f}  of "
+                             f"{s.host_bytes / GB:.0f} GB: {ok}")
+        lines += [f"  DOES NOT FIT: {b}" for b in self.blockers]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _gb(x: float) -> str:
+    return f"{x / GB:.1f} GB"
+
+
+def _model_text(m: ModelShape) -> str:
+    moe = f", {m.experts} experts top-{m.experts_per_token}" if m.experts else ""
+    return (f"hidden {m.hidden}, {m.layers} layers, {m.heads}/{m.kv_heads} heads, "
+            f"intermediate {m.intermediate}, vocab {m.vocab}"
+            f"{', tied' if m.tied else ''}{moe}")
+
+
+# ---------------------------------------------------------------------- per-token formulas
+def layer_activation_bytes(m: ModelShape, b: int, masked: bool) -> float:
+    """Bytes saved for the backward per token in one decoder layer (module docstring)."""
+    h, q, k = m.hidden, m.q_dim, m.kv_dim
+    norms = 2 * (4 * h + (2 * b * h if b < 4 else 2 * 4 * h))
+    kv_saved = q if masked and m.heads != m.kv_heads else k
+    attn = b * (q + 2 * kv_saved + 2 * q) + 4 * m.heads      # + SDPA's log-sum-exp
+    if m.qk_norm:
+        attn += (4 + b) * (q + k)
+    if m.experts and m.moe_layers:
+        mlp_moe = m.experts_per_token * (4 * b * m.moe_intermediate + 2 * b * h) + 4 * m.experts
+        share = m.moe_layers / m.layers
+        mlp = share * mlp_moe + (1 - share) * 4 * b * m.intermediate
+    else:
+        mlp = 4 * b * m.intermediate
+    return norms + attn + mlp
+
+
+def head_bytes_per_token(m: ModelShape, entropy: bool, vocab_split: int = 1) -> float:
+    copies = 5 if entropy else 2
+    return copies * 4 * m.vocab / vocab_split
+
+
+# ---------------------------------------------------------------------- the plan
+def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
+    """The :class:`MemoryPlan` of model ``m`` under settings ``s`` (module docstring)."""
+    b, N = s.dtype_bytes, m.params()
+    parts: List[Part] = []
+    host: List[Part] = []
+    notes: List[str] = []
+    blockers: List[str] = []
+    mf = s.backend == "mindformers"
+    dp = max(1, s.world // (s.tp * s.pp)) if mf else s.world
+    if mf:
+        # the worst pipeline stage: its share of the layers plus the embedding or the head
+        stage_layers = -(-m.layers // s.pp)
+        per_layer = m.decoder_params() / m.layers
+        edge = max(m.embedding_params(), m.head_params() or 0)
+        if s.pp == 1:
+            edge = m.embedding_params() + m.head_params()
+        n_dev = (stage_layers * per_layer + edge + m.hidden) / s.tp
+        split = s.tp
+        layout = (f"mindformers: tensor parallel {s.tp} x pipeline {s.pp} x data parallel {dp} "
+                  f"= {s.world} devices")
+    else:
+        split = s.world if s.fsdp else 1
+        n_dev = N / split
+        layout = (f"{s.backend}: " + (f"FSDP over {s.world} devices" if s.fsdp else
+                                      f"data parallel x {s.world}" if s.world > 1 else
+                                      "one device"))
+    trainable = N if s.trainable is None else s.trainable
+    t_dev = n_dev if s.trainable is None else trainable / split
+    master = s.master_weights and b < 4
+    shard = max(1, s.optimizer_shard)
+    wkeys = ("train.fsdp=true" if s.backend == "torch" else
+             "mindformers.tensor_parallel / pipeline_stages" if mf else
+             "backend=mindformers (tensor / pipeline parallel)")
+
+    # ---- held
+    if mf:
+        parts.append(Part("weights (float32)", 4 * n_dev, HELD,
+                          "mindformers.tensor_parallel / pipeline_stages"))
+    else:
+        parts.append(Part(f"weights ({'bf16/fp16' if b == 2 else 'float32'})", b * n_dev, HELD,
+                          wkeys))
+    if master and not mf:
+        parts.append(Part("master weights (float32)", 4 * t_dev / shard, HELD, wkeys))
+    moment_bytes = 8 if (master or mf) else 2 * b
+    okeys = ("mindformers.optimizer_shard=true (over data parallel)" if mf else
+             "train.fsdp=true" if s.backend == "torch" else
+             "optimizer-state sharding over data-parallel ranks, or backend=mindformers")
+    if s.trainable is not None:
+        okeys = "model.lora.rank"
+    parts.append(Part("optimizer state (AdamW moments)", moment_bytes * t_dev / shard, HELD,
+                      okeys))
+    if s.backend == "mindspore":
+        parts.append(Part("gradient accumulator (float32)", 4 * t_dev, HELD,
+                          "backend=mindformers (tensor / pipeline parallel)"))
+    if s.fsdp and not mf and s.world > 1:
+        gathered = (m.embedding_params() + m.head_params()
+                    + 2 * m.decoder_params() / m.layers) * b
+        parts.append(Part("FSDP gathered working set", gathered, HELD,
+                          "(embedding, head and two layers unsharded)"))
+    frozen_split = split
+    if s.reference:
+        parts.append(Part("reference model", b * (n_dev if mf else N / frozen_split), HELD,
+                          "algorithm.kl.coef=0 (no reference), model.lora.enabled=true"))
+    if s.teacher is not None:
+        parts.append(Part("teacher model", b * s.teacher.params() / frozen_split, HELD,
+                          "a smaller algorithm.distill.teacher"))
+    if s.critic:
+        cn = (N + m.hidden) / frozen_split
+        cbytes = cn * (b + (4 if master else 0) + moment_bytes)
+        parts.append(Part("critic (weights, masters, moments)", cbytes, HELD,
+                          "more devices (the critic is not sharded)"))
+
+    # ---- rollout engine
+    if s.engine == "vllm":
+        if s.device == "cpu":
+            parts.append(Part("rollout engine (vLLM weights + KV)",
+                              b * N + s.kv_cache_gib * GIB, HELD,
+                              "VLLM_CPU_KVCACHE_SPACE"))
+        else:
+            share = s.engine_share * s.device_bytes
+            parts.append(Part("rollout engine (vLLM share)", share, HELD,
+                              "rollout.gpu_memory_utilization"))
+            kv_tok = m.kv_bytes_per_token(b) / s.rollout_tp
+            room = share - b * N / s.rollout_tp
+            seq = s.prompt_len + s.response_len
+            if room <= 0:
+                blockers.append(f"rollout.gpu_memory_utilization={s.engine_share:g}: the vLLM "
+                             f"share ({_gb(share)}) does not hold the weights "
+                             f"({_gb(b * N / s.rollout_tp)} per device): vLLM will not start")
+            else:
+                seqs = room / (kv_tok * seq)
+                notes.append(f"vLLM KV cache: about {_gb(room)} after the weights holds "
+                             f"{seqs:.0f} sequences of {seq} tokens at once "
+                             f"({kv_tok / 1024:.0f} KiB per token per device)")
+    elif s.engine == "native":
+        kv = s.rollout_rows * (s.prompt_len + s.response_len) * m.kv_bytes_per_token(b)
+        logits = s.rollout_rows * m.vocab * 4 * 3
+        parts.append(Part("rollout KV cache + sampling logits", kv + logits, "rollout",
+                          "rollout.engine=vllm, train.prompts_per_step, rollout.max_new_tokens"))
+        if s.engine_copy:
+            parts.append(Part("sampler's own weights copy", b * N, HELD,
+                              "rollout.engine=vllm"))
+
+    # ---- update working set
+    tokens = s.rows * (s.prompt_len + s.response_len)
+    head_tokens = s.rows * (s.response_len + 1)
+    if s.head_chunk > 0:
+        head_tokens = min(head_tokens, s.head_chunk)
+    masked = not s.padding_free
+    if mf:
+        tokens_dev = tokens / s.tp           # sequence parallel splits the saved activations
+        stage_layers = -(-m.layers // s.pp)
+        in_flight = s.pp                     # 1F1B: the first stage holds pp micro-batches
+        if s.recompute:
+            act = in_flight * tokens_dev * stage_layers * b * m.hidden \
+                + tokens * layer_activation_bytes(m, b, False) / s.tp
+        else:
+            act = in_flight * tokens * stage_layers * layer_activation_bytes(m, b, False) / s.tp
+        head = head_tokens * head_bytes_per_token(m, s.job == "train", s.tp)
+    else:
+        per_layer = layer_activation_bytes(m, b, masked)
+        final = 4 * m.hidden + 2 * b * m.hidden
+        if s.recompute:
+            act = tokens * (m.layers * b * m.hidden + per_layer + final)
+        else:
+            act = tokens * (m.layers * per_layer + final)
+        if masked:
+            act += s.rows * (s.prompt_len + s.response_len) ** 2
+        head = head_tokens * head_bytes_per_token(m, s.job == "train" and s.entropy)
+    pairs = 2 if s.job in ("dpo", "simpo", "pref") else 1
+    act *= pairs
+    head_fwd = head * pairs
+    # the backward of log-softmax holds its output, the incoming gradient and the gradient it
+    # returns: 3 float32 copies of the head's logits (measured on CPU)
+    head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
+    gb = 4 if mf else b                  # bytes of the gradients the backward writes
+    if mf:
+        gkeys = "mindformers.tensor_parallel / pipeline_stages"
+        grads = 4 * n_dev
+    elif s.backend == "mindspore":
+        gkeys = wkeys
+        grads = (b + 4) * t_dev if b < 4 else 4 * t_dev    # compute grads + their flat copy
+    else:
+        gkeys = wkeys
+        grads = (b + 4) * t_dev if master else b * t_dev
+    # gradient accumulation: the earlier micro-batches' gradients exist during the next ones
+    accum = "fwd|bwd|" if s.accumulation else ""
+    parts.append(Part("gradients", grads, accum + "bwd-end|step", gkeys))
+    akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
+             "model.gradient_checkpointing=true, train.micro_batch_size, "
+             "train.max_tokens_per_micro_batch, train.padding_free" if not s.recompute else
+             "train.micro_batch_size, train.max_tokens_per_micro_batch, "
+             "rollout.max_new_tokens")
+    parts.append(Part("activations" + (" (recompute)" if s.recompute else ""), act,
+                      "fwd|bwd", akeys))
+    hkeys = ", ".join(k for k in (s.chunk_key, "train.micro_batch_size") if k) if not mf else \
+        "mindformers.tensor_parallel, mindformers.micro_batch_num"
+    parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head_fwd,
+                      "fwd", hkeys))
+    trainable_head = s.trainable is None
+    # FSDP computes a unit's gradients unsharded, then reduce-scatters them: full size here
+    head_grad = m.vocab * m.hidden * gb / (s.tp if mf else 1) if trainable_head else 0.0
+    parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
+                      hkeys, "3 float32 copies of the logits and the head's weight gradient"))
+    if trainable_head and not mf:
+        # the embedding's dense gradient; tied to the head, it is added to the head's gradient
+        # through one more temporary (measured on CPU)
+        emb = (2 if m.tied else 1) * m.vocab * m.hidden * gb
+        parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
+    # optimizer step temporaries (after the backward: activations are gone by then)
+    if s.device == "cpu" and s.backend == "torch":
+        temp = 2 * m.largest_tensor() * moment_bytes / 2     # single-tensor AdamW: 2 copies
+    else:
+        temp = t_dev * moment_bytes / 2 / shard              # foreach AdamW: one moment copy
+    parts.append(Part("optimizer step temporaries", temp, "step", okeys))
+    runtime = RUNTIME_GB.get((s.backend, s.device), RUNTIME_GB.get(s.device, 0.0)) * GB
+    if runtime:
+        parts.append(Part("runtime (allocator, kernels, context)", runtime, HELD, "",
+                          RUNTIME_NOTE[s.device]))
+
+    # ---- host
+    if mf and s.engine == "vllm":
+        host.append(Part("weight sync: merged float32 model", 4 * N * s.nproc, HELD, "",
+                         f"4 B x {N / 1e9:.3g}B x {s.nproc} processes"))
+    elif s.backend == "mindspore" and s.engine == "vllm":
+        host.append(Part("weight sync: numpy copy", b * N * s.nproc, HELD, "",
+                         f"{b} B x {N / 1e9:.3g}B x {s.nproc} processes"))
+    label_full = label
+    return MemoryPlan(label_full, m, s, layout, parts, host, notes, blockers)
+
+
+# ---------------------------------------------------------------------- from a RunConfig
+def _opt_attr(obj, name: str, default):
+    return getattr(obj, name, default)
+
+
+def system_memory_bytes() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+
+
+def device_memory_bytes(cfg) -> float:
+    gb = cfg.plan.device_memory_gb
+    if gb:
+        return gb * GB
+    if cfg.device == "cpu":
+        return system_memory_bytes()
+    return DEVICE_MEMORY_GB[cfg.device] * GB
+
+
+def auto_chunk(vocab: int) -> int:
+    """The head chunk when ``train.logprob_chunk_tokens`` is -1 (automatic): about 512 MB of
+    float32 head work per chunk."""
+    return max(1, int(512 * 2 ** 20 // (4 * vocab)))
+
+
+def setup_from_config(cfg, job: str, shape: ModelShape,
+                      teacher: Optional[ModelShape] = None) -> Setup:
+    """The :class:`Setup` of one stage (``job``: train, sft, dpo, simpo, pref)."""
+    t, r, d = cfg.train, cfg.rollout, cfg.distributed
+    b = DTYPE_BYTES[cfg.model.dtype]
+    world = d.nproc * d.nnodes
+    mf = cfg.backend == "mindformers"
+    tp = cfg.mindformers.tensor_parallel if mf else 1
+    pp = cfg.mindformers.pipeline_stages if mf else 1
+    batch = t.prompts_per_step * r.n
+    if job in ("sft", "dpo", "simpo", "pref"):
+        resp = int(_opt_attr(cfg.data, "max_response_len", r.max_new_tokens))
+    else:
+        resp = r.max_new_tokens
+    rl = job == "train"
+    dp_size = max(1, world // (tp * pp))
+    if mf:
+        dp = dp_size
+        rows = max(1, (t.mini_batch_size or batch) // (dp * cfg.mindformers.micro_batch_num))
+        shard = dp if cfg.mindformers.optimizer_shard else 1
+    else:
+        rows = t.micro_batch_size
+        shard = 1
+        for key in ("optimizer_shard", "shard_optimizer", "shard_optimizer_state"):
+            v = _opt_attr(t, key, None)
+            if v:
+                shard = world if v is True else int(v)
+                break
+    seq = cfg.data.max_prompt_len + resp
+    if t.max_tokens_per_micro_batch:
+        rows = max(1, min(rows, t.max_tokens_per_micro_batch // seq))
+    # RL: rollouts per optimizer step over the micro-batches of all ranks; SFT and preference
+    # steps are taken to accumulate (their batch keys differ by job)
+    per_step = t.mini_batch_size or batch
+    accumulation = per_step > rows * (dp_size if mf else world) if rl else True
+    chunk = int(_opt_attr(t, "logprob_chunk_tokens", 0))
+    if chunk == -1:
+        chunk = auto_chunk(shape.vocab) if cfg.backend == "torch" else 0
+    master_key = _opt_attr(t, "master_weights", None)
+    master = b < 4 if master_key is None else bool(master_key) and b < 4
+    lora = cfg.model.lora
+    trainable = shape.lora_params(lora.rank, lora.target_modules) if lora.enabled else None
+    ref = (rl and cfg.algorithm.kl.coef > 0) or job in ("dpo", "pref") and \
+        cfg.preference.loss != "simpo"
+    ref = ref and not lora.enabled
+    engine = r.engine if rl else "none"
+    per_rank_prompts = max(1, t.prompts_per_step // max(1, world))
+    return Setup(
+        backend=cfg.backend, device=cfg.device, job=job, dtype_bytes=b, master_weights=master,
+        world=world, nproc=d.nproc, fsdp=bool(t.fsdp) and world > 1, tp=tp, pp=pp,
+        optimizer_shard=shard,
+        recompute=bool(cfg.mindformers.recompute if mf else cfg.model.gradient_checkpointing),
+        rows=rows, prompt_len=cfg.data.max_prompt_len, response_len=resp,
+        accumulation=accumulation,
+        padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
+        chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
+        trainable=trainable, reference=ref, teacher=teacher if rl else None,
+        critic=rl and cfg.algorithm.adv_estimator == "gae", engine=engine,
+        engine_share=r.gpu_memory_utilization, rollout_tp=r.tensor_parallel_size,
+        rollout_rows=per_rank_prompts * r.n,
+        engine_copy=rl and engine == "native" and (bool(t.fsdp) and world > 1
+                                                   or r.async_ahead == 1),
+        kv_cache_gib=float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", 0) or 1.0),
+        device_bytes=device_memory_bytes(cfg),
+        host_bytes=cfg.plan.host_memory_gb * GB)
+
+
+def model_shape(cfg, path: Optional[str] = None, key: str = "model.path") -> ModelShape:
+    """The shape of the model a run trains (``plan.model_config`` first), or of ``path``;
+    a run or checkpoint folder of a shipped recipe that has not run yet resolves to that
+    recipe's model. Raises ConfigError naming the keys when nothing describes it."""
+    from mindrl.errors import ConfigError
+    from mindrl.memory.shapes import shape_from_path
+
+    if path is None and cfg.plan.model_config:
+        shape = shape_from_path(cfg.plan.model_config)
+        if shape is None:
+            raise ConfigError(f"plan.model_config={cfg.plan.model_config!r} is no config.json, "
+                              "model directory or known model name")
+        return shape
+    path = path if path is not None else cfg.model.path
+    shape = shape_from_path(path) or _recipe_run_shape(path)
+    if shape is None:
+        raise ConfigError(f"{key}={path!r}: no config.json there and not a known model name; "
+                          "set plan.model_config to the model's config.json (or a known name "
+                          "such as Qwen2.5-7B)")
+    return shape
+
+
+def _recipe_run_shape(path: str, depth: int = 0) -> Optional[ModelShape]:
+    """A path inside a shipped recipe's run directory (``runs/sft_tiny_demo/checkpoints/...``):
+    the shape of that recipe's first model."""
+    from pathlib import PurePath
+
+    from mindrl.memory.shapes import shape_from_path
+
+    if depth > 3:
+        return None
+    parts = PurePath(path).parts
+    for out, model in _recipe_runs():
+        if out and parts[:len(out)] == out:
+            return shape_from_path(model) or _recipe_run_shape(model, depth + 1)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _recipe_runs() -> Tuple[Tuple[Tuple[str, ...], str], ...]:
+    """(run directory parts, model.path) of every shipped recipe's first stage."""
+    from pathlib import PurePath
+
+    from mindrl.config.loader import REPO_CONFIGS
+    from mindrl.config.stages import load_stages
+
+    out = []
+    for recipe in sorted(REPO_CONFIGS.glob("*.yaml")):
+        try:
+            first = load_stages(recipe.stem, ())[0].cfg
+        except Exception:                         # a broken recipe is its own test's business
+            continue
+        out.append((PurePath(first.logging.output_dir).parts, first.model.path))
+    return tuple(out)
+
+
+def job_of(recipe: Optional[str]) -> str:
+    """The job a recipe without stages runs: sft / dpo / simpo by its name, else train."""
+    from pathlib import Path
+
+    name = Path(str(recipe or "")).stem
+    for prefix in ("sft", "dpo", "simpo"):
+        if name.startswith(prefix + "_"):
+            return prefix
+    return "train"
+
+
+def plan_stages(stages, run: Optional[str] = None, recipe: Optional[str] = None
+                ) -> List[MemoryPlan]:
+    """One plan per stage of a loaded recipe, each for ``run`` (default: the stage's own job;
+    a recipe without stages: :func:`job_of` its name); a later stage's model (the previous
+    stage's checkpoint) has the first stage's shape."""
+    plans = []
+    first_shape = None
+    for st in stages:
+        cfg = st.cfg
+        if first_shape is None or cfg.plan.model_config:
+            shape = model_shape(cfg)
+        else:
+            shape = first_shape
+        first_shape = first_shape or shape
+        teacher = None
+        if cfg.algorithm.distill.teacher:
+            teacher = model_shape(cfg, cfg.algorithm.distill.teacher,
+                                  "algorithm.distill.teacher")
+        job = run or (st.run if st.name else job_of(recipe) if recipe else st.run)
+        setup = setup_from_config(cfg, job, shape, teacher)
+        plans.append(plan_memory(shape, setup, st.label if st.name else "the run"))
+    return plans
+
+
+def check_fits(stages) -> List[MemoryPlan]:
+    """Refuse (ConfigError, one line) when a stage's plan exceeds its device and plan.check is
+    on; the model shape unknown = nothing to check (the model load says what is missing)."""
+    from mindrl.errors import ConfigError
+
+    todo = [st for st in stages if st.cfg.plan.check]
+    if not todo:
+        return []
+    try:
+        plans = plan_stages(stages)
+    except ConfigError:
+        return []
+    for st, plan in zip(stages, plans):
+        if st.cfg.plan.check and not plan.fits():
+            raise ConfigError(plan.refusal())
+    return plans
+

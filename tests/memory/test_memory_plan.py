@@ -1,0 +1,214 @@
+"""The per-device memory plan (mindrl.memory): parameter counts from config.json shapes, the
+plan's arithmetic against hand-computed bytes, `mindrl plan` on every shipped recipe, and
+`mindrl train` refusing before it loads anything when the plan exceeds the device."""
+
+from pathlib import Path
+
+import pytest
+
+from mindrl.cli import main
+from mindrl.config.loader import REPO_CONFIGS, load_config
+from mindrl.config.stages import Stage, load_stages
+from mindrl.memory.plan import GB, Setup, check_fits, plan_memory, plan_stages
+from mindrl.memory.shapes import KNOWN_MODELS, known_shape, shape_from_config
+
+
+# Parameter counts of transformers' models built on the meta device from the same config.json
+# fields (Qwen2ForCausalLM / Qwen3ForCausalLM, transformers 5.19), and the Hub's model cards.
+@pytest.mark.parametrize("name,params", [
+    ("Qwen2.5-0.5B", 494_032_768),          # transformers, meta device
+    ("Qwen3-0.6B", 596_049_920),            # transformers, meta device
+    ("Qwen2.5-7B-Instruct", 7_615_616_512),  # model card: 7.61B
+    ("Qwen2.5-1.5B", 1_543_714_304),         # model card: 1.54B
+    ("DeepSeek-R1-Distill-Qwen-32B", 32_763_876_352),   # model card: 32.8B
+])
+def test_parameter_counts_from_config_shapes(name, params):
+    assert known_shape("/models/" + name).params() == params
+
+
+def test_moe_counts_experts_per_layer():
+    # Qwen3-30B-A3B: 48 layers of 128 experts x 3 x 2048 x 768 plus a 2048 x 128 router;
+    # attention 2048 x 4096 x 2 + 2048 x 512 x 2 + q/k norms 2 x 128; norms 2 x 2048; an
+    # untied 151936 x 2048 embedding and head and the final norm
+    layer = 128 * 3 * 2048 * 768 + 2048 * 128 + 2 * 2048 * 4096 + 2 * 2048 * 512 + 256 + 4096
+    want = 48 * layer + 2 * 151936 * 2048 + 2048
+    assert known_shape("Qwen3-30B-A3B-Base").params() == want == 30_532_122_624
+
+
+def small_shape():
+    return shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
+                                  num_attention_heads=2, num_key_value_heads=1,
+                                  intermediate_size=256, vocab_size=1000,
+                                  tie_word_embeddings=True), "small")
+
+
+def test_held_parts_and_peak_by_hand():
+    m = small_shape()
+    # embedding 64000 + 2 layers x (q 64x64+64, k,v 64x32+32 each, o 64x64, mlp 3x64x256,
+    # norms 128) + final norm 64
+    n = 64000 + 2 * (4160 + 2 * 2080 + 4096 + 49152 + 128) + 64
+    assert m.params() == n
+    s = Setup(backend="torch", device="cuda", dtype_bytes=2, master_weights=True, rows=2,
+              prompt_len=8, response_len=8, engine="none", device_bytes=80 * GB)
+    plan = plan_memory(m, s)
+    parts = {p.name: p.bytes for p in plan.parts}
+    assert parts["weights (bf16/fp16)"] == 2 * n
+    assert parts["master weights (float32)"] == 4 * n
+    assert parts["optimizer state (AdamW moments)"] == 8 * n
+    assert parts["gradients"] == (2 + 4) * n            # bf16 backward + float32 accumulation
+    # the head: 2 rows x (8 + 1) positions x 5 float32 copies of 1000 logits
+    assert parts["log-prob head (18 tokens x 1000)"] == 18 * 5 * 4 * 1000
+    held = sum(p.bytes for p in plan.parts if p.phase == "held")
+    working = {ph: sum(p.bytes for p in plan.parts if ph in p.phase.split("|"))
+               for ph in ("fwd", "bwd", "bwd-end", "step")}
+    assert plan.peak() == held + max(working.values())
+    # float32: no masters, moments in float32 = 8 B, gradients 4 B
+    s32 = plan_memory(m, Setup(dtype_bytes=4, master_weights=True, engine="none",
+                               device_bytes=GB))
+    p32 = {p.name: p.bytes for p in s32.parts}
+    assert "master weights (float32)" not in p32 and p32["gradients"] == 4 * n
+
+
+def test_fsdp_and_optimizer_sharding_divide_the_states():
+    m = known_shape("Qwen2.5-7B")
+    base = dict(backend="torch", device="cuda", dtype_bytes=2, master_weights=True,
+                engine="none", device_bytes=80 * GB, rows=1, prompt_len=16, response_len=16)
+    one = {p.name: p.bytes for p in plan_memory(m, Setup(**base)).parts}
+    eight = {p.name: p.bytes for p in plan_memory(m, Setup(**base, world=8, fsdp=True)).parts}
+    for name in ("weights (bf16/fp16)", "master weights (float32)",
+                 "optimizer state (AdamW moments)", "gradients"):
+        assert eight[name] == pytest.approx(one[name] / 8)
+    ms = dict(base, backend="mindspore", device="ascend", world=8)
+    rep = {p.name: p.bytes for p in plan_memory(m, Setup(**ms)).parts}
+    shd = {p.name: p.bytes for p in plan_memory(m, Setup(**ms, optimizer_shard=8)).parts}
+    assert shd["optimizer state (AdamW moments)"] == pytest.approx(
+        rep["optimizer state (AdamW moments)"] / 8)
+    assert shd["master weights (float32)"] == pytest.approx(rep["master weights (float32)"] / 8)
+
+
+def test_recompute_and_head_chunking_shrink_their_parts():
+    m = known_shape("Qwen2.5-1.5B")
+    base = dict(device="cuda", dtype_bytes=2, rows=4, prompt_len=1024, response_len=8192,
+                engine="none", device_bytes=80 * GB)
+    full = {p.name: p.bytes for p in plan_memory(m, Setup(**base)).parts}
+    rec = {p.name: p.bytes for p in plan_memory(m, Setup(**base, recompute=True)).parts}
+    assert rec["activations (recompute)"] < full["activations"] / 5
+    chunk = plan_memory(m, Setup(**base, head_chunk=256))
+    head = [p for p in chunk.parts if p.name.startswith("log-prob head (")][0]
+    assert head.name == "log-prob head (256 tokens x 151936)"
+    assert head.bytes == 256 * 5 * 4 * 151936
+
+
+def test_plan_from_recipe_resolves_stages_and_run_folders():
+    # a later stage's model is the previous stage's checkpoint: same shape as the first
+    plans = plan_stages(load_stages("deepscaler_1.5b"))
+    assert [p.shape.params() for p in plans] == [known_shape(
+        "DeepSeek-R1-Distill-Qwen-1.5B").params()] * 3
+    # a path inside another recipe's run folder: that recipe's model (builtin:mini)
+    (plan,) = plan_stages(load_stages("distill_tiny_demo"))
+    assert plan.shape.name == "builtin:mini"
+    assert plan.setup.teacher is not None and plan.setup.teacher.name == "builtin:mini"
+
+
+def test_mindrl_plan_prints_every_shipped_recipe(capsys):
+    # the command once (argparse and all), then the same library call for every recipe
+    assert main(["plan", "deepscaler_1.5b", "plan.device_memory_gb=141"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("peak per device") == 3 and "of 141 GB (cuda)" in out
+    assert "stage 2/3 'ctx16k'" in out and "log-prob head (65540 tokens x 151936)" not in out
+    for recipe in sorted(REPO_CONFIGS.glob("*.yaml")):
+        stages = load_stages(recipe.stem)
+        plans = plan_stages(stages, recipe=recipe.stem)
+        assert len(plans) == len(stages), recipe.stem
+        for plan in plans:
+            text = plan.table()
+            assert "peak per device" in text and "optimizer state" in text, recipe.stem
+            assert plan.peak() > plan.phase_total("held") > 0, recipe.stem
+
+
+def _header(path: Path) -> str:
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_accelerator_recipes_fit_their_devices_or_say_why():
+    for recipe in sorted(REPO_CONFIGS.glob("*.yaml")):
+        stages = load_stages(recipe.stem)
+        if stages[0].cfg.device == "cpu":
+            continue
+        bad = [p.label for p in plan_stages(stages, recipe=recipe.stem) if not p.fits()]
+        if bad:
+            assert "memory plan (`mindrl plan" in _header(recipe).lower(), (
+                f"{recipe.stem}: {bad} exceed the device by `mindrl plan` and the header "
+                "does not say why")
+
+
+def test_train_refuses_before_loading_when_the_plan_exceeds_the_device(tmp_path, capsys):
+    out = tmp_path / "run"
+    capsys.readouterr()
+    rc = main(["train", "grpo_tiny_demo", "plan.device_memory_gb=0.05",
+               f"logging.output_dir={out}"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1, err
+    line = err[0]
+    assert "memory plan" in line and "more than the 0.1 GB of cpu" in line
+    # the largest part and the keys that shrink it, and the key that overrides
+    assert "largest part: activations" in line
+    assert "model.gradient_checkpointing=true" in line and "plan.check=false" in line
+    assert not out.exists()                              # nothing ran, nothing was written
+
+
+def test_plan_check_false_lets_it_start():
+    cfg = load_config("grpo_tiny_demo", ["plan.device_memory_gb=0.05", "plan.check=false"])
+    assert check_fits([Stage(1, "", "train", cfg, 1)]) == []
+    cfg = load_config("grpo_tiny_demo", ["plan.device_memory_gb=0.05"])
+    with pytest.raises(Exception, match="memory plan"):
+        check_fits([Stage(1, "", "train", cfg, 1)])
+
+
+def test_known_models_table_reads_back():
+    for name, cfg in KNOWN_MODELS.items():
+        shape = shape_from_config(cfg, name)
+        assert shape.params() > 0 and shape.hidden % shape.heads == 0 or shape.head_dim
+
+
+def test_mindformers_layout_and_host_weight_sync_by_hand():
+    (plan,) = plan_stages(load_stages("grpo_math_r1_distill_qwen_32b_ascend"))
+    m = plan.shape
+    assert (plan.setup.tp, plan.setup.pp, plan.setup.world) == (8, 4, 32)
+    # the worst stage: 16 of 64 layers plus the untied embedding (the head is as large), / tp 8
+    per_layer = m.decoder_params() / 64
+    weights = [p.bytes for p in plan.parts if p.name == "weights (float32)"][0]
+    assert weights == pytest.approx(4 * (16 * per_layer + 152064 * 5120 + 5120) / 8)
+    # each of the node's 8 processes merges the whole model in float32 for vLLM
+    (host,) = plan.host_parts
+    assert host.bytes == 4 * m.params() * 8 == pytest.approx(1048.4e9, rel=1e-3)
+    # 64 rollouts per step over data parallel 1 x 64 micro-batches: one 17k-token row each
+    assert plan.setup.rows == 1 and plan.setup.prompt_len + plan.setup.response_len == 17408
+    assert plan.fits() and 40 * GB < plan.peak() < 64 * GB
+
+
+def test_a_vllm_share_smaller_than_the_weights_does_not_fit():
+    m = known_shape("Qwen2.5-7B")
+    s = Setup(device="cuda", dtype_bytes=2, engine="vllm", engine_share=0.05,
+              device_bytes=200 * GB, rows=1, prompt_len=8, response_len=8)
+    plan = plan_memory(m, s)
+    assert plan.peak() < 200 * GB and not plan.fits()     # the totals fit, vLLM cannot start
+    assert "rollout.gpu_memory_utilization=0.05" in plan.refusal()
+    # 15.23 GB of bf16 weights in a 0.12 share (24 GB) leave 8.77 GB for the KV cache: 2 x 28
+    # layers x 512 x 2 B = 57,344 B a token, 16 tokens a sequence -> 9557 sequences
+    ok = plan_memory(m, Setup(**{**s.__dict__, "engine_share": 0.12}))
+    assert ok.fits() and "holds 9557 sequences of 16 tokens" in ok.notes[0]
+
+
+def test_launch_refuses_before_starting_workers(tmp_path, capsys):
+    capsys.readouterr()
+    rc = main(["launch", "grpo_tiny_demo", "plan.device_memory_gb=0.05", "distributed.nproc=2",
+               f"logging.output_dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "memory plan" in err[0], err
+    assert not (tmp_path / "run").exists()
