@@ -403,11 +403,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # gradient accumulation: the earlier micro-batches' gradients exist during the next ones
     accum = "fwd|bwd|" if s.accumulation else ""
     parts.append(Part("gradients", grads, accum + "bwd-end|step", gkeys))
+    length_key = "rollout.max_new_tokens" if s.job == "train" else "data.max_response_len"
     akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
              "model.gradient_checkpointing=true, train.micro_batch_size, "
-             "train.max_tokens_per_micro_batch, train.padding_free" if not s.recompute else
-             "train.micro_batch_size, train.max_tokens_per_micro_batch, "
-             "rollout.max_new_tokens")
+             f"train.max_tokens_per_micro_batch, train.padding_free, {length_key}"
+             if not s.recompute else
+             "train.micro_batch_size, train.max_tokens_per_micro_batch, " + length_key)
     parts.append(Part("activations" + (" (recompute)" if s.recompute else ""), act,
                       "fwd|bwd", akeys))
     hkeys = ", ".join(k for k in (s.chunk_key, "train.micro_batch_size") if k) if not mf else \
