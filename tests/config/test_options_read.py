@@ -37,6 +37,8 @@ NOT_READ_BY_RL = {
     "SFT and DPO / SimPO jobs (their response lengths)":
         ["data.max_response_len", "data.max_truncated_share"],
     "SFT jobs (format traces)": ["data.trace_select"],
+    "a held-out share of the training file, read when data.val_file is empty (this run "
+    "validates on a file of its own)": ["data.val_split"],
     "read by `mindrl launch`, which starts the workers (the trainer checks nproc/nnodes)":
         ["distributed.launcher", "distributed.master_addr", "distributed.master_port",
          "distributed.ray_*"],

@@ -15,8 +15,10 @@ def test_vllm_judge_matches_native_and_times_out(tiny_judge_dir):
     import torch
 
     torch.set_num_threads(1)
-    kw = dict(model=tiny_judge_dir, template=TEMPLATE, verdicts=VERDICTS, max_new_tokens=1500,
-              timeout=2.0)
+    # the endless "!!!" must outlast the limit on a quiet machine too: 1,900 tokens of the
+    # one-layer judge take well over 0.5 s on either engine; the other verdicts take a few tokens
+    kw = dict(model=tiny_judge_dir, template=TEMPLATE, verdicts=VERDICTS, max_new_tokens=1900,
+              timeout=0.5)
     native = Judge(**kw, engine="native").score_batch(COMPS, answer=["3"] * len(COMPS))
     judge = Judge(**kw, engine="vllm")
     try:
