@@ -211,7 +211,8 @@ train: {{steps: 1, prompts_per_step: 4, micro_batch_size: 32}}
 validation: {{every: 0}}
 logging: {{output_dir: runs/fs, tensorboard: false, plot: false, progress_bar: false}}
 stages:
-  - {{name: keep, run: sft, data: {{train_file: add.jsonl, response_field: answer}},
+  - {{name: keep, run: sft, data: {{train_file: add.jsonl, response_field: answer,
+                                     max_response_len: 64}},
       train: {{steps: 1, lr: 1.0e-9}}}}
   - {{name: rl, data: {{from_stage: eval+filter, resample: {{n: 8, temperature: 1.0}}}}}}
 """)
