@@ -65,3 +65,16 @@ class CutCounter:
     def metrics(self, cut_this_step: float) -> dict:
         self.total += int(cut_this_step)
         return {"truncated": float(cut_this_step), "truncated/total": float(self.total)}
+
+
+def check_before_first_step(trainer, response_len, what: str) -> str:
+    """Before the first step of an SFT or preference ``trainer``: its first
+    ``data.preflight_rows`` rows, each measured by ``response_len(row)`` (tokens, as the steps
+    encode it), checked by :func:`check_response_lengths`, whose line is returned for the caller
+    to log. A refusal closes what the trainer started (engine, reward workers) and propagates."""
+    try:
+        rows = first_rows(trainer.train_stream, trainer.cfg.data.preflight_rows)
+        return check_response_lengths([response_len(r) for r in rows], trainer.cfg, what)
+    except Exception:
+        trainer.close()
+        raise

@@ -44,28 +44,16 @@ class PreferenceTrainer(Trainer):
     kind = "pref"
 
     def __init__(self, cfg):
-        from mindrl.trainer.lengths import CutCounter
+        from mindrl.trainer.lengths import CutCounter, check_before_first_step
         from mindrl.trainer.sft import refuse_rl_only_options
 
         refuse_rl_only_options(cfg, "preference (DPO / SimPO)")
         super().__init__(cfg)
         self.cuts = CutCounter()
-        try:
-            self._check_lengths()
-        except Exception:
-            self.close()                   # the engine and reward workers started above
-            raise
-
-    def _check_lengths(self) -> None:
-        """Before the first step: the first ``data.preflight_rows`` pairs encoded as the steps
-        encode them; too many responses over ``data.max_response_len`` stop the run
-        (:mod:`mindrl.trainer.lengths`)."""
-        from mindrl.trainer.lengths import check_response_lengths, first_rows
-
-        rows = first_rows(self.train_stream, self.cfg.data.preflight_rows)
-        lengths = [max(len(self._encode(r["chosen"])), len(self._encode(r["rejected"])))
-                   for r in rows]
-        line = check_response_lengths(lengths, self.cfg, "pairs")
+        # responses over data.max_response_len counted before the first step
+        line = check_before_first_step(
+            self, lambda r: max(len(self._encode(r["chosen"])), len(self._encode(r["rejected"]))),
+            "pairs")
         if self.is_main:
             log.info("%s", line)
 

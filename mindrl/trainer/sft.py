@@ -56,7 +56,7 @@ class SFTTrainer(Trainer):
     kind = "sft"
 
     def __init__(self, cfg):
-        from mindrl.trainer.lengths import CutCounter
+        from mindrl.trainer.lengths import CutCounter, check_before_first_step
 
         refuse_rl_only_options(cfg, "SFT")
         super().__init__(cfg)
@@ -69,22 +69,10 @@ class SFTTrainer(Trainer):
             if "messages" in row:
                 self.chat_ids(row)
         self.cuts = CutCounter()
-        try:
-            self._check_lengths()
-        except Exception:
-            self.close()                   # the engine and reward workers started above
-            raise
-
-    def _check_lengths(self) -> None:
-        """Before the first step: the first ``data.preflight_rows`` rows encoded as the steps
-        encode them; too many responses over ``data.max_response_len`` stop the run
-        (:mod:`mindrl.trainer.lengths`)."""
-        from mindrl.trainer.lengths import check_response_lengths, first_rows
-
-        rows = first_rows(self.train_stream, self.cfg.data.preflight_rows)
-        lengths = [len(self.chat_ids(r)[1] if "messages" in r else
-                       self.response_ids_and_mask(r)[0]) for r in rows]
-        line = check_response_lengths(lengths, self.cfg, "rows")
+        # responses over data.max_response_len counted before the first step
+        line = check_before_first_step(
+            self, lambda r: len(self.chat_ids(r)[1] if "messages" in r else
+                                self.response_ids_and_mask(r)[0]), "rows")
         if self.is_main:
             log.info("%s", line)
 
