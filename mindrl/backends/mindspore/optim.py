@@ -67,6 +67,14 @@ def adamw_math(g, m, v, p32, lr, coef, bc1, bc2_sqrt, b1, b2, eps, wd):
     return p_new, m_new, v_new
 
 
+def adamw_scalars(t: int, b1: float, b2: float, lr: float, clip: float, grad_norm: float):
+    """The scalar inputs of AdamW step ``t`` (1-based), as float32 tensors: the learning rate,
+    the global-norm clip coefficient and the two bias corrections (1 - b1^t, sqrt(1 - b2^t))."""
+    coef = min(1.0, clip / (grad_norm + 1e-6)) if clip > 0 else 1.0
+    f = lambda x: Tensor(np.float32(x))  # noqa: E731
+    return f(lr), f(coef), f(1.0 - b1 ** t), f(np.sqrt(1.0 - b2 ** t))
+
+
 class AdamW:
     def __init__(self, params: List[Parameter], *, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, all_reduce: Optional[object] = None,
@@ -182,11 +190,8 @@ class AdamW:
 
     def apply(self, lr: float, clip: float, grad_norm: float) -> None:
         """One AdamW update from the accumulated gradients, which are then zeroed."""
-        coef = min(1.0, clip / (grad_norm + 1e-6)) if clip > 0 else 1.0
-        t = self.step + 1
-        f = lambda x: Tensor(np.float32(x))  # noqa: E731
-        self._update(f(lr), f(coef), f(1.0 - self.b1 ** t), f(np.sqrt(1.0 - self.b2 ** t)))
-        self.step = t
+        self._update(*adamw_scalars(self.step + 1, self.b1, self.b2, lr, clip, grad_norm))
+        self.step += 1
 
     def zero_grad(self) -> None:
         self._zero()

@@ -42,7 +42,7 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
 from mindrl.backends.mindspore import weights as W
-from mindrl.backends.mindspore.optim import adamw_math, flatten
+from mindrl.backends.mindspore.optim import adamw_math, adamw_scalars, flatten
 from mindrl.backends.mindspore.weights import write_param
 
 SHARD_FORMAT = "mindrl-mindspore-shard"
@@ -200,11 +200,8 @@ class ShardedAdamW:
     def apply(self, lr: float, clip: float, grad_norm: float) -> None:
         """One AdamW update of this rank's slice from the reduced gradient, then every rank's
         new weights gathered into the parameters (collective: all ranks call it)."""
-        coef = min(1.0, clip / (grad_norm + 1e-6)) if clip > 0 else 1.0
-        t = self.step + 1
-        f = lambda x: Tensor(np.float32(x))  # noqa: E731
-        self._update(f(lr), f(coef), f(1.0 - self.b1 ** t), f(np.sqrt(1.0 - self.b2 ** t)))
-        self.step = t
+        self._update(*adamw_scalars(self.step + 1, self.b1, self.b2, lr, clip, grad_norm))
+        self.step += 1
 
     def zero_grad(self) -> None:
         self._zero()
