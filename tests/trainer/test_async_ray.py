@@ -445,7 +445,9 @@ def test_vllm_workers_sample_with_the_pushed_weights(tmp_path, backend):
 def test_groups_past_the_bound_are_dropped_and_sampled_again(tmp_path, monkeypatch):
     """max_staleness 1 for two steps, then the bound tightens to 0 during step 2's update
     (tr.step 1): the groups already sampled for step 3 with version 1 would lag 1, so they
-    are dropped, counted and sampled again with the new weights; from then on every lag is 0."""
+    are dropped, counted and sampled again with the new weights; from then on every lag is 0.
+    Step 0's update waits for the groups in flight, so step 1 trains on groups of version 0
+    whatever the load (on 2 busy cores the workers could start them after the push)."""
     from mindrl.trainer.rl import RLTrainer
 
     tr = RLTrainer(cfg_for(tmp_path, "train.steps=4", "validation.every=0",
@@ -455,10 +457,14 @@ def test_groups_past_the_bound_are_dropped_and_sampled_again(tmp_path, monkeypat
 
     def update(self, batch):
         out = original(self, batch)
-        if self.step == 1:
-            t0 = time.time()        # let the groups issued for step 3 finish, then tighten
+        if self.step in (0, 1):
+            # let the groups in flight finish with the weights they hold: at step 0 those of
+            # step 1 (so they lag 1 however slowly the workers start on loaded cores), at
+            # step 1 those of step 3, then tighten
+            t0 = time.time()
             while len(q.in_flight) and time.time() - t0 < 60:
                 q.harvest(block=True)
+        if self.step == 1:
             q.k = 0
         return out
 
