@@ -69,9 +69,12 @@ class MoEConfig:
     aux_loss_coef: float = opt(0.0, "Add the auxiliary load-balancing loss of the MoE layers "
                                "(transformers' load_balancing_loss_func: num_experts x sum_e "
                                "f_e P_e over real tokens and MoE layers, from the routers' "
-                               "native top-k) times this coefficient to the RL loss, weighted "
-                               "by each micro-batch's share of the response tokens; 0 = off "
-                               "(verl's and TRL's RL default). Metric moe/aux_loss.")
+                               "native top-k) times this coefficient to the RL loss; f and P "
+                               "are shares of the whole mini-batch (all micro-batches and "
+                               "ranks, counted in a no-grad pre-pass: one more forward per "
+                               "micro-batch), so the gradient does not depend on the "
+                               "micro-batch size or packing; 0 = off (verl's and TRL's RL "
+                               "default). Metric moe/aux_loss.")
 
 
 @dataclass(frozen=True)
@@ -471,8 +474,8 @@ class TrainConfig:
                                 "each micro-batch is padded only to its own longest row; loss "
                                 "normalisers stay global, and clip_cov / kl_cov pick their "
                                 "tokens over the whole mini-batch, so the gradient is the "
-                                "in-order one up to float summation order (not yet with "
-                                "model.moe.aux_loss_coef: a statistic of each micro-batch).")
+                                "in-order one up to float summation order (the MoE "
+                                "load-balancing loss too: model.moe.aux_loss_coef).")
     ppo_epochs: int = opt(1, "Passes over each rollout batch.")
     lr: float = opt(1e-6, "Peak learning rate (AdamW).")
     weight_decay: float = opt(0.0, "AdamW weight decay.")
@@ -760,9 +763,6 @@ def _check_routing_replay(cfg) -> List[str]:
     errors = []
     if coef < 0:
         errors.append(f"model.moe.aux_loss_coef={coef} must be >= 0")
-    if coef and cfg.train.padding_free:
-        errors.append(f"model.moe.aux_loss_coef={coef} is computed on padded batches: set "
-                      "train.padding_free=false")
     if coef and cfg.backend not in ("torch", "mindspore"):
         errors.append(f"model.moe.aux_loss_coef={coef} needs backend=torch or mindspore")
     if mode == "none":

@@ -16,6 +16,7 @@ live 1/world per rank; FSDP averages the reduce-scattered gradients, so the back
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -130,6 +131,8 @@ class TorchBackend:
             self.model = add_adapters(self.model, self.lora, cfg.train.seed)
         self.model.train()
         self._aux_loss = None              # model.moe.aux_loss_coef: the last training forward's
+        self._aux_weights = None           # part of the mini-batch's aux; (E,) E f / R and the
+        self._aux_value = None             # aux value, from the pre-pass (moe_balance)
         self.routes = None                 # model.moe.routing_replay: the policy's routers
         if cfg.model.moe.routing_replay != "none":
             from mindrl.backends.torch.moe_replay import RouterHooks
@@ -223,28 +226,95 @@ class TorchBackend:
         replay = contextlib.nullcontext()
         if batch.routing is not None and self.routes is not None and model is self.model:
             replay = self.routes.replaying(batch.routing, self.device)
-        # model.moe.aux_loss_coef: the MoE load-balancing loss of this (training) forward
-        aux = bool(self.cfg.model.moe.aux_loss_coef) and model is self.model and \
-            torch.is_grad_enabled()
-        extra = {"output_router_logits": True} if aux else {}
+        extra = self._moe_forward_kwargs(model)
         # Right-padded responses: the logits of positions P-1 .. P+T-2 are the last T+1 minus
         # the final one, so the LM head runs on T+1 positions only.
         bypass = head_bypassed(hidden) if hidden is not None else contextlib.nullcontext()
         with replay, bypass:
             out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
                         logits_to_keep=T + 1, **extra)
-        if aux:
-            if getattr(out, "aux_loss", None) is None:
-                from mindrl.errors import UserError
-
-                raise UserError(f"model.moe.aux_loss_coef: model.path {self.cfg.model.path} "
-                                "returns no load-balancing loss (not a mixture-of-experts "
-                                "model); set model.moe.aux_loss_coef=0")
-            self._aux_loss = out.aux_loss
+        if extra:
+            self._keep_balance_term(out, att)
         if hidden is not None:
             return out.logits[:, :-1, :]
         logits = out.logits[:, :-1, :].float()
         return logits / (temperature if temperature > 0 else 1.0)
+
+    # ------------------------------------------------------- MoE load balancing
+    def _moe_forward_kwargs(self, model) -> dict:
+        """Extra forward arguments of a training forward of the policy that adds the MoE
+        load-balancing loss (``model.moe.aux_loss_coef``): the routers' logits."""
+        aux = bool(self.cfg.model.moe.aux_loss_coef) and model is self.model and \
+            torch.is_grad_enabled() and self._aux_weights is not None
+        return {"output_router_logits": True} if aux else {}
+
+    def _router_logits(self, out):
+        logits = getattr(out, "router_logits", None)
+        if not logits:
+            from mindrl.errors import UserError
+
+            raise UserError(f"model.moe.aux_loss_coef: model.path {self.cfg.model.path} "
+                            "returns no router logits (not a mixture-of-experts model); set "
+                            "model.moe.aux_loss_coef=0")
+        return logits
+
+    def _keep_balance_term(self, out, mask) -> None:
+        """After a training forward: this micro-batch's part of the mini-batch's aux
+        (:func:`mindrl.backends.torch.moe_balance.balance_term`; ``mask`` None = packed)."""
+        from mindrl.backends.torch.moe_balance import balance_term
+
+        self._aux_loss = balance_term(self._router_logits(out), mask, self._aux_weights)
+
+    @torch.no_grad()
+    def _moe_balance(self, batches: List[TokenBatch]) -> None:
+        """The pre-pass of ``model.moe.aux_loss_coef``: the expert shares f and the row count
+        R of the whole mini-batch (all ``batches``, all ranks), from no-grad forwards of the
+        policy (routes replayed as in training), into ``_aux_weights`` (E f / R) and
+        ``_aux_value`` (E sum f P) (:mod:`mindrl.backends.torch.moe_balance`)."""
+        import contextlib
+
+        from mindrl.backends.torch import packing
+        from mindrl.backends.torch.moe_balance import router_sums
+
+        conf = self.model.config
+        k = int(getattr(conf, "num_experts_per_tok", 0) or 0)
+        sums = None
+        for tb in batches:
+            tb = packing.trim_tokens(tb)
+            if self.cfg.train.padding_free and not tb.response_mask.any():
+                continue                      # its training forward is skipped (packing)
+            if self.cfg.train.padding_free:
+                pk = packing.pack(tb, self.device)
+                out = self.model(input_ids=pk.input_ids, position_ids=pk.position_ids,
+                                 attention_mask=None, use_cache=False, logits_to_keep=1,
+                                 output_router_logits=True)
+                mask = None
+            else:
+                ids, mask, pos = self._tensors(tb)
+                replay = contextlib.nullcontext()
+                if tb.routing is not None and self.routes is not None:
+                    replay = self.routes.replaying(tb.routing, self.device)
+                with replay:
+                    out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                                     use_cache=False, logits_to_keep=1,
+                                     output_router_logits=True)
+            part = torch.cat([x.reshape(-1) for x in router_sums(self._router_logits(out),
+                                                                 mask, k)])
+            sums = part if sums is None else sums + part
+        if sums is None:
+            E = int(getattr(conf, "num_experts", 0) or getattr(conf, "num_local_experts", 1))
+            sums = torch.zeros(2 * E + 1, dtype=torch.float64, device=self.device)
+        if self.world > 1:
+            import torch.distributed as dist
+
+            sums = sums.float()               # every collective backend has float32 SUM
+            dist.all_reduce(sums)
+            sums = sums.double()
+        E = (sums.numel() - 1) // 2
+        rows = sums[-1].clamp(min=1.0)
+        f, P = sums[:E] / rows, sums[E:2 * E] / rows
+        self._aux_weights = (E * f / rows).float()
+        self._aux_value = float(E * (f * P).sum())
 
     def _token_logp(self, logits: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
         targets = torch.from_numpy(batch.input_ids[:, batch.prompt_len:]).to(self.device)
@@ -343,6 +413,10 @@ class TorchBackend:
         from mindrl.backends.torch import packing
 
         acfg = self.cfg.algorithm
+        coef = self.cfg.model.moe.aux_loss_coef
+        lone = bool(coef) and self._aux_weights is None
+        if lone:            # called outside train_step: this micro-batch is the mini-batch
+            self._moe_balance([mb.tokens])
         mb = packing.trim_train(mb)         # columns that are padding in every row go
         # (B, T) log-probs; the entropy is a metric only (no graph) unless it is in the loss
         # (a fixed coefficient, or adaptive entropy control: norm.entropy_coef)
@@ -366,14 +440,15 @@ class TorchBackend:
             teacher_logp=self._const(getattr(mb, "teacher_logp", None)),
             entropy_coef=norm.entropy_coef, teacher_kl=teacher_kl,
             cov_picked=self._const(mb.cov_picked))
-        coef = self.cfg.model.moe.aux_loss_coef
-        if coef:        # its share of the mini-batch's response tokens
+        if coef:        # its part of the mini-batch's aux (the micro-batches' parts sum to it)
             aux, self._aux_loss = self._aux_loss, None
             if aux is None:
                 raise RuntimeError("model.moe.aux_loss_coef: the training forward returned no "
-                                   "load-balancing loss")
-            loss = loss + coef * aux * (mask.sum() / norm.global_tokens)
-            metrics["moe/aux_loss"] = aux.detach()
+                                   "router logits")
+            loss = loss + coef * aux
+            metrics["moe/aux_loss"] = torch.tensor(self._aux_value)   # the mini-batch's value
+            if lone:
+                self._aux_weights = self._aux_value = None
         if mb.old_logp is None and rollout_logp is not None:
             # on-policy, so this forward IS the trainer's view of the rollout: measure the gap
             gap = (logp.detach() - rollout_logp).abs() * mask
@@ -397,8 +472,33 @@ class TorchBackend:
         (then, with ``rollout_logp``, also reports ``rollout/logprob_gap_mean|max``). A
         non-finite loss or gradient norm skips the update (``update_skipped`` = 1). Metrics
         are global (all micro-batches, all ranks)."""
-        return self._step([(mb.tokens, lambda mb=mb: self._micro_loss(mb, norm))
-                           for mb in micro_batches])
+        with self._mini_batch(micro_batches):
+            return self._step([(mb.tokens, lambda mb=mb: self._micro_loss(mb, norm))
+                               for mb in micro_batches])
+
+    def gradients(self, micro_batches: List[TrainBatch], norm: LossNormalizers
+                  ) -> Dict[str, np.ndarray]:
+        """The summed RL-loss gradient of these micro-batches (one mini-batch) by parameter
+        name, without a step (tests and debugging; this rank only, no all-reduce)."""
+        self.model.zero_grad(set_to_none=True)
+        with self._mini_batch(micro_batches):
+            for mb in micro_batches:
+                self._micro_loss(mb, norm)[0].backward()
+        out = {n: p.grad.float().cpu().numpy().copy()
+               for n, p in self.model.named_parameters() if p.grad is not None}
+        self.model.zero_grad(set_to_none=True)
+        return out
+
+    @contextlib.contextmanager
+    def _mini_batch(self, micro_batches: List[TrainBatch]):
+        """The scope of one mini-batch's forward/backward passes: with
+        ``model.moe.aux_loss_coef``, its expert shares are counted first (:meth:`_moe_balance`)."""
+        if self.cfg.model.moe.aux_loss_coef:
+            self._moe_balance([mb.tokens for mb in micro_batches])
+        try:
+            yield
+        finally:
+            self._aux_weights = self._aux_value = None
 
     def sft_step(self, micro_batches: List[TokenBatch], norm: LossNormalizers) -> Dict[str, float]:
         """One optimizer step of masked next-token NLL on the response tokens (token mean over

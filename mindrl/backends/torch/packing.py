@@ -77,17 +77,22 @@ def pack(batch: TokenBatch, device) -> Packed:
                   (B, T))
 
 
-def packed_logits(model, packed: Packed, temperature: float, hidden=None) -> torch.Tensor:
+def packed_logits(model, packed: Packed, temperature: float, hidden=None,
+                  backend=None) -> torch.Tensor:
     """(N, V) float32 logits / temperature at the kept positions (one forward, no mask:
     transformers derives the block-diagonal causal mask from the restarting position ids).
-    ``hidden``: the model's head; then the (N, H) final hidden states, the head bypassed."""
+    ``hidden``: the model's head; then the (N, H) final hidden states, the head bypassed.
+    ``backend``: keeps the MoE load-balancing term of a training forward of its policy."""
     import contextlib
 
     from mindrl.backends.torch.chunked_head import head_bypassed
 
+    extra = backend._moe_forward_kwargs(model) if backend is not None else {}
     with head_bypassed(hidden) if hidden is not None else contextlib.nullcontext():
         out = model(input_ids=packed.input_ids, position_ids=packed.position_ids,
-                    attention_mask=None, use_cache=False, logits_to_keep=packed.keep)
+                    attention_mask=None, use_cache=False, logits_to_keep=packed.keep, **extra)
+    if extra:
+        backend._keep_balance_term(out, None)
     if hidden is not None:
         return out.logits[0]
     logits = out.logits[0].float()
@@ -157,6 +162,8 @@ def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
     packed = pack(batch, device)
     if packed.keep.numel() == 0:
         zero = torch.zeros(packed.shape, device=device)
+        if backend is not None and backend._moe_forward_kwargs(model):
+            backend._aux_loss = zero.sum()    # no scored token: the pre-pass skipped it too
         return zero, (zero if entropy else None)
     from mindrl.backends.torch.truncation import truncated_logits
 
@@ -165,13 +172,14 @@ def logp_and_entropy(model, batch: TokenBatch, temperature: float, ops,
     if head is not None:
         from mindrl.backends.torch.chunked_head import token_stats
 
-        hid = packed_logits(model, packed, temperature, hidden=head)
+        hid = packed_logits(model, packed, temperature, hidden=head, backend=backend)
         logp, ent, _ = token_stats(hid, head, packed.targets, temperature=temperature,
                                    chunk=chunk, ops=ops, entropy=entropy,
                                    truncate=_truncate(truncation))
         return unpack(logp, packed), (None if ent is None else unpack(ent, packed))
 
-    logits = truncated_logits(packed_logits(model, packed, temperature), truncation,
+    logits = truncated_logits(packed_logits(model, packed, temperature, backend=backend),
+                              truncation,
                               packed.targets)
     logp = unpack(packed_token_logp(logits, packed), packed)
     ent = None
@@ -281,7 +289,8 @@ def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optio
         if t_head is not None:
             from mindrl.backends.torch.chunked_head import token_stats
 
-            hid = packed_logits(backend.model, packed, temperature, hidden=head)
+            hid = packed_logits(backend.model, packed, temperature, hidden=head,
+                                backend=backend)
             with torch.no_grad():
                 t_hid = packed_logits(backend.teacher, packed, t_temp, hidden=t_head)
             logp, ent, kl = token_stats(hid, head, packed.targets, temperature=temperature,
@@ -290,7 +299,8 @@ def score_full_kl(backend, batch: TokenBatch, temperature: float, entropy: Optio
                                         teacher=(t_hid, t_head, t_temp))
             return (unpack(logp, packed), None if ent is None else unpack(ent, packed),
                     unpack(kl, packed))
-        logits = packed_truncated(backend, packed_logits(backend.model, packed, temperature),
+        logits = packed_truncated(backend, packed_logits(backend.model, packed, temperature,
+                                                        backend=backend),
                                   packed, True)
         with torch.no_grad():
             t_logits = packed_logits(backend.teacher, packed, t_temp)
