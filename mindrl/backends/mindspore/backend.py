@@ -209,6 +209,8 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         # the rollout's top-k / min-p / top-p: the policy scores rollouts under the same masks
         self.truncation = Truncation.from_rollout(cfg.rollout)
         self._routes_fn = None            # model.moe.routing_replay=old: the policy's routes
+        self._router_fn = None            # model.moe.aux_loss_coef: the pre-pass (rl_step)
+        self._aux_value = None
         self._logp_fns = {False: ms.jit(self._make_logp_fn(self.model)),
                           "truncated": ms.jit(self._make_logp_fn(self.model, self.truncation)),
                           True: ms.jit(self._make_logp_fn(self.reference))

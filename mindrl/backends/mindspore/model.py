@@ -279,7 +279,7 @@ class MoE(nn.Cell):
     def routed(self, x, route=None, stats: bool = False):
         """x (B, S, H) -> (output (B, S, H), the indices used (B*S, k) int32); with ``stats``
         also the router probabilities (B*S, E) and the native top-k as a 0/1 mask (B*S, E),
-        the inputs of the load-balancing loss (:func:`load_balancing_loss`)."""
+        the inputs of the load-balancing loss (:func:`router_sums`)."""
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.hidden)
         probs, idx = self.routes(x2)
@@ -356,11 +356,14 @@ class Qwen2Model(nn.Cell):
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps, kernels, dtype)
 
 
-def load_balancing_loss(probs, chosen, key_mask):
-    """transformers' ``load_balancing_loss_func``: with w the real-token mask, over all MoE
-    layers l and tokens n, f_e = sum w_n [e in native top-k] / R, P_e = sum w_n p_e / R
-    (R = layers x real tokens); loss = E x sum_e f_e P_e. ``probs`` / ``chosen``: per layer
-    (N, E) float32; ``key_mask`` (B, S) with N = B*S. The gradient flows through P only."""
+def router_sums(probs, chosen, key_mask):
+    """The per-expert sums behind transformers' ``load_balancing_loss_func``: with w the
+    real-token mask, over all MoE layers l and tokens n, (sum w_n [e in native top-k],
+    sum w_n p_e), each (E,) float32; ``probs`` / ``chosen``: per layer (N, E) float32;
+    ``key_mask`` (B, S) with N = B*S. The trainer divides by the mini-batch's rows
+    R = layers x real tokens and fixes f = counts / R from a pre-pass
+    (:mod:`mindrl.backends.torch.moe_balance` states the loss); the gradient flows through
+    the probability sums only."""
     w = key_mask.astype(ms.float32).reshape(-1, 1)                        # (N, 1)
     f = None
     p = None
@@ -369,8 +372,7 @@ def load_balancing_loss(probs, chosen, key_mask):
         pl = (probs[j] * w).sum(0)
         f = fl if f is None else f + fl
         p = pl if p is None else p + pl
-    rows = w.sum() * len(probs)
-    return (f / rows * (p / rows)).sum() * probs[0].shape[-1]
+    return ops.stop_gradient(f), p
 
 
 def routes_into_positions(position_ids: np.ndarray, routing: np.ndarray) -> np.ndarray:
@@ -474,15 +476,22 @@ class Qwen2ForCausalLM(nn.Cell):
                 x = layer(x, cos, sin, bias)
             i = i + 1
         if want_aux:
-            return self.model.norm(x), load_balancing_loss(probs, chosen, key_mask)
+            return self.model.norm(x), router_sums(probs, chosen, key_mask)
         return self.model.norm(x), used
 
-    def response_logits_and_aux(self, input_ids, position_ids, key_mask, response_len: int):
-        """:meth:`response_logits` and the MoE load-balancing loss of this forward (a
-        scalar; transformers' ``load_balancing_loss_func`` over the real tokens)."""
+    def response_logits_and_router(self, input_ids, position_ids, key_mask, response_len: int):
+        """:meth:`response_logits` and this forward's router-probability sums (E,) over MoE
+        layers and real tokens (:func:`router_sums`), the differentiable part of the MoE
+        load-balancing loss."""
         S = input_ids.shape[1]
-        h, aux = self._layers(input_ids, position_ids, key_mask, False, True)
-        return self.head(h[:, S - response_len - 1:S - 1]), aux
+        h, sums = self._layers(input_ids, position_ids, key_mask, False, True)
+        return self.head(h[:, S - response_len - 1:S - 1]), sums[1]
+
+    def router_stats(self, input_ids, position_ids, key_mask):
+        """(2, E) float32: the native top-k counts and the router-probability sums over MoE
+        layers and real tokens (:func:`router_sums`; the load-balancing loss's pre-pass)."""
+        _, sums = self._layers(input_ids, position_ids, key_mask, False, True)
+        return ops.stack(sums, 0)
 
     def route_indices(self, input_ids, position_ids, key_mask):
         """The experts each MoE layer routes every token to: (MoE layers, B*S, k) int32."""

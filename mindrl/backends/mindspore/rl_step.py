@@ -48,8 +48,9 @@ class RLStepMixin:
         """The compiled RL micro-batch step for this combination of optional inputs:
         ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
         ent_coef, aux_w [, hyper]) -> vector`` (``pick``: the tokens a covariance loss picked
-        over the whole mini-batch, ``TrainBatch.cov_picked``; ``aux_w``: the micro-batch's share of the response
-        tokens, the weight of the MoE load-balancing loss, ``model.moe.aux_loss_coef``)
+        over the whole mini-batch, ``TrainBatch.cov_picked``; ``aux_w``: with
+        ``model.moe.aux_loss_coef`` the (E,) weights E f / R of the mini-batch's expert shares
+        (:meth:`_moe_balance`), else an unused scalar)
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
         see :meth:`_fused_step`). Returns (fn, keys)."""
         from algorithms.distill import full_reverse_kl
@@ -73,9 +74,7 @@ class RLStepMixin:
 
             raise UserError("model.moe.aux_loss_coef > 0 on backend=mindspore needs the fused "
                             "RL step without algorithm.distill.estimator=full")
-        rl_keys = keys                   # rl_loss's metrics; the aux loss's comes last
-        if aux_coef:
-            keys = keys + ["moe/aux_loss"]
+        rl_keys = keys                   # rl_loss's metrics (moe/aux_loss: from the pre-pass)
 
         def scored(ids, pos, att, targets):
             logits = model.response_logits(ids, pos, att, targets.shape[1]) * inv_temp
@@ -123,13 +122,15 @@ class RLStepMixin:
         if self.train_mode == "fused" and aux_coef:
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
                         ent_coef, aux_w):
-                logits, aux = model.response_logits_and_aux(ids, pos, att, targets.shape[1])
+                logits, psum = model.response_logits_and_router(ids, pos, att,
+                                                                targets.shape[1])
                 logits, logp = truncated_logits_and_logp(logits * inv_temp, targets, trunc)
                 entropy = entropy_from_logits(o, logits if ent_grad
                                               else ops.stop_gradient(logits))
                 loss, out = loss_from(logp, entropy, mask, adv, old, ref, roll, teach, pick,
                                       inv_norm, ent_coef)
-                return loss + aux_coef * aux * aux_w, out + (ops.stop_gradient(aux),)
+                # this micro-batch's part of the mini-batch's aux (the parts sum to it)
+                return loss + aux_coef * (psum * aux_w).sum(), out
 
             key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, update)
             return self._fused_step(key, loss_fn, update), keys
@@ -205,17 +206,46 @@ class RLStepMixin:
         coef = self.cfg.algorithm.entropy_coef if norm.entropy_coef is None else norm.entropy_coef
         ent_coef = Tensor(np.float32(coef))
         inputs = []
+        aux_w = Tensor(np.float32(0.0))            # unused without model.moe.aux_loss_coef
         for mb, (rows, P, T) in zip(micro_batches, shapes):
             tb = repad(mb.tokens, rows, P, T, self.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
-            aux_w = Tensor(np.float32(mb.tokens.response_mask.sum() /
-                                      max(norm.global_tokens, 1.0)))
             args = self._inputs(tb) + (f(mb.advantages), f(mb.old_logp), f(mb.ref_logp),
                                        f(mb.rollout_logp), f(getattr(mb, "teacher_logp", None)),
-                                       f(getattr(mb, "cov_picked", None)), inv_norm, ent_coef,
-                                       aux_w)
-            inputs.append((args, float(mb.tokens.response_mask.sum())))
-        return flags, shapes, inputs
+                                       f(getattr(mb, "cov_picked", None)), inv_norm, ent_coef)
+            inputs.append([args, float(mb.tokens.response_mask.sum())])
+        if self.cfg.model.moe.aux_loss_coef:
+            aux_w = self._moe_balance([a for a, _ in inputs], shapes)
+        return flags, shapes, [(args + (aux_w,), n) for args, n in inputs]
+
+    def _moe_balance(self, inputs, shapes) -> Tensor:
+        """The pre-pass of ``model.moe.aux_loss_coef`` (the loss is stated in
+        :mod:`mindrl.backends.torch.moe_balance`): the mini-batch's native top-k counts and
+        router-probability sums over MoE layers and real tokens, from a compiled no-grad
+        forward of each micro-batch (routes replayed as in training), summed over ranks.
+        Returns the (E,) weights E f / R of each micro-batch's probability sums; keeps the
+        mini-batch's aux value E sum f P for the metric ``moe/aux_loss``."""
+        if self._router_fn is None:
+            model = self.model
+
+            def router_stats(ids, pos, att):
+                return model.router_stats(ids, pos, att)
+
+            self._router_fn = ms.jit(router_stats)
+        layers = len(self.spec.moe_layer_ids)
+        total = None
+        for args, shape in zip(inputs, shapes):
+            ids, pos, att = args[:3]
+            st = self._timed("router_stats", shape, self._router_fn, ids, pos,
+                             att).asnumpy().astype(np.float64)
+            part = np.concatenate([st.reshape(-1), [layers * float(att.asnumpy().sum())]])
+            total = part if total is None else total + part
+        total = self.all_reduce_sum(total)
+        E = (total.size - 1) // 2
+        rows = max(total[-1], 1.0)
+        f, P = total[:E] / rows, total[E:2 * E] / rows
+        self._aux_value = float(E * np.sum(f * P))
+        return Tensor((E * f / rows).astype(np.float32))
 
     def _budget_shapes(self, micro_batches: List[TrainBatch], budget: int):
         """``train.max_tokens_per_micro_batch``: each micro-batch cut to its own longest
@@ -246,4 +276,7 @@ class RLStepMixin:
 
         Fused mode on one rank: the last micro-batch's graph also runs the optimizer step, so a
         one-micro-batch step is a single compiled call and a single host sync."""
-        return self._optimizer_step("rl", *self._rl_inputs(micro_batches, norm))
+        out = self._optimizer_step("rl", *self._rl_inputs(micro_batches, norm))
+        if self.cfg.model.moe.aux_loss_coef:
+            out["moe/aux_loss"] = self._aux_value       # the mini-batch's (all ranks)
+        return out

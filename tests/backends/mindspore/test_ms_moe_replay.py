@@ -154,8 +154,9 @@ def test_grpo_run_replays_routes(mode, tmp_path):
 
 def test_load_balancing_loss_and_its_gradient_match_torch(moe, tmp_path):
     """``model.moe.aux_loss_coef``: the MindSpore step adds coef x transformers'
-    load-balancing loss (weighted by the micro-batch's token share) and its gradient, which
-    reaches the routers, equals the torch backend's (transformers' own implementation)."""
+    load-balancing loss of the mini-batch and its gradient, which reaches the routers, equals
+    the torch backend's (transformers' own implementation), whether the mini-batch is one
+    micro-batch or three (the expert shares are the mini-batch's)."""
     from mindrl.backends.base import build_backend
     from mindrl.backends.mindspore import MindSporeBackend
     from mindrl.config.loader import load_config
@@ -178,6 +179,10 @@ def test_load_balancing_loss_and_its_gradient_match_torch(moe, tmp_path):
     ref = dict(unfuse_experts((n, p.grad.numpy()) for n, p in
                               torch_be.model.named_parameters()))
     _assert_grads_close(got, ref)
+    split = ms_be.gradients([batch.rows(np.array(r)) for r in ([0, 1], [2], [3])], norm)
+    for name, g in got.items():
+        scale = max(float(np.abs(g).max()), 1e-3)
+        np.testing.assert_allclose(split[name], g, atol=1e-5 * scale, rtol=0, err_msg=name)
     # the aux term's own gradient moved the routers: without it they differ
     plain = MindSporeBackend(ms_config("data.max_prompt_len=32"), model_path=directory)
     g0 = plain.gradients([batch], norm)["model.layers.0.mlp.gate.weight"]
