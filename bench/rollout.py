@@ -40,9 +40,10 @@ def _side(side: str, size: str, reps: int) -> dict:
     from mindrl.types import SamplingParams
 
     S = SIZES[size]
+    vllm = ["rollout.engine=vllm", "rollout.gpu_memory_utilization=0.3"] if side == "vllm" \
+        else []
     cfg = load_config(None, [f"model.path={S['model']}", "model.dtype=float32",
-                             "train.threads=1", f"rollout.max_new_tokens={S['tokens']}",
-                             "rollout.gpu_memory_utilization=0.3"])
+                             "train.threads=1", f"rollout.max_new_tokens={S['tokens']}", *vllm])
     prompts_text = [r["problem"] for r in make_prompts(S["prompts"])]
     targets = mixed_lengths(S["prompts"] * S["n"], S["tokens"])
     if side == "vllm":

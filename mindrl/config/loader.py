@@ -339,23 +339,32 @@ def config_from_data(data: Dict, sources: Dict[str, str], *,
 
 
 def _check_mode_keys(cfg: RunConfig, sources: Dict[str, str]) -> None:
-    """A rollout key that the chosen rollout path never reads is refused, naming the key and
-    where it is read; unless the recipe set it and the command line chose another path (a
-    recipe's keys for its own mode, the mode switched for this run): then a warning."""
+    """A key that the chosen path never reads (a rollout mode's key in another mode; a
+    feature's key with the feature off: the critic without GAE, LoRA, distillation, the
+    mindformers backend, vLLM) is refused, naming the key and where it is read; unless the
+    recipe set it and a later layer chose another path: the command line (a recipe's keys for
+    its own mode, the mode switched for this run: a warning) or a recipe that extends it (its
+    parent's keys: logged)."""
     import logging
 
-    from mindrl.config.schema import MODE_SELECTORS, unread_mode_keys
+    from mindrl.config.schema import unread_mode_keys
 
-    switched = [k for k in MODE_SELECTORS if sources.get(k) == CLI]
+    log = logging.getLogger("mindrl")
     errors = []
-    for key, value, where in unread_mode_keys(cfg):
+    for key, value, where, selectors in unread_mode_keys(cfg):
         origin = _where(key, sources)
+        switched = [k for k in selectors if sources.get(k) == CLI]
+        below = [k for k in selectors if sources.get(k) not in (None, CLI, origin)]
         line = f"{key}={value} ({origin}) is read only {where}"
         if switched and origin != CLI:
-            logging.getLogger("mindrl").warning(
-                "%s; ignored (%s set on %s)", line, " and ".join(switched), CLI)
-        else:
+            log.warning("%s; ignored (%s set on %s)", line, " and ".join(switched), CLI)
+        elif below and origin != CLI:
+            log.info("%s; ignored (%s set in %s)", line, " and ".join(below),
+                     sources[below[0]])
+        elif selectors[0].startswith("rollout.mode"):
             errors.append(line + ": remove it or change the rollout mode")
+        else:
+            errors.append(line + f": remove it or set {' and '.join(selectors)}")
     if errors:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
 

@@ -7,6 +7,7 @@ recipes and dotted overrides and runs :meth:`RunConfig.check` before any work st
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -859,16 +860,55 @@ MODE_KEYS = {
 #: the keys that choose the path
 MODE_SELECTORS = ("rollout.mode", "rollout.async_ahead", "rollout.partial_rollouts")
 
+#: keys of a feature, read only when it is on: (keys, the feature's test on a RunConfig, where
+#: they are read, the keys that turn it on). Set away from their defaults with the feature off,
+#: they would change nothing: refused (:func:`unread_mode_keys`).
+_VLLM = lambda c: c.rollout.engine == "vllm"  # noqa: E731
+FEATURE_KEYS = [
+    (tuple(f"critic.{f.name}" for f in dataclasses.fields(CriticConfig)),
+     lambda c: c.algorithm.adv_estimator == "gae",
+     "with algorithm.adv_estimator=gae (the PPO critic)", ("algorithm.adv_estimator",)),
+    (("model.lora.rank", "model.lora.alpha", "model.lora.dropout", "model.lora.target_modules"),
+     lambda c: c.model.lora.enabled, "with model.lora.enabled=true", ("model.lora.enabled",)),
+    (("algorithm.distill.mode", "algorithm.distill.coef", "algorithm.distill.task_weight",
+      "algorithm.distill.teacher_temperature", "algorithm.distill.estimator"),
+     lambda c: bool(c.algorithm.distill.teacher), "with algorithm.distill.teacher set",
+     ("algorithm.distill.teacher",)),
+    (tuple(f"mindformers.{f.name}" for f in dataclasses.fields(MindformersConfig)),
+     lambda c: c.backend == "mindformers", "with backend=mindformers", ("backend",)),
+    (("rollout.gpu_memory_utilization", "rollout.tensor_parallel_size"), _VLLM,
+     "with rollout.engine=vllm", ("rollout.engine",)),
+    (("rollout.vllm_lora",), lambda c: _VLLM(c) and c.model.lora.enabled,
+     "with rollout.engine=vllm and model.lora.enabled=true",
+     ("rollout.engine", "model.lora.enabled")),
+    (("rollout.ascend_plugin",), lambda c: _VLLM(c) and c.device == "ascend",
+     "with rollout.engine=vllm and device=ascend", ("rollout.engine", "device")),
+]
 
-def unread_mode_keys(cfg) -> List[Tuple[str, Any, str]]:
-    """(key, value, where it is read) of each ``rollout`` key of :data:`MODE_KEYS` set away
-    from its default on a path that never reads it."""
-    default = RolloutConfig()
+
+def _get(cfg, key: str):
+    for part in key.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def unread_mode_keys(cfg) -> List[Tuple[str, Any, str, Tuple[str, ...]]]:
+    """(key, value, where it is read, the keys that choose that path) of each key of
+    :data:`MODE_KEYS` (``rollout.*``) and :data:`FEATURE_KEYS` set away from its default on a
+    path that never reads it."""
+    default = RunConfig()
     out = []
     for name, (reads, where) in MODE_KEYS.items():
         value = getattr(cfg.rollout, name)
-        if value != getattr(default, name) and not reads(cfg):
-            out.append((f"rollout.{name}", value, where))
+        if value != getattr(default.rollout, name) and not reads(cfg):
+            out.append((f"rollout.{name}", value, where, MODE_SELECTORS))
+    for keys, reads, where, selectors in FEATURE_KEYS:
+        if reads(cfg):
+            continue
+        for key in keys:
+            value = _get(cfg, key)
+            if value != _get(default, key):
+                out.append((key, value, where, selectors))
     return out
 
 

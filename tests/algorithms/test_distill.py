@@ -37,7 +37,8 @@ def test_reverse_kl_and_advantage_by_hand():
 
 
 def _cfg(*extra):
-    return load_config(None, ["algorithm.distill.mode=loss", "algorithm.policy_loss=vanilla_pg",
+    return load_config(None, ["algorithm.distill.teacher=builtin:mini",
+                              "algorithm.distill.mode=loss", "algorithm.policy_loss=vanilla_pg",
                               *extra]).algorithm
 
 
@@ -95,7 +96,8 @@ def test_advantage_and_loss_modes_make_the_same_on_policy_update():
     ops = get_ops("torch")
     grads = []
     for mode in ("advantage", "loss"):
-        cfg = load_config(None, [f"algorithm.distill.mode={mode}", "algorithm.distill.coef=0.3",
+        cfg = load_config(None, ["algorithm.distill.teacher=builtin:mini",
+                                 f"algorithm.distill.mode={mode}", "algorithm.distill.coef=0.3",
                                  "algorithm.distill.task_weight=0.5"]).algorithm
         d = cfg.distill
         adv = distill_advantages(TASK, MASK, task_weight=d.task_weight, coef=d.coef,

@@ -54,7 +54,8 @@ def test_full_reverse_kl_by_hand():
 
 
 def _cfg(*extra):
-    return load_config(None, ["algorithm.distill.mode=loss", "algorithm.policy_loss=vanilla_pg",
+    return load_config(None, ["algorithm.distill.teacher=builtin:mini",
+                              "algorithm.distill.mode=loss", "algorithm.policy_loss=vanilla_pg",
                               "algorithm.distill.estimator=full", *extra]).algorithm
 
 

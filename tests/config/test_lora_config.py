@@ -46,8 +46,11 @@ def test_vllm_lora_mode_resolution():
 
     keys = {k: h for k, _, _, h in describe()}
     assert "adapter" in keys["rollout.vllm_lora"] and "merged" in keys["rollout.vllm_lora"]
-    on = ["model.lora.enabled=true"]
-    assert lora_mode(load_config(None, ["rollout.vllm_lora=adapter"])) is None
+    on = ["rollout.engine=vllm", "model.lora.enabled=true"]
+    assert lora_mode(load_config(None, ["rollout.engine=vllm"])) is None
+    with pytest.raises(ConfigError, match="rollout.vllm_lora=adapter .* is read only with "
+                                          "rollout.engine=vllm and model.lora.enabled=true"):
+        load_config(None, ["rollout.engine=vllm", "rollout.vllm_lora=adapter"])
     assert lora_mode(load_config(None, on + ["rollout.vllm_lora=merged"])) == "merged"
     big = on + ["model.lora.rank=1024"]
     assert lora_mode(load_config(None, big + ["rollout.vllm_lora=auto"])) == "merged"

@@ -92,6 +92,59 @@ def test_a_recipes_async_keys_with_the_mode_switched_on_the_command_line_warn(tm
     assert "rollout.mode set on the command line" in text, text
 
 
+# A feature's key set with the feature off changes nothing: refused, one line naming the key,
+# where it came from and what turns it on. (overrides with the feature off, the key=value in
+# the line, the setting that reads it, the overrides that turn it on)
+FEATURE_OFF = [
+    (["critic.lr=1e-5"], "critic.lr=1e-05", "algorithm.adv_estimator=gae",
+     ["algorithm.adv_estimator=gae"]),
+    (["critic.warmup_steps=2"], "critic.warmup_steps=2", "algorithm.adv_estimator=gae",
+     ["algorithm.adv_estimator=gae"]),
+    (["critic.model_path=/some/critic"], "critic.model_path=/some/critic",
+     "algorithm.adv_estimator=gae", ["algorithm.adv_estimator=gae"]),
+    (["model.lora.rank=16"], "model.lora.rank=16", "model.lora.enabled=true",
+     ["model.lora.enabled=true"]),
+    (["model.lora.target_modules=[q_proj]"], "model.lora.target_modules=['q_proj']",
+     "model.lora.enabled=true", ["model.lora.enabled=true"]),
+    (["algorithm.distill.coef=0.5"], "algorithm.distill.coef=0.5",
+     "algorithm.distill.teacher set", ["algorithm.distill.teacher=builtin:tiny"]),
+    (["algorithm.distill.mode=loss"], "algorithm.distill.mode=loss",
+     "algorithm.distill.teacher set", ["algorithm.distill.teacher=builtin:tiny"]),
+    (["mindformers.micro_batch_num=4"], "mindformers.micro_batch_num=4",
+     "backend=mindformers", ["backend=mindformers", "device=ascend", "rollout.engine=vllm"]),
+    (["backend=mindspore", "mindformers.recompute=false"], "mindformers.recompute=False",
+     "backend=mindformers", ["backend=mindformers", "device=ascend", "rollout.engine=vllm"]),
+    (["rollout.gpu_memory_utilization=0.3"], "rollout.gpu_memory_utilization=0.3",
+     "rollout.engine=vllm", ["rollout.engine=vllm"]),
+    (["rollout.engine=vllm", "rollout.vllm_lora=merged"], "rollout.vllm_lora=merged",
+     "model.lora.enabled=true", ["rollout.engine=vllm", "model.lora.enabled=true"]),
+    (["rollout.ascend_plugin=vllm-ascend"], "rollout.ascend_plugin=vllm-ascend",
+     "device=ascend", ["rollout.engine=vllm", "device=ascend"]),
+]
+
+
+@pytest.mark.parametrize("overrides,key,reads,on", FEATURE_OFF,
+                         ids=[row[1].split("=")[0] for row in FEATURE_OFF])
+def test_a_features_keys_with_the_feature_off_are_refused(overrides, key, reads, on):
+    line = refused(*overrides)
+    assert key in line and reads in line and "the command line" in line, line
+    load_config(None, overrides + on)              # the feature on: the key is read, it loads
+
+
+def test_a_parent_recipes_feature_keys_are_not_refused_in_a_recipe_that_turns_it_off(tmp_path):
+    # a recipe that extends a PPO recipe and switches to GRPO inherits critic.* it does not use:
+    # loads (logged); the same key on the command line is still refused
+    (tmp_path / "ppo.yaml").write_text("algorithm: {adv_estimator: gae}\ncritic: {lr: 1.0e-5}\n")
+    (tmp_path / "grpo.yaml").write_text("extends: ppo.yaml\nalgorithm: {adv_estimator: grpo}\n")
+    assert load_config(str(tmp_path / "grpo.yaml")).critic.lr == 1e-5
+    assert "critic.warmup_steps=2" in refused("critic.warmup_steps=2")
+    with pytest.raises(ConfigError, match="critic.lr=1e-05"):
+        load_config(str(tmp_path / "grpo.yaml"), ["critic.lr=1e-5"])
+    (tmp_path / "bad.yaml").write_text("critic: {lr: 1.0e-5}\n")        # its own key: refused
+    with pytest.raises(ConfigError, match="critic.lr=1e-05 .*bad.yaml"):
+        load_config(str(tmp_path / "bad.yaml"))
+
+
 @pytest.mark.parametrize("overrides", [
     ["reward.overlap_groups=true"],                                       # torch native
     ["reward.overlap_groups=true", "backend=mindspore"],                  # MindSpore sampler

@@ -7,9 +7,10 @@ from mindrl.rollout.ascend import choose_plugin, prepare_ascend_vllm
 
 
 def test_auto_picks_plugin_by_backend():
-    assert choose_plugin(load_config(None, ["backend=mindspore"])) == "vllm-mindspore"
-    assert choose_plugin(load_config(None, ["backend=torch"])) == "vllm-ascend"
-    cfg = load_config(None, ["backend=mindspore", "rollout.ascend_plugin=vllm-ascend"])
+    npu = ["device=ascend", "rollout.engine=vllm"]           # where the plugin is read
+    assert choose_plugin(load_config(None, ["backend=mindspore", *npu])) == "vllm-mindspore"
+    assert choose_plugin(load_config(None, ["backend=torch", *npu])) == "vllm-ascend"
+    cfg = load_config(None, ["backend=mindspore", *npu, "rollout.ascend_plugin=vllm-ascend"])
     assert choose_plugin(cfg) == "vllm-ascend"
 
 
