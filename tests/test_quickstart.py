@@ -69,6 +69,7 @@ def _fresh_shell(script: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow
 def test_the_quick_start_runs_line_by_line_in_a_fresh_shell(tmp_path):
     rows = [{"problem": f"Tom has {a} apples and gets {b} more. How many now?",
              "answer": str(a + b)} for a, b in zip(range(2, 14), range(5, 17))]

@@ -125,6 +125,7 @@ def test_keys_documented_and_value_checks():
         load(None, ["algorithm.distill.mode=forward"])
 
 
+@pytest.mark.slow
 def test_teacher_path_and_tokenizer_checked_before_any_model_loads(tmp_path):
     from mindrl.models.tiny import build_tiny_model, resolve_model_path
     from mindrl.trainer.teacher import check_teacher

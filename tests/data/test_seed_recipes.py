@@ -60,6 +60,7 @@ def _read(path):
     return [json.loads(x) for x in Path(path).read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_the_demo_model_solves_some_problems_sometimes(evals):
     _, runs = evals
     rates = _rates(_samples(runs[0]))
@@ -116,6 +117,7 @@ def test_pairs_with_the_solved_rule_in_both_formats(evals):
     assert {r["problem_id"] for r in rows if r["pair_type"] == "correct_vs_wrong"} == wrong_side
 
 
+@pytest.mark.slow
 def test_cot_length_filter_counts_tokens_of_the_named_tokenizer(evals, tiny_dir):
     from tokenizers import Tokenizer
 
@@ -139,6 +141,7 @@ def test_cot_length_filter_counts_tokens_of_the_named_tokenizer(evals, tiny_dir)
     assert bad.returncode == 2 and "--tokenizer" in bad.stderr
 
 
+@pytest.mark.slow
 def test_cot_is_the_think_block_and_clean_filters_by_it(tmp_path):
     from mindrl.data.tools import cot_text
 
@@ -193,6 +196,7 @@ def test_allocation_by_largest_remainder():
     assert sum(allocate({"x": 7, "y": 13, "z": 29}, 17).values()) == 17
 
 
+@pytest.mark.slow
 def test_a_stage_trains_on_problems_rated_by_the_previous_stage(evals):
     """data.from_stage=eval+filter: stage 2 rates its training file with stage 1's final model
     (8 samples each) and trains on the problems with 0 < pass rate < 1; a rerun skips both."""

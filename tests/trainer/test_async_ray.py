@@ -76,6 +76,7 @@ def test_valid_combinations_load(tmp_path):
     assert (both.backend, both.rollout.engine) == ("mindspore", "vllm")
 
 
+@pytest.mark.slow
 def test_workers_on_accelerators_see_only_their_device(tmp_path):
     """device=cuda / ascend: worker i's process sees worker_devices[i % len] alone (its engine's
     device 0), and Ray is told not to set the variable itself; on the CPU nothing is set. The

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,6 +65,7 @@ def _own_math_file(path: Path, n: int = 12) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_own_math_recipe_trains_on_a_users_file_and_ends_with_a_summary(tmp_path):
     data = _own_math_file(tmp_path / "mine.jsonl")
     # the user's field names apply to their file; validation is a held-out tenth of it
@@ -96,6 +99,7 @@ def test_own_math_recipe_trains_on_a_users_file_and_ends_with_a_summary(tmp_path
     assert results["benchmarks"]["mine"]["problems"] == 2
 
 
+@pytest.mark.slow
 def test_own_choice_recipe_pays_the_right_letter_only(tmp_path):
     from rewards import REWARDS
 
@@ -122,6 +126,7 @@ def test_benchmark_list_keeps_a_generated_specs_commas():
     assert split_benchmarks("a.jsonl, data/b.parquet") == ["a.jsonl", "data/b.parquet"]
 
 
+@pytest.mark.slow
 def test_eval_generated_task_named_folder_and_tie_break(tmp_path):
     base = ("eval", "builtin:tiny", "--benchmarks", "arithmetic:digits=2,ops=+", "--limit", "3",
             "--grade-workers", "0", "--no-plot")
@@ -142,6 +147,7 @@ def test_eval_generated_task_named_folder_and_tie_break(tmp_path):
         re.escape(folder.name) + r"-[0-9a-f]{8}", made[1])
 
 
+@pytest.mark.slow
 def test_eval_every_checkpoint_and_lengths_into_one_table(tmp_path):
     data = _own_math_file(tmp_path / "mine.jsonl")
     res = mindrl("train", "grpo_own_math_tiny", f"data.train_file={data}", f"data.val_file={data}",
@@ -192,6 +198,7 @@ def test_curves_are_a_grid_not_a_strip(tmp_path):
     assert h > 900
 
 
+@pytest.mark.slow
 def test_rerun_of_a_finished_stage_with_other_settings_is_refused(tmp_path):
     res = mindrl("train", "logic_rl_smoke", "logging.output_dir=runs/s", cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -209,6 +216,7 @@ def test_rerun_of_a_finished_stage_with_other_settings_is_refused(tmp_path):
 ME_LOG = re.compile(r"^\[(?:WARNING|INFO)\] ME", re.M)     # MindSpore's own log lines
 
 
+@pytest.mark.slow
 def test_mindspore_logs_quiet_unless_verbose(tmp_path):
     """A MindSpore training run prints none of MindSpore's own lines by default; with
     ``logging.verbose=true`` the backend lets them through. The verbose side is checked where the

@@ -124,6 +124,7 @@ def tiny_path():
     return str(resolve_model_path("builtin:tiny"))
 
 
+@pytest.mark.slow
 def test_decode_loop_stops_live_rows_at_the_interrupt(tiny_path):
     """The torch decode loop ends the rows still decoding with reason "interrupted" after the
     step where ``interrupt`` says so; rows that already stopped keep "stop"."""

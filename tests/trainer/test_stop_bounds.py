@@ -52,6 +52,7 @@ def gsm8k_lengths(n=64):
     return [len(tok.encode(q, add_special_tokens=False)) for q in qs]
 
 
+@pytest.mark.slow
 def test_no_prompt_of_the_first_rows_fits_stops_before_the_model_loads(tmp_path):
     # grpo_tiny_demo: template 'none', data.max_prompt_len=32; no GSM8K question fits in 32
     res, took = mindrl_train(tmp_path, "grpo_tiny_demo", f"data.train_file={GSM8K}",
@@ -192,6 +193,7 @@ def wait_exit(proc, limit):
     return proc.returncode, err, time.monotonic() - t0
 
 
+@pytest.mark.slow
 def test_a_step_that_never_ends_exits_after_the_grace(tmp_path):
     proc = start_hanging_run(tmp_path, grace=3)
     proc.send_signal(signal.SIGTERM)
@@ -205,6 +207,7 @@ def test_a_step_that_never_ends_exits_after_the_grace(tmp_path):
 
 
 @pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.slow
 def test_a_second_signal_exits_at_once(tmp_path, second):
     proc = start_hanging_run(tmp_path, grace=0)              # 0: would wait for the step forever
     proc.send_signal(signal.SIGTERM)
@@ -217,6 +220,7 @@ def test_a_second_signal_exits_at_once(tmp_path, second):
     assert f"signal {int(second)} received again: exiting now, without a checkpoint" in err
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_with_the_checkpoint_and_how_to_resume(tmp_path):
     """Ctrl-C mid-step with the progress bar on: the warning starts a line of its own (not glued
     to the bar), and the last line names the checkpoint saved and the command that resumes."""

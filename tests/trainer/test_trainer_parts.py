@@ -96,6 +96,7 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path):
     assert meta == {"chat_template": "none"}
 
 
+@pytest.mark.slow
 def test_prompt_cache_is_bounded(tiny_model_dir, monkeypatch):
     """A million-row data set must not leave a million encoded prompts in memory."""
     from transformers import AutoTokenizer

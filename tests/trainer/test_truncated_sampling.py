@@ -74,6 +74,7 @@ def test_torch_and_mindspore_masks_match_numpy(trunc, tmp_path, monkeypatch):
     assert not np.take_along_axis(keep, targets[..., None], -1).all()
 
 
+@pytest.mark.slow
 def test_masks_match_vllm_sampler():
     """vLLM's own top-k/top-p (its CPU path) and min-p keep the same tokens."""
     import torch

@@ -79,6 +79,7 @@ def _reference(tiny_dir, make_cfg, options):
 
 @pytest.mark.parametrize("option", [o if o == "default" else pytest.param(o, marks=pytest.mark.slow)
                                     for o in sorted(OPTIONS)])
+@pytest.mark.slow
 def test_head_and_loss_match_the_references(cells, tiny_dir, make_cfg, fixed_batch, option):
     from algorithms.is_correction import needs_rollout_logp
     from algorithms.ops import get_ops

@@ -113,6 +113,7 @@ def test_dpo_trainer_runs_on_mindspore(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["mindspore", "torch"])
+@pytest.mark.slow
 def test_simpo_sft_sum_loss_by_hand(backend, tiny_dir):
     """preference.sft_term=sum (the summed sequence NLL): the step's loss equals
     SimPO + pref_ftx x mean over pairs of the chosen response's summed NLL, computed by hand
