@@ -135,6 +135,7 @@ class Setup:
     kv_cache_gib: float = 1.0       # vLLM on CPU
     device_bytes: float = 0.0
     host_bytes: float = 0.0         # 0 = not checked
+    lengths: str = ""               # where prompt_len / response_len come from (one line)
 
 
 @dataclass
@@ -198,6 +199,7 @@ class MemoryPlan:
         lines = [f"{self.label}: {self.shape.name}, {self.shape.params() / 1e9:.3g}B parameters"
                  f" ({_model_text(self.shape)})",
                  f"  layout: {self.layout}",
+                 *([f"  lengths: {s.lengths}"] if s.lengths else []),
                  f"  {'part':38s} {'GB':>8s}  {'phase':16s} shrink with"]
         for p in self.parts:
             mark = "" if p.phase == HELD or ph in p.phase.split("|") else " (not at peak)"
@@ -475,8 +477,10 @@ def auto_chunk(vocab: int) -> int:
 
 
 def setup_from_config(cfg, job: str, shape: ModelShape,
-                      teacher: Optional[ModelShape] = None) -> Setup:
-    """The :class:`Setup` of one stage (``job``: train, sft, dpo, simpo, pref)."""
+                      teacher: Optional[ModelShape] = None, data=None) -> Setup:
+    """The :class:`Setup` of one stage (``job``: train, sft, dpo, simpo, pref); SFT and
+    preference rows are as long as ``data`` (a :class:`~mindrl.trainer.lengths.DataLengths`)
+    measured them, else the worst row (``data.max_prompt_len + data.max_response_len``)."""
     t, r, d = cfg.train, cfg.rollout, cfg.distributed
     b = DTYPE_BYTES[cfg.model.dtype]
     world = d.nproc * d.nnodes
@@ -484,10 +488,18 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     tp = cfg.mindformers.tensor_parallel if mf else 1
     pp = cfg.mindformers.pipeline_stages if mf else 1
     batch = t.prompts_per_step * r.n
+    prompt = cfg.data.max_prompt_len
     if job in ("sft", "dpo", "simpo", "pref"):
         resp = int(_opt_attr(cfg.data, "max_response_len", r.max_new_tokens))
+        from mindrl.trainer.lengths import worst_row_text
+
+        lengths = data.text(prompt, resp) if data is not None else worst_row_text(prompt, resp)
+        if data is not None and data.rows:
+            prompt, resp = data.prompt, min(resp, data.response)
     else:
         resp = r.max_new_tokens
+        lengths = (f"prompt {prompt} (data.max_prompt_len) + response {resp} "
+                   "(rollout.max_new_tokens) tokens")
     rl = job == "train"
     dp_size = max(1, world // (tp * pp))
     if mf:
@@ -502,7 +514,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
             if v:
                 shard = world if v is True else int(v)
                 break
-    seq = cfg.data.max_prompt_len + resp
+    seq = prompt + resp
     if t.max_tokens_per_micro_batch:
         rows = max(1, min(rows, t.max_tokens_per_micro_batch // seq))
     # RL: rollouts per optimizer step over the micro-batches of all ranks; SFT and preference
@@ -526,7 +538,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         world=world, nproc=d.nproc, fsdp=bool(t.fsdp) and world > 1, tp=tp, pp=pp,
         optimizer_shard=shard,
         recompute=bool(cfg.mindformers.recompute if mf else cfg.model.gradient_checkpointing),
-        rows=rows, prompt_len=cfg.data.max_prompt_len, response_len=resp,
+        rows=rows, prompt_len=prompt, response_len=resp,
         accumulation=accumulation,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
         chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
@@ -538,7 +550,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
                                                    or r.async_ahead == 1),
         kv_cache_gib=float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", 0) or 1.0),
         device_bytes=device_memory_bytes(cfg),
-        host_bytes=cfg.plan.host_memory_gb * GB)
+        host_bytes=cfg.plan.host_memory_gb * GB, lengths=lengths)
 
 
 def model_shape(cfg, path: Optional[str] = None, key: str = "model.path") -> ModelShape:
@@ -627,7 +639,12 @@ def plan_stages(stages, run: Optional[str] = None, recipe: Optional[str] = None
             teacher = model_shape(cfg, cfg.algorithm.distill.teacher,
                                   "algorithm.distill.teacher")
         job = run or (st.run if st.name else job_of(recipe) if recipe else st.run)
-        setup = setup_from_config(cfg, job, shape, teacher)
+        data = None
+        if job in ("sft", "dpo", "simpo", "pref"):
+            from mindrl.trainer.lengths import measure_data
+
+            data = measure_data(cfg, job)
+        setup = setup_from_config(cfg, job, shape, teacher, data)
         plans.append(plan_memory(shape, setup, st.label if st.name else "the run"))
     return plans
 
