@@ -100,6 +100,24 @@ class Part:
 
 
 @dataclass(frozen=True)
+class ModelReward:
+    """A model-based reward of an RL run (``judge``: a causal LM that generates a verdict;
+    ``reward_model``: a sequence classifier), from its ``reward.functions`` params."""
+
+    name: str                       # the reward's registered name: judge, reward_model
+    model: str                      # params.model
+    shape: Optional[ModelShape]     # None: the model's shape is unknown here
+    dtype_bytes: int = 4
+    engine: str = "native"          # native (transformers), vllm, classifier
+    where: str = "device"           # device (the trainer's), host, remote
+    rows: int = 16                  # params.batch_size: texts per call
+    prompt_len: int = 2048          # judge params.max_prompt_len; reward_model params.max_len
+    new_tokens: int = 0             # judge params.max_new_tokens
+    share: float = 0.3              # judge params.gpu_memory_utilization (engine vllm)
+    why: str = ""                   # where != device, or no shape: why it is not counted
+
+
+@dataclass(frozen=True)
 class Setup:
     """The settings a plan depends on (built from a RunConfig by :func:`setup_from_config`)."""
 
@@ -136,6 +154,7 @@ class Setup:
     device_bytes: float = 0.0
     host_bytes: float = 0.0         # 0 = not checked
     lengths: str = ""               # where prompt_len / response_len come from (one line)
+    rewards: Tuple[ModelReward, ...] = ()   # model-based rewards (RL)
 
 
 @dataclass
@@ -438,6 +457,10 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         parts.append(Part("runtime (allocator, kernels, context)", runtime, HELD, "",
                           RUNTIME_NOTE[s.device]))
 
+    # ---- model-based rewards (judge, reward model)
+    for rw in s.rewards:
+        _reward_parts(rw, s, parts, host, notes, blockers)
+
     # ---- host
     if mf and s.engine == "vllm":
         host.append(Part("weight sync: merged float32 model", 4 * N * s.nproc, HELD, "",
@@ -447,6 +470,55 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                          f"{b} B x {N / 1e9:.3g}B x {s.nproc} processes"))
     label_full = label
     return MemoryPlan(label_full, m, s, layout, parts, host, notes, blockers)
+
+
+def _reward_parts(rw: ModelReward, s: Setup, parts: List[Part], host: List[Part],
+                  notes: List[str], blockers: List[str]) -> None:
+    """The parts of one model-based reward: its weights are held (loaded on first use, kept);
+    what it uses while scoring (between rollout and update) is the ``reward`` working set: a
+    judge's KV cache of ``batch_size`` x (``max_prompt_len`` + ``max_new_tokens``) tokens and
+    two float32 copies of the logits of a batch; a classifier's forward, one layer at a time
+    (residual stream, normed input, gate, up and their product: (2 h + 3 i) b per token). A
+    vLLM judge on an accelerator reserves ``gpu_memory_utilization`` of the device instead."""
+    key = f"reward {rw.name}"
+    label = rw.name.replace("_", " ")
+    if rw.where == "remote" or rw.shape is None:
+        notes.append(f"reward {rw.name} ({rw.model}) {rw.why}: not counted here")
+        return
+    m, jb = rw.shape, rw.dtype_bytes
+    weights = jb * m.params()
+    if rw.engine == "vllm" and s.device != "cpu":
+        share = rw.share * s.device_bytes
+        parts.append(Part(f"{label} (vLLM share)", share, HELD,
+                          f"{key} params.gpu_memory_utilization"))
+        if share <= weights:
+            blockers.append(f"{key} params.gpu_memory_utilization={rw.share:g}: the judge's "
+                            f"vLLM share ({_gb(share)}) does not hold its weights "
+                            f"({_gb(weights)})")
+        return
+    if rw.engine == "vllm":
+        held = weights + s.kv_cache_gib * GIB
+        work = 0.0
+        hkeys = "VLLM_CPU_KVCACHE_SPACE, a smaller judge model"
+    else:
+        held = weights
+        hkeys = f"{key} params.dtype, a smaller model"
+        if rw.engine == "classifier":
+            work = rw.rows * rw.prompt_len * jb * (2 * m.hidden + 3 * m.intermediate)
+        else:
+            work = (rw.rows * (rw.prompt_len + rw.new_tokens) * m.kv_bytes_per_token(jb)
+                    + 2 * rw.rows * m.vocab * 4)
+    if rw.where == "host":
+        host.append(Part(f"{label} on the host", held + work, HELD, "",
+                         f"{rw.model}: its weights and the working set of one call"))
+        return
+    parts.append(Part(f"{label} weights" + (" + KV" if rw.engine == "vllm" else ""), held,
+                      HELD, hkeys, rw.model))
+    if work:
+        what = "forward" if rw.engine == "classifier" else "KV cache + logits"
+        parts.append(Part(f"{label} {what}", work, "reward",
+                          f"{key} params.batch_size, params."
+                          + ("max_len" if rw.engine == "classifier" else "max_prompt_len")))
 
 
 # ---------------------------------------------------------------------- from a RunConfig
@@ -543,6 +615,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
         chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
         trainable=trainable, reference=ref, teacher=teacher if rl else None,
+        rewards=model_rewards(cfg) if rl else (),
         critic=rl and cfg.algorithm.adv_estimator == "gae", engine=engine,
         engine_share=r.gpu_memory_utilization, rollout_tp=r.tensor_parallel_size,
         rollout_rows=per_rank_prompts * r.n,
@@ -551,6 +624,69 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         kv_cache_gib=float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", 0) or 1.0),
         device_bytes=device_memory_bytes(cfg),
         host_bytes=cfg.plan.host_memory_gb * GB, lengths=lengths)
+
+
+_REWARD_ENGINES = {"judge": "native", "reward_model": "classifier"}
+_TORCH_DEVICES = {"cpu": "cpu", "cuda": "cuda", "npu": "ascend"}
+
+
+def model_rewards(cfg) -> Tuple[ModelReward, ...]:
+    """The model-based rewards (``judge``, ``reward_model``) of ``cfg.reward.functions``, with
+    their params over the rewards' own defaults."""
+    import inspect
+
+    out = []
+    for fn in cfg.reward.functions:
+        if fn.name not in _REWARD_ENGINES:
+            continue
+        if fn.name == "judge":
+            from rewards.judge import Judge as cls
+        else:
+            from rewards.reward_model import RewardModel as cls
+        p = {k: v.default for k, v in inspect.signature(cls.__init__).parameters.items()
+             if v.default is not inspect.Parameter.empty}
+        p.update(fn.params or {})
+        model = str(p.get("model", ""))
+        engine = p.get("engine", "native") if fn.name == "judge" else "classifier"
+        shape, why = _reward_shape(model)
+        dev = str(p.get("device", "cpu")).split(":")[0]
+        where = "device"
+        if p.get("placement") == "actor":
+            where, why = "remote", "runs in a Ray actor of its own (params.placement=actor)"
+        elif engine != "vllm" and _TORCH_DEVICES.get(dev) != cfg.device:
+            if dev == "cpu":
+                where = "host"
+            else:
+                where, why = "remote", f"runs on params.device={p.get('device')}, not on " \
+                    f"the run's device ({cfg.device})"
+        out.append(ModelReward(
+            name=fn.name, model=model, shape=shape, dtype_bytes=DTYPE_BYTES.get(str(p.get("dtype")), 4),
+            engine=engine, where=where, rows=int(p.get("batch_size", 16)),
+            prompt_len=int(p.get("max_prompt_len", p.get("max_len", 0)) or 0),
+            new_tokens=int(p.get("max_new_tokens", 0)) if fn.name == "judge" else 0,
+            share=float(p.get("gpu_memory_utilization", 0.3)), why=why))
+    return tuple(out)
+
+
+def _reward_shape(path: str) -> Tuple[Optional[ModelShape], str]:
+    """(the shape of a reward's model, '') or (None, why not): a built-in model built by its
+    own builder is read from its built directory."""
+    from mindrl.errors import ConfigError
+    from mindrl.memory.shapes import shape_from_path
+    from mindrl.models.tiny import BUILTIN_PREFIX, BUILTINS
+
+    try:
+        name = path[len(BUILTIN_PREFIX):] if path.startswith(BUILTIN_PREFIX) else ""
+        if name in BUILTINS and "builder" in BUILTINS[name]:
+            from mindrl.models.tiny import resolve_model_path
+
+            path = resolve_model_path(path)
+        shape = shape_from_path(path) or _recipe_run_shape(path)
+    except (ConfigError, OSError, ValueError) as e:
+        return None, f"has no shape here ({str(e).splitlines()[0] if str(e) else e!r})"
+    if shape is None:
+        return None, "has no config.json here and is not a known model name"
+    return shape, ""
 
 
 def model_shape(cfg, path: Optional[str] = None, key: str = "model.path") -> ModelShape:

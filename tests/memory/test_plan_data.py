@@ -3,6 +3,7 @@ response as the trainer encodes them (measured with the model's tokenizer alone,
 loads) instead of the worst row data.max_prompt_len + data.max_response_len."""
 
 import json
+from pathlib import Path
 
 from mindrl.cli import main
 from mindrl.config.loader import load_config
@@ -98,3 +99,50 @@ def test_sft_plan_measures_its_rows_and_a_long_row_still_refuses_before_loading(
     err = capsys.readouterr().err.splitlines()
     assert rc == 2 and len(err) == 1 and "memory plan: the run needs" in err[0], err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------- model-based rewards
+def _judge_params():
+    """(parameters, layers, kv heads x head_dim, vocab) of builtin:tiny-judge, read from its
+    safetensors and config.json (not from the plan's shape arithmetic)."""
+    from safetensors import safe_open
+
+    d = resolve_model_path("builtin:tiny-judge")
+    with safe_open(str(Path(d) / "model.safetensors"), "np") as f:
+        n = sum(f.get_tensor(k).size for k in f.keys())
+    c = json.loads((Path(d) / "config.json").read_text())
+    return n, c["num_hidden_layers"], c["num_key_value_heads"] * c["head_dim"], c["vocab_size"]
+
+
+def test_an_in_process_judge_is_counted_by_hand():
+    n, layers, kv, vocab = _judge_params()
+    (plan,) = plan_stages([Stage(1, "", "train", load_config("grpo_judge_smoke"), 1)])
+    parts = {p.name: p for p in plan.parts}
+    assert parts["judge weights"].bytes == 4 * n and parts["judge weights"].phase == "held"
+    # its defaults: 16 prompts of 2048 tokens + the recipe's 4 new tokens, float32 keys and
+    # values of each layer, and two float32 copies of 16 rows of logits
+    kv_cache = 16 * (2048 + 4) * 2 * layers * kv * 4
+    assert parts["judge KV cache + logits"].bytes == kv_cache + 2 * 16 * vocab * 4
+    assert parts["judge KV cache + logits"].phase == "reward" and plan.peak_phase() == "reward"
+    # the same judge on the host of a CUDA run: a host part, nothing on the device
+    (cuda,) = plan_stages([Stage(1, "", "train", load_config("grpo_judge_smoke",
+                                                             ["device=cuda"]), 1)])
+    assert not [p for p in cuda.parts if "judge" in p.name]
+    assert [p.bytes for p in cuda.host_parts if p.name == "judge on the host"] == [
+        4 * n + kv_cache + 2 * 16 * vocab * 4]
+
+
+def test_a_vllm_judge_takes_its_share_and_a_remote_one_is_not_counted():
+    def judge(**params):
+        fn = {"name": "judge", "params": {"model": "builtin:tiny-judge", **params}}
+        cfg = load_config("grpo_judge_smoke", ["device=cuda", "plan.device_memory_gb=80",
+                                               f"reward.functions=[{json.dumps(fn)}]"])
+        return plan_stages([Stage(1, "", "train", cfg, 1)])[0]
+
+    plan = judge(engine="vllm", gpu_memory_utilization=0.25)
+    assert [p.bytes for p in plan.parts if p.name == "judge (vLLM share)"] == [0.25 * 80e9]
+    remote = judge(placement="actor")
+    assert not [p for p in remote.parts if "judge" in p.name] and not remote.host_parts
+    assert ("reward judge (builtin:tiny-judge) runs in a Ray actor of its own "
+            "(params.placement=actor): not counted here") in remote.notes
+    assert remote.peak() == plan.peak() - 0.25 * 80e9
