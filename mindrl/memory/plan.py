@@ -551,7 +551,7 @@ def auto_chunk(vocab: int) -> int:
 def setup_from_config(cfg, job: str, shape: ModelShape,
                       teacher: Optional[ModelShape] = None, data=None) -> Setup:
     """The :class:`Setup` of one stage (``job``: train, sft, dpo, simpo, pref); SFT and
-    preference rows are as long as ``data`` (a :class:`~mindrl.trainer.lengths.DataLengths`)
+    preference rows are as long as ``data`` (a :class:`~mindrl.memory.data_lengths.DataLengths`)
     measured them, else the worst row (``data.max_prompt_len + data.max_response_len``)."""
     t, r, d = cfg.train, cfg.rollout, cfg.distributed
     b = DTYPE_BYTES[cfg.model.dtype]
@@ -563,7 +563,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     prompt = cfg.data.max_prompt_len
     if job in ("sft", "dpo", "simpo", "pref"):
         resp = int(_opt_attr(cfg.data, "max_response_len", r.max_new_tokens))
-        from mindrl.trainer.lengths import worst_row_text
+        from mindrl.memory.data_lengths import worst_row_text
 
         lengths = data.text(prompt, resp) if data is not None else worst_row_text(prompt, resp)
         if data is not None and data.rows:
@@ -777,7 +777,7 @@ def plan_stages(stages, run: Optional[str] = None, recipe: Optional[str] = None
         job = run or (st.run if st.name else job_of(recipe) if recipe else st.run)
         data = None
         if job in ("sft", "dpo", "simpo", "pref"):
-            from mindrl.trainer.lengths import measure_data
+            from mindrl.memory.data_lengths import measure_data
 
             data = measure_data(cfg, job)
         setup = setup_from_config(cfg, job, shape, teacher, data)
