@@ -3,7 +3,8 @@ from the model's ``config.json`` and the run's settings alone (nothing is loaded
 
 Notation: N parameters (:mod:`mindrl.memory.shapes`), b the bytes of ``model.dtype`` (4, or 2
 for bf16 / fp16), W the devices a state is sharded over, t the tokens of one micro-batch (rows x
-(prompt + response), every row at full length), r its response tokens + 1 per row (the LM head
+(prompt + response): RL rows at full length; SFT and preference rows as long as the data's
+longest, :mod:`mindrl.memory.data_lengths`), r its response tokens + 1 per row (the LM head
 sees only those), h hidden, q = heads x head_dim, k = kv_heads x head_dim, i intermediate,
 V vocabulary.
 
@@ -22,6 +23,10 @@ Held for the whole run (per device):
   device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
   VLLM_CPU_KVCACHE_SPACE).
 - runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`).
+- a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
+  its weights in its own dtype; a vLLM judge on an accelerator: its ``gpu_memory_utilization``
+  share. On the host beside an accelerator run: a host part; in a Ray actor of its own or on
+  another device: a note, not counted.
 
 Working sets; the peak is the held parts plus the largest of them:
 
@@ -36,6 +41,9 @@ Working sets; the peak is the held parts plus the largest of them:
   single-tensor on CPU: two copies of the largest tensor).
 - rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
   2 L k b, plus the sampling step's float32 logits.
+- reward (a judge or reward model in process): a judge's KV cache, batch_size x
+  (max_prompt_len + max_new_tokens) x 2 L k b, plus 2 float32 copies of a batch's logits; a
+  reward model's forward, batch_size x max_len x (2 h + 3 i) b (one layer at a time).
 With gradient accumulation (more than one micro-batch per optimizer step) the gradients exist
 in fwd and bwd too.
 
@@ -660,7 +668,8 @@ def model_rewards(cfg) -> Tuple[ModelReward, ...]:
                 where, why = "remote", f"runs on params.device={p.get('device')}, not on " \
                     f"the run's device ({cfg.device})"
         out.append(ModelReward(
-            name=fn.name, model=model, shape=shape, dtype_bytes=DTYPE_BYTES.get(str(p.get("dtype")), 4),
+            name=fn.name, model=model, shape=shape,
+            dtype_bytes=DTYPE_BYTES.get(str(p.get("dtype")), 4),
             engine=engine, where=where, rows=int(p.get("batch_size", 16)),
             prompt_len=int(p.get("max_prompt_len", p.get("max_len", 0)) or 0),
             new_tokens=int(p.get("max_new_tokens", 0)) if fn.name == "judge" else 0,
