@@ -36,7 +36,8 @@ Working sets; the peak is the held parts plus the largest of them:
   token, + the head's weight gradient V h b.
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy) + the embedding's dense gradient temporaries (2 V h b when tied to
-  the head, else V h b).
+  the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
+  the accumulated one).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
   single-tensor on CPU: two copies of the largest tensor).
 - rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
@@ -451,8 +452,10 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                       hkeys, "3 float32 copies of the logits and the head's weight gradient"))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
-        # through one more temporary (measured on CPU)
-        emb = (2 if m.tied else 1) * m.vocab * m.hidden * gb
+        # through one more temporary; under gradient accumulation (torch) the new gradient is
+        # summed into the one accumulated so far: one more (measured on CPU)
+        emb = ((2 if m.tied else 1) + (1 if s.accumulation and s.backend == "torch" else 0)) \
+            * m.vocab * m.hidden * gb
         parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.device == "cpu" and s.backend == "torch":
