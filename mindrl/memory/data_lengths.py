@@ -76,7 +76,7 @@ def measure_data(cfg, job: str) -> DataLengths:
         stream, _ = enc.build_streams(check=False)
         rows = first_rows(stream, cfg.data.preflight_rows)
         sizes = [enc.row_lengths(r) for r in rows if len(enc.encode(r["problem"])) <= limit]
-    except (DataError, ConfigError, ValueError, OSError, KeyError) as e:
+    except (DataError, ConfigError, ValueError, TypeError, OSError, KeyError) as e:
         return DataLengths(why_not=f"data.train_file={cfg.data.train_file!r} not read here "
                                    f"({_first_line(e)})")
     if not sizes:

@@ -146,3 +146,26 @@ def test_a_vllm_judge_takes_its_share_and_a_remote_one_is_not_counted():
     assert ("reward judge (builtin:tiny-judge) runs in a Ray actor of its own "
             "(params.placement=actor): not counted here") in remote.notes
     assert remote.peak() == plan.peak() - 0.25 * 80e9
+
+
+def test_gradient_accumulation_adds_one_embedding_gradient_on_torch():
+    from mindrl.memory.plan import GB, Setup, plan_memory
+    from mindrl.memory.shapes import shape_from_config
+
+    m = shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=1,
+                               intermediate_size=256, vocab_size=1000,
+                               tie_word_embeddings=True), "small")
+
+    def temporaries(**kw):
+        kw = {"backend": "torch", **kw}
+        s = Setup(device="cpu", rows=2, prompt_len=8, response_len=8, engine="none",
+                  device_bytes=80 * GB, **kw)
+        return [p.bytes for p in plan_memory(m, s).parts
+                if p.name == "embedding gradient temporaries"][0]
+
+    # tied: the embedding's dense gradient and its sum with the head's (2 x 1000 x 64 x 4 B);
+    # accumulating, the new one beside the gradient accumulated so far: a third
+    assert temporaries() == 2 * 1000 * 64 * 4
+    assert temporaries(accumulation=True) == 3 * 1000 * 64 * 4
+    assert temporaries(accumulation=True, backend="mindspore") == 2 * 1000 * 64 * 4
