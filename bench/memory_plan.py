@@ -9,8 +9,14 @@ the steps (VmHWM, reset after the model is built) minus its resident memory befo
 was built (Python, torch and transformers). Planned: ``mindrl.memory.plan`` for the same config
 (the peak: held parts plus the largest working set).
 
+The ``sft-*`` cases run the torch backend's SFT step instead (``sft_step``: two micro-batches of
+full-length rows per optimizer step, twice) against the plan of an SFT run at those lengths
+(data.max_prompt_len + data.max_response_len): longer rows, where the activations are a
+larger share of the peak than in the RL cases.
+
     python bench/memory_plan.py                      # the default cases (~15 min on 1 core)
     python bench/memory_plan.py --layers 2 --cases fp32,bf16
+    python bench/memory_plan.py --cases sft-fp32
 """
 
 from __future__ import annotations
@@ -36,7 +42,10 @@ CASES = {
     "bf16-long": ("bfloat16", True, 1, 32, 1024),
     "bf16": ("bfloat16", False, 4, 64, 64),
     "bf16-recompute": ("bfloat16", True, 4, 64, 64),
+    # SFT: rows per micro-batch, two micro-batches per optimizer step
+    "sft-fp32": ("float32", False, 4, 32, 480),
 }
+SFT = {"sft-fp32"}
 
 
 def build_model(directory: Path, layers: int) -> None:
@@ -62,6 +71,12 @@ def build_model(directory: Path, layers: int) -> None:
 
 def overrides(model_dir: Path, case: str, backend: str = "torch"):
     dtype, gc, rows, P, T = CASES[case]
+    if case in SFT:
+        return [f"backend={backend}", f"model.path={model_dir}", f"model.dtype={dtype}",
+                f"model.gradient_checkpointing={str(gc).lower()}",
+                f"train.prompts_per_step={2 * rows}", f"train.micro_batch_size={rows}",
+                f"data.max_prompt_len={P}", f"data.max_response_len={T}", "train.threads=1",
+                "plan.device_memory_gb=1000"]
     return [f"backend={backend}", f"model.path={model_dir}", f"model.dtype={dtype}",
             f"model.gradient_checkpointing={str(gc).lower()}", "rollout.n=2",
             f"train.prompts_per_step={rows // 2 or 1}", f"train.micro_batch_size={rows}",
@@ -87,11 +102,15 @@ def child(model_dir: str, case: str, backend_name: str = "torch") -> None:
     from mindrl.backends.base import build_backend
     from mindrl.config.loader import load_config
     from mindrl.config.stages import Stage
-    from mindrl.memory.plan import plan_memory, plan_stages
+    from mindrl.memory.plan import model_shape, plan_memory, plan_stages, setup_from_config
     from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
 
     cfg = load_config(None, overrides(Path(model_dir), case, backend_name))
-    plan = plan_stages([Stage(1, "", "train", cfg, 1)])[0]
+    if case in SFT:      # the worst row: the synthetic batch is at full length
+        shape = model_shape(cfg)
+        plan = plan_memory(shape, setup_from_config(cfg, "sft", shape))
+    else:
+        plan = plan_stages([Stage(1, "", "train", cfg, 1)])[0]
     if backend_name == "torch":
         import mindrl.backends.torch.optim as optim
 
@@ -108,7 +127,7 @@ def child(model_dir: str, case: str, backend_name: str = "torch") -> None:
     base = _rss("VmRSS")
     backend = build_backend(backend_name, cfg)
     _, _, rows, P, T = CASES[case]
-    batch_rows = cfg.train.prompts_per_step * cfg.rollout.n      # one optimizer step's rollouts
+    batch_rows = cfg.train.prompts_per_step * (1 if case in SFT else cfg.rollout.n)
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 1000, size=(batch_rows, P + T)).astype(np.int64)
     tokens = TokenBatch(ids, np.ones_like(ids), np.ones((batch_rows, T), np.float32), P)
@@ -116,7 +135,10 @@ def child(model_dir: str, case: str, backend_name: str = "torch") -> None:
                            max_len=T)
     Path("/proc/self/clear_refs").write_text("5")          # reset VmHWM: the steps only
     t0 = time.perf_counter()
-    for _ in range(2):
+    for _ in range(2 if case in SFT else 0):
+        micro = [tokens.rows(np.arange(i, i + rows)) for i in range(0, batch_rows, rows)]
+        backend.sft_step(micro, norm)
+    for _ in range(0 if case in SFT else 2):
         old = backend.logprobs(tokens, temperature=1.0, micro_batch_size=rows)
         batch = TrainBatch(tokens, rng.standard_normal((batch_rows, T)).astype(np.float32), old)
         micro = [batch.rows(np.arange(i, i + rows)) for i in range(0, batch_rows, rows)]
@@ -169,7 +191,8 @@ def main() -> int:
             dtype, gc, n, P, T = CASES[r["case"]]
             ratio = r["measured"] / r["plan"]
             worst = max(worst, abs(ratio - 1))
-            print(f"| {r['case']} | {dtype} | {'yes' if gc else 'no'} | {n} x ({P} + {T}) | "
+            shape = f"{n} x ({P} + {T})" + (", 2 micro-batches" if r["case"] in SFT else "")
+            print(f"| {r['case']} | {dtype} | {'yes' if gc else 'no'} | {shape} | "
                   f"{r['plan'] / 1e9:.2f} | {r['measured'] / 1e9:.2f} | {ratio:.2f} | "
                   f"{r['seconds'] / 2:.1f} |")
         print(f"\nlargest deviation: {worst:.1%}")

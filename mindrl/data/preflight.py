@@ -404,7 +404,7 @@ def _rendered(problem: str, cfg, tokenizer) -> str:
 
     template = cfg.model.chat_template
     if tokenizer is None and TEMPLATES.get(template).needs_tokenizer:
-        tokenizer = _tokenizer(cfg.model.path)
+        tokenizer = load_tokenizer(cfg.model.path)
         if tokenizer is None:
             return f"(template '{template}' needs the model's tokenizer; shown once it loads)"
     try:
@@ -440,10 +440,10 @@ def _length_tokenizer(cfg):
             return _FastTokenizer(tj)
         except Exception:  # noqa: BLE001 - fall back to transformers
             pass
-    return _tokenizer(path, cfg.model.trust_remote_code)
+    return load_tokenizer(path, cfg.model.trust_remote_code)
 
 
-def _tokenizer(path: str, trust_remote_code: bool = False):
+def load_tokenizer(path: str, trust_remote_code: bool = False):
     """The model directory's tokenizer (loaded the way the backends load it), or None when
     ``path`` is not a local directory or holds no tokenizer."""
     if not path or not os.path.isdir(path):

@@ -3,7 +3,8 @@ from the model's ``config.json`` and the run's settings alone (nothing is loaded
 
 Notation: N parameters (:mod:`mindrl.memory.shapes`), b the bytes of ``model.dtype`` (4, or 2
 for bf16 / fp16), W the devices a state is sharded over, t the tokens of one micro-batch (rows x
-(prompt + response), every row at full length), r its response tokens + 1 per row (the LM head
+(prompt + response): RL rows at full length; SFT and preference rows as long as the data's
+longest, :mod:`mindrl.memory.data_lengths`), r its response tokens + 1 per row (the LM head
 sees only those), h hidden, q = heads x head_dim, k = kv_heads x head_dim, i intermediate,
 V vocabulary.
 
@@ -22,6 +23,10 @@ Held for the whole run (per device):
   device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
   VLLM_CPU_KVCACHE_SPACE).
 - runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`).
+- a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
+  its weights in its own dtype; a vLLM judge on an accelerator: its ``gpu_memory_utilization``
+  share. On the host beside an accelerator run: a host part; in a Ray actor of its own or on
+  another device: a note, not counted.
 
 Working sets; the peak is the held parts plus the largest of them:
 
@@ -31,11 +36,15 @@ Working sets; the peak is the held parts plus the largest of them:
   token, + the head's weight gradient V h b.
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy) + the embedding's dense gradient temporaries (2 V h b when tied to
-  the head, else V h b).
+  the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
+  the accumulated one).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
   single-tensor on CPU: two copies of the largest tensor).
 - rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
   2 L k b, plus the sampling step's float32 logits.
+- reward (a judge or reward model in process): a judge's KV cache, batch_size x
+  (max_prompt_len + max_new_tokens) x 2 L k b, plus 2 float32 copies of a batch's logits; a
+  reward model's forward, batch_size x max_len x (2 h + 3 i) b (one layer at a time).
 With gradient accumulation (more than one micro-batch per optimizer step) the gradients exist
 in fwd and bwd too.
 
@@ -100,6 +109,24 @@ class Part:
 
 
 @dataclass(frozen=True)
+class ModelReward:
+    """A model-based reward of an RL run (``judge``: a causal LM that generates a verdict;
+    ``reward_model``: a sequence classifier), from its ``reward.functions`` params."""
+
+    name: str                       # the reward's registered name: judge, reward_model
+    model: str                      # params.model
+    shape: Optional[ModelShape]     # None: the model's shape is unknown here
+    dtype_bytes: int = 4
+    engine: str = "native"          # native (transformers), vllm, classifier
+    where: str = "device"           # device (the trainer's), host, remote
+    rows: int = 16                  # params.batch_size: texts per call
+    prompt_len: int = 2048          # judge params.max_prompt_len; reward_model params.max_len
+    new_tokens: int = 0             # judge params.max_new_tokens
+    share: float = 0.3              # judge params.gpu_memory_utilization (engine vllm)
+    why: str = ""                   # where != device, or no shape: why it is not counted
+
+
+@dataclass(frozen=True)
 class Setup:
     """The settings a plan depends on (built from a RunConfig by :func:`setup_from_config`)."""
 
@@ -135,6 +162,8 @@ class Setup:
     kv_cache_gib: float = 1.0       # vLLM on CPU
     device_bytes: float = 0.0
     host_bytes: float = 0.0         # 0 = not checked
+    lengths: str = ""               # where prompt_len / response_len come from (one line)
+    rewards: Tuple[ModelReward, ...] = ()   # model-based rewards (RL)
 
 
 @dataclass
@@ -198,6 +227,7 @@ class MemoryPlan:
         lines = [f"{self.label}: {self.shape.name}, {self.shape.params() / 1e9:.3g}B parameters"
                  f" ({_model_text(self.shape)})",
                  f"  layout: {self.layout}",
+                 *([f"  lengths: {s.lengths}"] if s.lengths else []),
                  f"  {'part':38s} {'GB':>8s}  {'phase':16s} shrink with"]
         for p in self.parts:
             mark = "" if p.phase == HELD or ph in p.phase.split("|") else " (not at peak)"
@@ -422,8 +452,10 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                       hkeys, "3 float32 copies of the logits and the head's weight gradient"))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
-        # through one more temporary (measured on CPU)
-        emb = (2 if m.tied else 1) * m.vocab * m.hidden * gb
+        # through one more temporary; under gradient accumulation (torch) the new gradient is
+        # summed into the one accumulated so far: one more (measured on CPU)
+        emb = ((2 if m.tied else 1) + (1 if s.accumulation and s.backend == "torch" else 0)) \
+            * m.vocab * m.hidden * gb
         parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.device == "cpu" and s.backend == "torch":
@@ -436,6 +468,10 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         parts.append(Part("runtime (allocator, kernels, context)", runtime, HELD, "",
                           RUNTIME_NOTE[s.device]))
 
+    # ---- model-based rewards (judge, reward model)
+    for rw in s.rewards:
+        _reward_parts(rw, s, parts, host, notes, blockers)
+
     # ---- host
     if mf and s.engine == "vllm":
         host.append(Part("weight sync: merged float32 model", 4 * N * s.nproc, HELD, "",
@@ -445,6 +481,55 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                          f"{b} B x {N / 1e9:.3g}B x {s.nproc} processes"))
     label_full = label
     return MemoryPlan(label_full, m, s, layout, parts, host, notes, blockers)
+
+
+def _reward_parts(rw: ModelReward, s: Setup, parts: List[Part], host: List[Part],
+                  notes: List[str], blockers: List[str]) -> None:
+    """The parts of one model-based reward: its weights are held (loaded on first use, kept);
+    what it uses while scoring (between rollout and update) is the ``reward`` working set: a
+    judge's KV cache of ``batch_size`` x (``max_prompt_len`` + ``max_new_tokens``) tokens and
+    two float32 copies of the logits of a batch; a classifier's forward, one layer at a time
+    (residual stream, normed input, gate, up and their product: (2 h + 3 i) b per token). A
+    vLLM judge on an accelerator reserves ``gpu_memory_utilization`` of the device instead."""
+    key = f"reward {rw.name}"
+    label = rw.name.replace("_", " ")
+    if rw.where == "remote" or rw.shape is None:
+        notes.append(f"reward {rw.name} ({rw.model}) {rw.why}: not counted here")
+        return
+    m, jb = rw.shape, rw.dtype_bytes
+    weights = jb * m.params()
+    if rw.engine == "vllm" and s.device != "cpu":
+        share = rw.share * s.device_bytes
+        parts.append(Part(f"{label} (vLLM share)", share, HELD,
+                          f"{key} params.gpu_memory_utilization"))
+        if share <= weights:
+            blockers.append(f"{key} params.gpu_memory_utilization={rw.share:g}: the judge's "
+                            f"vLLM share ({_gb(share)}) does not hold its weights "
+                            f"({_gb(weights)})")
+        return
+    if rw.engine == "vllm":
+        held = weights + s.kv_cache_gib * GIB
+        work = 0.0
+        hkeys = "VLLM_CPU_KVCACHE_SPACE, a smaller judge model"
+    else:
+        held = weights
+        hkeys = f"{key} params.dtype, a smaller model"
+        if rw.engine == "classifier":
+            work = rw.rows * rw.prompt_len * jb * (2 * m.hidden + 3 * m.intermediate)
+        else:
+            work = (rw.rows * (rw.prompt_len + rw.new_tokens) * m.kv_bytes_per_token(jb)
+                    + 2 * rw.rows * m.vocab * 4)
+    if rw.where == "host":
+        host.append(Part(f"{label} on the host", held + work, HELD, "",
+                         f"{rw.model}: its weights and the working set of one call"))
+        return
+    parts.append(Part(f"{label} weights" + (" + KV" if rw.engine == "vllm" else ""), held,
+                      HELD, hkeys, rw.model))
+    if work:
+        what = "forward" if rw.engine == "classifier" else "KV cache + logits"
+        parts.append(Part(f"{label} {what}", work, "reward",
+                          f"{key} params.batch_size, params."
+                          + ("max_len" if rw.engine == "classifier" else "max_prompt_len")))
 
 
 # ---------------------------------------------------------------------- from a RunConfig
@@ -475,8 +560,10 @@ def auto_chunk(vocab: int) -> int:
 
 
 def setup_from_config(cfg, job: str, shape: ModelShape,
-                      teacher: Optional[ModelShape] = None) -> Setup:
-    """The :class:`Setup` of one stage (``job``: train, sft, dpo, simpo, pref)."""
+                      teacher: Optional[ModelShape] = None, data=None) -> Setup:
+    """The :class:`Setup` of one stage (``job``: train, sft, dpo, simpo, pref); SFT and
+    preference rows are as long as ``data`` (a :class:`~mindrl.memory.data_lengths.DataLengths`)
+    measured them, else the worst row (``data.max_prompt_len + data.max_response_len``)."""
     t, r, d = cfg.train, cfg.rollout, cfg.distributed
     b = DTYPE_BYTES[cfg.model.dtype]
     world = d.nproc * d.nnodes
@@ -484,10 +571,18 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     tp = cfg.mindformers.tensor_parallel if mf else 1
     pp = cfg.mindformers.pipeline_stages if mf else 1
     batch = t.prompts_per_step * r.n
+    prompt = cfg.data.max_prompt_len
     if job in ("sft", "dpo", "simpo", "pref"):
         resp = int(_opt_attr(cfg.data, "max_response_len", r.max_new_tokens))
+        from mindrl.memory.data_lengths import worst_row_text
+
+        lengths = data.text(prompt, resp) if data is not None else worst_row_text(prompt, resp)
+        if data is not None and data.rows:
+            prompt, resp = data.prompt, min(resp, data.response)
     else:
         resp = r.max_new_tokens
+        lengths = (f"prompt {prompt} (data.max_prompt_len) + response {resp} "
+                   "(rollout.max_new_tokens) tokens")
     rl = job == "train"
     dp_size = max(1, world // (tp * pp))
     if mf:
@@ -502,7 +597,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
             if v:
                 shard = world if v is True else int(v)
                 break
-    seq = cfg.data.max_prompt_len + resp
+    seq = prompt + resp
     if t.max_tokens_per_micro_batch:
         rows = max(1, min(rows, t.max_tokens_per_micro_batch // seq))
     # RL: rollouts per optimizer step over the micro-batches of all ranks; SFT and preference
@@ -526,11 +621,12 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         world=world, nproc=d.nproc, fsdp=bool(t.fsdp) and world > 1, tp=tp, pp=pp,
         optimizer_shard=shard,
         recompute=bool(cfg.mindformers.recompute if mf else cfg.model.gradient_checkpointing),
-        rows=rows, prompt_len=cfg.data.max_prompt_len, response_len=resp,
+        rows=rows, prompt_len=prompt, response_len=resp,
         accumulation=accumulation,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
         chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
         trainable=trainable, reference=ref, teacher=teacher if rl else None,
+        rewards=model_rewards(cfg) if rl else (),
         critic=rl and cfg.algorithm.adv_estimator == "gae", engine=engine,
         engine_share=r.gpu_memory_utilization, rollout_tp=r.tensor_parallel_size,
         rollout_rows=per_rank_prompts * r.n,
@@ -538,7 +634,71 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
                                                    or r.async_ahead == 1),
         kv_cache_gib=float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", 0) or 1.0),
         device_bytes=device_memory_bytes(cfg),
-        host_bytes=cfg.plan.host_memory_gb * GB)
+        host_bytes=cfg.plan.host_memory_gb * GB, lengths=lengths)
+
+
+_REWARD_ENGINES = {"judge": "native", "reward_model": "classifier"}
+_TORCH_DEVICES = {"cpu": "cpu", "cuda": "cuda", "npu": "ascend"}
+
+
+def model_rewards(cfg) -> Tuple[ModelReward, ...]:
+    """The model-based rewards (``judge``, ``reward_model``) of ``cfg.reward.functions``, with
+    their params over the rewards' own defaults."""
+    import inspect
+
+    out = []
+    for fn in cfg.reward.functions:
+        if fn.name not in _REWARD_ENGINES:
+            continue
+        if fn.name == "judge":
+            from rewards.judge import Judge as cls
+        else:
+            from rewards.reward_model import RewardModel as cls
+        p = {k: v.default for k, v in inspect.signature(cls.__init__).parameters.items()
+             if v.default is not inspect.Parameter.empty}
+        p.update(fn.params or {})
+        model = str(p.get("model", ""))
+        engine = p.get("engine", "native") if fn.name == "judge" else "classifier"
+        shape, why = _reward_shape(model)
+        dev = str(p.get("device", "cpu")).split(":")[0]
+        where = "device"
+        if p.get("placement") == "actor":
+            where, why = "remote", "runs in a Ray actor of its own (params.placement=actor)"
+        elif engine != "vllm" and _TORCH_DEVICES.get(dev) != cfg.device:
+            if dev == "cpu":
+                where = "host"
+            else:
+                where, why = "remote", f"runs on params.device={p.get('device')}, not on " \
+                    f"the run's device ({cfg.device})"
+        out.append(ModelReward(
+            name=fn.name, model=model, shape=shape,
+            dtype_bytes=DTYPE_BYTES.get(str(p.get("dtype")), 4),
+            engine=engine, where=where, rows=int(p.get("batch_size", 16)),
+            prompt_len=int(p.get("max_prompt_len", p.get("max_len", 0)) or 0),
+            new_tokens=int(p.get("max_new_tokens", 0)) if fn.name == "judge" else 0,
+            share=float(p.get("gpu_memory_utilization", 0.3)), why=why))
+    return tuple(out)
+
+
+def _reward_shape(path: str) -> Tuple[Optional[ModelShape], str]:
+    """(the shape of a reward's model, '') or (None, why not): a built-in model built by its
+    own builder is read from its built directory."""
+    from mindrl.errors import ConfigError
+    from mindrl.memory.shapes import shape_from_path
+    from mindrl.models.tiny import BUILTIN_PREFIX, BUILTINS
+
+    try:
+        name = path[len(BUILTIN_PREFIX):] if path.startswith(BUILTIN_PREFIX) else ""
+        if name in BUILTINS and "builder" in BUILTINS[name]:
+            from mindrl.models.tiny import resolve_model_path
+
+            path = resolve_model_path(path)
+        shape = shape_from_path(path) or _recipe_run_shape(path)
+    except (ConfigError, OSError, ValueError) as e:
+        return None, f"has no shape here ({str(e).splitlines()[0] if str(e) else e!r})"
+    if shape is None:
+        return None, "has no config.json here and is not a known model name"
+    return shape, ""
 
 
 def model_shape(cfg, path: Optional[str] = None, key: str = "model.path") -> ModelShape:
@@ -627,7 +787,12 @@ def plan_stages(stages, run: Optional[str] = None, recipe: Optional[str] = None
             teacher = model_shape(cfg, cfg.algorithm.distill.teacher,
                                   "algorithm.distill.teacher")
         job = run or (st.run if st.name else job_of(recipe) if recipe else st.run)
-        setup = setup_from_config(cfg, job, shape, teacher)
+        data = None
+        if job in ("sft", "dpo", "simpo", "pref"):
+            from mindrl.memory.data_lengths import measure_data
+
+            data = measure_data(cfg, job)
+        setup = setup_from_config(cfg, job, shape, teacher, data)
         plans.append(plan_memory(shape, setup, st.label if st.name else "the run"))
     return plans
 

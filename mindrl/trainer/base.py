@@ -263,11 +263,24 @@ class Trainer:
     def needs_reference(self) -> bool:
         return self.cfg.algorithm.kl.coef > 0
 
-    def build_streams(self):
+    def build_streams(self, check: bool = True):
+        """(train stream, validation rows); ``check``: run the data preflight on them."""
         from mindrl.trainer.prompts import build_streams
 
-        return build_streams(self.cfg.data, self.cfg.train.seed, cfg=self.cfg,
+        return build_streams(self.cfg.data, self.cfg.train.seed,
+                             cfg=self.cfg if check else None,
                              job="sft" if self.kind == "sft" else "rl")
+
+    @classmethod
+    def for_tokens(cls, cfg, tokenizer) -> "Trainer":
+        """An instance that reads and encodes rows exactly as this trainer's steps do, with
+        ``tokenizer`` and nothing else loaded (no model, backend, engine or rewards): the memory
+        plan measures a run's data with it before anything loads."""
+        self = cls.__new__(cls)
+        self.cfg, self.tokenizer, self.is_main = cfg, tokenizer, True
+        self.stop_ids = self._stop_token_ids()
+        self._prompt_cache = {}
+        return self
 
     def _stop_token_ids(self) -> Tuple[int, ...]:
         ids = []

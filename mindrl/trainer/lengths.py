@@ -7,6 +7,10 @@ logs how many would be cut and the longest; when more than ``data.max_truncated_
 would be, the run stops with one line naming both keys. Every step counts the rows it cut
 (:class:`CutCounter`: the step's ``truncated`` metric and the run's ``truncated/total``, which
 the end-of-run summary reports).
+
+The memory plan measures the same rows before anything loads
+(:func:`mindrl.memory.data_lengths.measure_data`: the model's tokenizer alone, the rows read and
+encoded by the trainers' own ``row_lengths``).
 """
 
 from __future__ import annotations
@@ -78,3 +82,4 @@ def check_before_first_step(trainer, response_len, what: str) -> str:
     except Exception:
         trainer.close()
         raise
+

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -51,16 +51,15 @@ class PreferenceTrainer(Trainer):
         super().__init__(cfg)
         self.cuts = CutCounter()
         # responses over data.max_response_len counted before the first step
-        line = check_before_first_step(
-            self, lambda r: max(len(self._encode(r["chosen"])), len(self._encode(r["rejected"]))),
-            "pairs")
+        line = check_before_first_step(self, lambda r: self.row_lengths(r)[1], "pairs")
         if self.is_main:
             log.info("%s", line)
 
     def needs_reference(self) -> bool:
         return self.cfg.preference.loss in ("dpo", "ipo")
 
-    def build_streams(self):
+    def build_streams(self, check: bool = True):
+        """The pairs of ``data.train_file`` (``check``: with the data preflight run on them)."""
         d = self.cfg.data
         if not d.train_file:
             raise ValueError("data.train_file is empty: point it at a JSONL of preference pairs "
@@ -68,7 +67,8 @@ class PreferenceTrainer(Trainer):
         from mindrl.data.preflight import preflight
 
         plan, rows = load_pairs(d.train_file, d.max_train_samples, d)
-        preflight(self.cfg, "pref", plan, rows)
+        if check:
+            preflight(self.cfg, "pref", plan, rows)
         return ListStream(rows, self.cfg.train.seed, d.shuffle), []
 
     def _encode(self, text: str) -> List[int]:
@@ -77,6 +77,12 @@ class PreferenceTrainer(Trainer):
         if not isinstance(eot, int) or eot == self.tokenizer.unk_token_id:
             eot = self.stop_ids[0]
         return self.tokenizer.encode(text, add_special_tokens=False) + [eot]
+
+    def row_lengths(self, row: Dict) -> Tuple[int, int]:
+        """(prompt, longer response) tokens of a pair as :meth:`run_step` encodes it, the
+        responses with their end-of-turn token and uncut."""
+        return len(self.encode(row["problem"])), max(len(self._encode(row["chosen"])),
+                                                     len(self._encode(row["rejected"])))
 
     def response(self, text: str) -> List[int]:
         """:meth:`_encode` cut to ``data.max_response_len`` tokens (the end-of-turn token kept

@@ -70,16 +70,15 @@ class SFTTrainer(Trainer):
                 self.chat_ids(row)
         self.cuts = CutCounter()
         # responses over data.max_response_len counted before the first step
-        line = check_before_first_step(
-            self, lambda r: len(self.chat_ids(r)[1] if "messages" in r else
-                                self.response_ids_and_mask(r)[0]), "rows")
+        line = check_before_first_step(self, lambda r: self.row_lengths(r)[1], "rows")
         if self.is_main:
             log.info("%s", line)
 
     # ----------------------------------------------------------------- data
-    def build_streams(self):
+    def build_streams(self, check: bool = True):
         """Chat-format files become conversation rows; everything else takes the RL loader
-        (plain columns, built-in and generated sets) with its response field checked."""
+        (plain columns, built-in and generated sets) with its response field checked
+        (``check``: and the data preflight run on them)."""
         from mindrl.data.conversations import (CHAT_FORMATS, detect_format,
                                                index_conversations, load_conversations)
         from mindrl.data.io import DataError, iter_rows
@@ -108,7 +107,7 @@ class SFTTrainer(Trainer):
                     train = FileStream(index_conversations(path, fmt, col, **kw),
                                        self.cfg.train.seed, d.shuffle)
                 return train, self._val_rows()
-        train, val = super().build_streams()
+        train, val = super().build_streams(check)
         rows = getattr(train, "rows", None)
         if isinstance(rows, list):
             probe = rows[:PREFLIGHT_ROWS]
@@ -117,8 +116,9 @@ class SFTTrainer(Trainer):
         else:                            # a generator stream
             probe = copy.deepcopy(train).take(1)
         self._check_response_field(probe, d.train_file)
-        log.info("%s: detected: columns (problem <- the prompt field, response <- '%s')",
-                 d.train_file, d.response_field or "answer")
+        if check:
+            log.info("%s: detected: columns (problem <- the prompt field, response <- '%s')",
+                     d.train_file, d.response_field or "answer")
         return train, val
 
     def _val_rows(self) -> List[Dict]:
@@ -197,6 +197,14 @@ class SFTTrainer(Trainer):
         except ValueError as e:
             raise DataError(f"{row['where']}: chat template "
                             f"'{self.cfg.model.chat_template}': {e}") from None
+
+    def row_lengths(self, row: Dict) -> Tuple[int, int]:
+        """(prompt, response) tokens of ``row`` as :meth:`build_batch` encodes it, the response
+        with its end-of-turn token and uncut."""
+        if "messages" in row:
+            p, resp, _ = self.chat_ids(row)
+            return len(p), len(resp)
+        return len(self.encode(row["problem"])), len(self.response_ids_and_mask(row)[0])
 
     def build_batch(self, rows: List[Dict]) -> TokenBatch:
         """The padded batch of ``rows``; responses cut at ``data.max_response_len`` (counted

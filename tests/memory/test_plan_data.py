@@ -1,0 +1,171 @@
+"""The memory plan of SFT and preference runs from their data's own rows: the longest prompt and
+response as the trainer encodes them (measured with the model's tokenizer alone, before anything
+loads) instead of the worst row data.max_prompt_len + data.max_response_len."""
+
+import json
+from pathlib import Path
+
+from mindrl.cli import main
+from mindrl.config.loader import load_config
+from mindrl.config.stages import Stage
+from mindrl.memory.plan import check_fits, plan_stages
+from mindrl.models.tiny import resolve_model_path
+
+HUGE = 200_000          # data.max_response_len: its worst row needs far more than 2 GB
+
+
+def _tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model_path("builtin:tiny"),
+                                         local_files_only=True)
+
+
+def _pairs(path, n=5):
+    rows = [{"prompt": f"What is {i} + {i}?", "chosen": f"It is {2 * i}." * (i + 1),
+             "rejected": f"Maybe {i}."} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return rows
+
+
+def _dpo_cfg(data, *extra):
+    return load_config("dpo_seed_smoke", [f"data.train_file={data}",
+                                          f"data.max_response_len={HUGE}",
+                                          "plan.device_memory_gb=2", *extra])
+
+
+def test_preference_plan_uses_the_longest_pair_of_the_data(tmp_path):
+    rows = _pairs(tmp_path / "pairs.jsonl")
+    cfg = _dpo_cfg(tmp_path / "pairs.jsonl")
+    # by hand: chat_template none renders the raw prompt; each response gets its end-of-turn
+    tok = _tokenizer()
+    enc = lambda s: tok.encode(s, add_special_tokens=False)  # noqa: E731
+    prompt = max(len(enc(r["prompt"])) for r in rows)
+    response = max(max(len(enc(r["chosen"])), len(enc(r["rejected"]))) + 1 for r in rows)
+    assert response > 10 and prompt > 3
+    (plan,) = check_fits([Stage(1, "", "dpo", cfg, 1)])     # fits: no refusal
+    assert (plan.setup.prompt_len, plan.setup.response_len) == (prompt, response)
+    assert plan.fits() and plan.peak() < 2e9
+    assert plan.setup.lengths == (f"prompt {prompt} + response {response} tokens, the longest "
+                                  f"of all 5 rows of the data, under data.max_response_len="
+                                  f"{HUGE}")
+
+
+def test_plan_without_the_data_plans_the_worst_row_and_says_why(tmp_path):
+    cfg = _dpo_cfg(tmp_path / "absent.jsonl")
+    (plan,) = plan_stages([Stage(1, "", "dpo", cfg, 1)])
+    assert (plan.setup.prompt_len, plan.setup.response_len) == (64, HUGE)
+    assert not plan.fits()
+    assert plan.setup.lengths.startswith(f"prompt 64 (data.max_prompt_len) + response {HUGE} "
+                                         "(data.max_response_len) tokens, the worst row: "
+                                         "data.train_file=")
+    assert "absent.jsonl" in plan.setup.lengths
+
+
+def test_mindrl_plan_prints_the_length_source(tmp_path, capsys):
+    _pairs(tmp_path / "pairs.jsonl", n=80)
+    assert main(["plan", "dpo_seed_smoke", f"data.train_file={tmp_path / 'pairs.jsonl'}",
+                 f"data.max_response_len={HUGE}", "plan.device_memory_gb=2",
+                 "data.preflight_rows=16"]) == 0
+    out = capsys.readouterr().out
+    lines = [x for x in out.splitlines() if x.startswith("  lengths: ")]
+    # the first 16 pairs: the longest chosen is pair 15's, 16 repeats of "It is 30."
+    assert len(lines) == 1 and lines[0].endswith(
+        "the longest of the first 16 of 80 rows (more: data.preflight_rows), under "
+        f"data.max_response_len={HUGE}"), lines
+    assert "peak per device" in out and ": fits" in out
+
+
+def test_sft_plan_measures_its_rows_and_a_long_row_still_refuses_before_loading(
+        tmp_path, capsys):
+    tok = _tokenizer()
+    short = [{"problem": "1 + 1 =", "answer": "2"}, {"problem": "2 + 2 =", "answer": "4 " * 9}]
+    data = tmp_path / "sft.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in short), encoding="utf-8")
+    over = [f"data.train_file={data}", "data.response_field=answer",
+            f"data.max_response_len={HUGE}", "plan.device_memory_gb=2"]
+    cfg = load_config("sft_tiny_demo", over)
+    (plan,) = check_fits([Stage(1, "", "sft", cfg, 1)])
+    enc = lambda s: tok.encode(s, add_special_tokens=False)  # noqa: E731
+    assert plan.setup.response_len == len(enc("4 " * 9)) + 1
+    assert plan.setup.prompt_len == len(enc("2 + 2 ="))
+    # one row as long as the limit: the plan exceeds 2 GB and `mindrl sft` stops before the
+    # model loads or the run folder is written
+    data.write_text(json.dumps({"problem": "1 + 1 =", "answer": "7 " * HUGE}) + "\n",
+                    encoding="utf-8")
+    out = tmp_path / "run"
+    capsys.readouterr()
+    rc = main(["sft", "sft_tiny_demo", *over, f"logging.output_dir={out}"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "memory plan: the run needs" in err[0], err
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------- model-based rewards
+def _judge_params():
+    """(parameters, layers, kv heads x head_dim, vocab) of builtin:tiny-judge, read from its
+    safetensors and config.json (not from the plan's shape arithmetic)."""
+    from safetensors import safe_open
+
+    d = resolve_model_path("builtin:tiny-judge")
+    with safe_open(str(Path(d) / "model.safetensors"), "np") as f:
+        n = sum(f.get_tensor(k).size for k in f.keys())
+    c = json.loads((Path(d) / "config.json").read_text())
+    return n, c["num_hidden_layers"], c["num_key_value_heads"] * c["head_dim"], c["vocab_size"]
+
+
+def test_an_in_process_judge_is_counted_by_hand():
+    n, layers, kv, vocab = _judge_params()
+    (plan,) = plan_stages([Stage(1, "", "train", load_config("grpo_judge_smoke"), 1)])
+    parts = {p.name: p for p in plan.parts}
+    assert parts["judge weights"].bytes == 4 * n and parts["judge weights"].phase == "held"
+    # its defaults: 16 prompts of 2048 tokens + the recipe's 4 new tokens, float32 keys and
+    # values of each layer, and two float32 copies of 16 rows of logits
+    kv_cache = 16 * (2048 + 4) * 2 * layers * kv * 4
+    assert parts["judge KV cache + logits"].bytes == kv_cache + 2 * 16 * vocab * 4
+    assert parts["judge KV cache + logits"].phase == "reward" and plan.peak_phase() == "reward"
+    # the same judge on the host of a CUDA run: a host part, nothing on the device
+    (cuda,) = plan_stages([Stage(1, "", "train", load_config("grpo_judge_smoke",
+                                                             ["device=cuda"]), 1)])
+    assert not [p for p in cuda.parts if "judge" in p.name]
+    assert [p.bytes for p in cuda.host_parts if p.name == "judge on the host"] == [
+        4 * n + kv_cache + 2 * 16 * vocab * 4]
+
+
+def test_a_vllm_judge_takes_its_share_and_a_remote_one_is_not_counted():
+    def judge(**params):
+        fn = {"name": "judge", "params": {"model": "builtin:tiny-judge", **params}}
+        cfg = load_config("grpo_judge_smoke", ["device=cuda", "plan.device_memory_gb=80",
+                                               f"reward.functions=[{json.dumps(fn)}]"])
+        return plan_stages([Stage(1, "", "train", cfg, 1)])[0]
+
+    plan = judge(engine="vllm", gpu_memory_utilization=0.25)
+    assert [p.bytes for p in plan.parts if p.name == "judge (vLLM share)"] == [0.25 * 80e9]
+    remote = judge(placement="actor")
+    assert not [p for p in remote.parts if "judge" in p.name] and not remote.host_parts
+    assert ("reward judge (builtin:tiny-judge) runs in a Ray actor of its own "
+            "(params.placement=actor): not counted here") in remote.notes
+    assert remote.peak() == plan.peak() - 0.25 * 80e9
+
+
+def test_gradient_accumulation_adds_one_embedding_gradient_on_torch():
+    from mindrl.memory.plan import GB, Setup, plan_memory
+    from mindrl.memory.shapes import shape_from_config
+
+    m = shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=1,
+                               intermediate_size=256, vocab_size=1000,
+                               tie_word_embeddings=True), "small")
+
+    def temporaries(**kw):
+        kw = {"backend": "torch", **kw}
+        s = Setup(device="cpu", rows=2, prompt_len=8, response_len=8, engine="none",
+                  device_bytes=80 * GB, **kw)
+        return [p.bytes for p in plan_memory(m, s).parts
+                if p.name == "embedding gradient temporaries"][0]
+
+    # tied: the embedding's dense gradient and its sum with the head's (2 x 1000 x 64 x 4 B);
+    # accumulating, the new one beside the gradient accumulated so far: a third
+    assert temporaries() == 2 * 1000 * 64 * 4
+    assert temporaries(accumulation=True) == 3 * 1000 * 64 * 4
+    assert temporaries(accumulation=True, backend="mindspore") == 2 * 1000 * 64 * 4
