@@ -1,11 +1,12 @@
 """AdamW state sharded over data-parallel ranks (``train.shard_optimizer``).
 
-Under msrun with 2 CPU workers (msrun_zero_worker.py): 5 RL steps with a sharded optimizer equal
-the replicated 2-process run and the 1-process run, in float32 and with ``model.dtype=bfloat16``
+Under msrun with 2 CPU workers (msrun_zero_worker.py): 5 RL steps with a sharded optimizer (the
+gradient reduced into each rank's slice per micro-batch, in several buckets; 2 and 3 micro-batches
+on the two ranks) equal the replicated 2-process run and the 1-process run, in float32 and with ``model.dtype=bfloat16``
 (float32 weights saved with the optimizer state); a checkpoint of the sharded run resumes on 2
 ranks bit for bit and on 1 rank (re-sliced) to the same weights; the optimizer alone on float16
-parameters keeps float32 master slices equal to a NumPy AdamW; each rank holds half of the
-replicated run's moments and masters. Without msrun: the shard files re-slice to any number of
+parameters, with 2 micro-batches per rank and step, keeps float32 master slices equal to a NumPy
+AdamW; each rank holds half of the replicated run's gradient accumulator, moments and masters. Without msrun: the shard files re-slice to any number of
 ranks, reading only the bytes a rank owns."""
 
 import json
@@ -201,7 +202,8 @@ def test_float16_storage_keeps_float32_master_slices_equal_to_numpy_adamw(zero_r
     w0 = np.concatenate([p.asnumpy().astype(np.float32).reshape(-1) for p in params])
     n = w0.size
     assert n % 2 == 1                                     # the last slice carries padding
-    grads = [a + b for a, b in zip(fp16_grads(n, 0), fp16_grads(n, 1))]
+    grads = [sum(g.astype(np.float64) for g in a + b)         # 2 ranks x 2 micro-batches
+             for a, b in zip(fp16_grads(n, 0), fp16_grads(n, 1))]
     ref = _numpy_adamw(w0, grads, 1e-6)
     s = (n + 1) // 2
     masters = np.concatenate([r0["fp16_sharded_master_slice"], r1["fp16_sharded_master_slice"]])
@@ -228,24 +230,24 @@ def test_float16_storage_keeps_float32_master_slices_equal_to_numpy_adamw(zero_r
 
 
 @pytest.mark.slow
-def test_each_rank_holds_half_of_the_optimizer_state(zero_run):
-    """Bytes of the arrays each rank's optimizer holds: moments (and masters) are 1/2 of the
-    replicated run's; the float32 gradient accumulator stays full on every rank."""
+def test_each_rank_holds_half_of_the_gradient_accumulator_and_optimizer_state(zero_run):
+    """Bytes of the arrays each rank's optimizer holds: the float32 gradient accumulator, the
+    moments (and masters) are 1/2 of the replicated run's, each on its own."""
     _, _, ranks = zero_run
     for tag in ("", "fp16_"):
         rep = {k.split("/")[1]: int(v) for k, v in ranks[0].items()
                if k.startswith(f"{tag}replicated_bytes/")}
-        state = [k for k in ("exp_avg", "exp_avg_sq", "master") if k in rep]
-        assert state == (["exp_avg", "exp_avg_sq"] + (["master"] if tag else []))
-        total = sum(rep[k] for k in state)
+        state = [k for k in ("grad_accum", "exp_avg", "exp_avg_sq", "master") if k in rep]
+        assert state == (["grad_accum", "exp_avg", "exp_avg_sq"] + (["master"] if tag else []))
         for r in ranks:
             sh = {k.split("/")[1]: int(v) for k, v in r.items()
                   if k.startswith(f"{tag}sharded_bytes/")}
-            mine = sum(sh[k] for k in state)
-            assert 0.5 <= mine / total <= 0.5 + 4 * len(state) / total, (tag, mine, total)
-            assert sh["grad_accum"] == rep["grad_accum"]
-            print(f"{tag or 'model '}optimizer state: replicated {total} B, sharded rank "
-                  f"{mine} B ({mine / total:.4f})")
+            assert sorted(sh) == sorted(state)
+            for k in state:                   # 1/2, plus the last slice's padding (4 B)
+                assert 0.5 <= sh[k] / rep[k] <= 0.5 + 4 / rep[k], (tag, k, sh[k], rep[k])
+            mine, total = sum(sh.values()), sum(rep[k] for k in state)
+            print(f"{tag or 'model '}gradient accumulator + optimizer state: replicated "
+                  f"{total} B, sharded rank {mine} B ({mine / total:.4f})")
 
 
 def test_shard_files_reslice_to_any_number_of_ranks(tmp_path):
