@@ -336,7 +336,9 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         parts.append(Part(f"weights ({'bf16/fp16' if b == 2 else 'float32'})", b * n_dev, HELD,
                           wkeys))
     if master and not mf:
-        parts.append(Part("master weights (float32)", 4 * t_dev / shard, HELD, wkeys))
+        parts.append(Part("master weights (float32)", 4 * t_dev / shard, HELD,
+                          wkeys if s.backend != "mindspore" or shard > 1 else
+                          "train.shard_optimizer=true (msrun ranks), or backend=mindformers"))
     moment_bytes = 8 if (master or mf) else 2 * b
     okeys = ("mindformers.optimizer_shard=true (over data parallel)" if mf else
              "train.fsdp=true" if s.backend == "torch" else
@@ -350,7 +352,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     if s.backend == "mindspore":
         parts.append(Part("gradient accumulator (float32)", 4 * t_dev / shard, HELD,
                           "backend=mindformers (tensor / pipeline parallel)" if ms_sharded else
-                          "train.shard_optimizer=true (msrun), or backend=mindformers"))
+                          "train.shard_optimizer=true (msrun ranks), or backend=mindformers"))
     if s.fsdp and not mf and s.world > 1:
         gathered = (m.embedding_params() + m.head_params()
                     + 2 * m.decoder_params() / m.layers) * b

@@ -77,23 +77,19 @@ def gather_schedule(sizes: Sequence[int], world: int, bucket_bytes: int):
 
 
 def gather_peak_values(sizes: Sequence[int], world: int, bucket_bytes: int) -> int:
-    """The most values the bucket-wise gather holds at once on a rank: the bucket just
-    gathered, every piece that waits for a later bucket, and the largest parameter written
-    at that bucket twice (its pieces cut out, and their concatenation)."""
+    """The most values the bucket-wise gather holds at once on a rank: at bucket k, the bucket
+    just gathered, every piece cut from buckets up to k for a parameter not yet written before
+    k, and the largest parameter written at k (its pieces concatenated)."""
     _, _, chunks, complete_after = gather_schedule(sizes, world, bucket_bytes)
-    done_at = {}
-    for k, params in enumerate(complete_after):
-        for i, ps in params:
-            done_at[i] = (k, ps)
-    waiting = [0] * (len(chunks) + 1)             # difference array over buckets
-    for i, (k_done, ps) in done_at.items():
-        for k, u, w in ps:
-            if k < k_done:                           # arrived early, held until k_done
-                waiting[k] += w - u
-                waiting[k_done] -= w - u
-    peak, held = 0, 0
+    held = [0] * (len(chunks) + 1)                # difference array over buckets
+    for k_done, params in enumerate(complete_after):
+        for _, ps in params:
+            for k, u, w in ps:                    # cut at bucket k, freed after k_done
+                held[k] += w - u
+                held[k_done + 1] -= w - u
+    peak, now = 0, 0
     for k, (a, b) in enumerate(chunks):
-        held += waiting[k]
-        assembled = max((sizes[i] for i, _ in complete_after[k]), default=0)
-        peak = max(peak, (b - a) * world + held + 2 * assembled)
+        now += held[k]
+        written = max((sizes[i] for i, _ in complete_after[k]), default=0)
+        peak = max(peak, (b - a) * world + now + written)
     return peak
