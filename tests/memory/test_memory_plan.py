@@ -311,3 +311,9 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
     rows = {line[:40].strip(): line[40:].split() for line in out.splitlines()}
     assert rows["gradient accumulator (float32)"][:2] == ["3.81", "held"]
     assert rows["bucket gathers of the new weights"][1] == "step"
+    # the backends page's table is these plans' numbers
+    page = (Path(__file__).resolve().parents[2] / "docs" / "backends.md").read_text()
+    gathers = rows["bucket gathers of the new weights"][0]
+    assert f"| bucket gathers of the new weights (step) | - | {gathers} |" in page
+    assert (f"| peak per device | {plan.peak() / GB:.2f} (does not fit) | "
+            f"{sharded.peak() / GB:.2f} (fits) |") in page

@@ -157,6 +157,24 @@ class ShardedAdamW:
         # the gather: which (bucket, rank) pieces make each parameter, and after which bucket
         # it is complete (then written, and its pieces freed)
         complete_after = L.gather_schedule(self.sizes, world, self.bucket_bytes)[3]
+        # cuts[k]: the (start, end) pieces cut from bucket k, numbered in cut order;
+        # written[k]: (parameter, the numbers of its pieces) written after bucket k;
+        # after_cuts[k]: the pieces of bucket k - 1 that bucket k's gather waits for
+        arrivals = [[] for _ in chunks]
+        for done in complete_after:
+            for i, ps in done:
+                for k, u, w in ps:
+                    arrivals[k].append((i, u, w))
+        number, cuts, after_cuts = {}, [], []
+        for k, arr in enumerate(arrivals):
+            after_cuts.append(tuple(range(len(number) - len(arrivals[k - 1]), len(number)))
+                              if k else ())
+            cuts.append(tuple((u, w) for _, u, w in arr))
+            for i, u, w in arr:
+                number[(i, k, u)] = len(number)
+        written = tuple(tuple((i, tuple(number[(i, k, u)] for k, u, _ in ps)) for i, ps in done)
+                        for done in complete_after)
+        cuts, after_cuts = tuple(cuts), tuple(after_cuts)
 
         def gather_pieces(tensors, pieces):
             """The float32 values ``pieces`` name, from per-parameter ``tensors``."""
@@ -212,18 +230,23 @@ class ShardedAdamW:
 
         def publish(p_slice):
             """Every rank's new float32 slice -> the full parameters of every rank, one bucket
-            at a time; a parameter is written once its last piece has arrived."""
-            got = ()
+            at a time: each gathered bucket is cut into its parameters' pieces at once (so it
+            can be freed), and a parameter is written once its last piece has arrived."""
+            cut = ()
+            got = p_slice
             k = 0
             for a, b in chunks:
                 piece = p_slice[a:b].astype(gather_dtype)
-                if k > 0:                       # every rank issues the buckets in one order
-                    piece = ops.depend(piece, got[k - 1])
-                got = got + (all_gather(piece),)
-                for i, pieces in complete_after[k]:
+                piece = ops.depend(piece, got)  # every rank issues the buckets in one order,
+                for j in after_cuts[k]:         # each after the last one was cut
+                    piece = ops.depend(piece, cut[j])
+                got = all_gather(piece)
+                for u, w in cuts[k]:
+                    cut = cut + (got[u:w],)
+                for i, idx in written[k]:
                     parts = ()
-                    for kk, u, w in pieces:
-                        parts = parts + (got[kk][u:w],)
+                    for j in idx:
+                        parts = parts + (cut[j],)
                     full = ops.concat(parts, 0) if len(parts) > 1 else parts[0]
                     ops.assign(params[i], full.reshape(shapes[i]).astype(params[i].dtype))
                 k = k + 1
