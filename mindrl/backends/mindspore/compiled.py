@@ -188,11 +188,13 @@ class CompiledStepMixin:
             merger.add(zip(names, arr.tolist()), n_tok)
         return (*merger.parts(), fused)
 
-    def _micro_batches_missing(self, count: int) -> int:
-        """With a sharded optimizer every micro-batch step reduces its gradient across the
-        ranks, so every rank must run as many as the rank with the most: how many this rank
-        lacks (0 otherwise; a collective before the first micro-batch when sharded)."""
-        if not getattr(self.optimizer, "sharded", False) or self.world == 1:
+    def _micro_batches_missing(self, count: int, optimizer=None) -> int:
+        """With a sharded optimizer (default: the policy's) every micro-batch step reduces its
+        gradient across the ranks, so every rank must run as many as the rank with the most:
+        how many this rank lacks (0 otherwise; a collective before the first micro-batch when
+        sharded)."""
+        optimizer = self.optimizer if optimizer is None else optimizer
+        if not getattr(optimizer, "sharded", False) or self.world == 1:
             return 0
         most = -self.all_reduce_sum(np.array([-float(count)]), op="min")[0]
         return int(round(most)) - count

@@ -467,13 +467,14 @@ def read_flat(directory: str, world: int, tag: str, lo: int, hi: int, n: int
     return out
 
 
-def load_sharded(opt: ShardedAdamW, directory: str, step: int, shards: int) -> None:
+def load_sharded(opt: ShardedAdamW, directory: str, step: int, shards: int,
+                 replicated_file: str = REPLICATED_FILE) -> None:
     """This rank's slices from a checkpoint written by ``shards`` ranks (0: one replicated
-    file, whose per-parameter arrays are concatenated and sliced)."""
+    file, ``replicated_file``, whose per-parameter arrays are concatenated and sliced)."""
     if shards:
         slices = {t: read_flat(directory, shards, t, opt.lo, opt.hi, opt.n) for t in TAGS}
     else:
-        arrays = W.read_safetensors(str(Path(directory) / REPLICATED_FILE))
+        arrays = W.read_safetensors(str(Path(directory) / replicated_file))
         slices = {}
         for t in TAGS:
             keys = [f"{t}.{p.name}" for p in opt.params]

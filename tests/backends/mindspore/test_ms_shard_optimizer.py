@@ -250,6 +250,61 @@ def test_each_rank_holds_half_of_the_gradient_accumulator_and_optimizer_state(ze
                   f"{total} B, sharded rank {mine} B ({mine / total:.4f})")
 
 
+@pytest.fixture(scope="module")
+def critic_run(hf_tied, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("critic_zero")
+    directory, _ = hf_tied
+    _msrun("msrun_critic_zero_worker.py", [directory, str(tmp)], tmp)
+    return directory, tmp, [dict(np.load(tmp / f"critic_rank{r}.npz")) for r in (0, 1)]
+
+
+@pytest.mark.slow
+def test_critic_sharded_equals_replicated_and_resumes_on_one_and_two_ranks(critic_run):
+    """The PPO critic with train.shard_optimizer: 4 value steps (2 and 3 micro-batches on the
+    two ranks, several gradient buckets) equal the replicated critic; its checkpoint (one
+    optimizer file per slice, written by rank 0) resumes on 2 ranks bit for bit and, read by a
+    1-process replicated critic, gives steps 3-4 the same metrics and weights."""
+    from safetensors.numpy import load_file
+
+    from mindrl.backends.mindspore import MindSporeBackend
+    from msrun_critic_zero_worker import SAVE_AT, SETTINGS as CSET, value_batches
+
+    directory, tmp, (r0, r1) = critic_run
+    sharded, replicated = _weights(r0, "sharded"), _weights(r0, "replicated")
+    for k, w in sharded.items():
+        np.testing.assert_array_equal(w, r1[f"sharded/{k}"], err_msg=k)
+        np.testing.assert_allclose(w, replicated[k], atol=1e-5, err_msg=k)
+    np.testing.assert_allclose(r0["sharded_metrics"], r0["replicated_metrics"], rtol=1e-5)
+    assert r0["sharded_metrics"][:, 1].max() > 0.5                 # the clip (0.5) was active
+    for k, w in _weights(r0, "resumed").items():
+        np.testing.assert_array_equal(w, sharded[k], err_msg=k)
+    np.testing.assert_array_equal(r0["resumed_metrics"], r0["sharded_metrics"][SAVE_AT:])
+    # per rank: half of the replicated critic's gradient accumulator and moments
+    rep = {k.split("/")[1]: int(v) for k, v in r0.items() if k.startswith("replicated_bytes/")}
+    for r in (r0, r1):
+        sh = {k.split("/")[1]: int(v) for k, v in r.items() if k.startswith("sharded_bytes/")}
+        for k in ("grad_accum", "exp_avg", "exp_avg_sq"):
+            assert 0.5 <= sh[k] / rep[k] <= 0.5 + 4 / rep[k], (k, sh[k], rep[k])
+
+    ckpt = tmp / "critic_ckpt" / "critic"
+    files = sorted(ckpt.glob("ms_optimizer.shard*-of-00002.safetensors"))
+    assert len(files) == 2 and not (ckpt / "critic_optimizer.safetensors").exists()
+    parts = [load_file(str(f)) for f in files]
+    be = MindSporeBackend(ms_config(*CSET), model_path=directory)   # 1 process, replicated
+    be.critic.load_state(str(tmp / "critic_ckpt"))
+    state = be.critic.optimizer.state_arrays()
+    flat = np.concatenate([state[f"exp_avg.{p.name}"].reshape(-1) for p in be.critic.params])
+    np.testing.assert_array_equal(flat, np.concatenate([p["exp_avg"] for p in parts]))
+    metrics = [[m["loss"], m["grad_norm"]] for m in
+               (be.critic.step([vb.rows(slice(0, 4)), vb.rows(slice(4, 8))], norm)
+                for vb, norm in value_batches()[SAVE_AT:])]
+    np.testing.assert_allclose(metrics, r0["sharded_metrics"][SAVE_AT:], rtol=1e-5)
+    for p in be.critic.params:
+        np.testing.assert_allclose(p.asnumpy(), sharded[p.name], atol=1e-5, err_msg=p.name)
+    moved = max(np.abs(w - replicated[k]).max() for k, w in sharded.items())
+    assert moved < 1e-5 < max(np.abs(sharded[k]).max() for k in sharded)
+
+
 def test_shard_files_reslice_to_any_number_of_ranks(tmp_path):
     """Slices written by 3 ranks read back as the ranges of 2 ranks (and of 1: the whole
     vector, assembled per parameter), each read touching only the bytes it needs."""
