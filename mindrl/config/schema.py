@@ -497,7 +497,7 @@ class TrainConfig:
                                 "slice, and the ranks all-gather the new weights bucket by "
                                 "bucket. Same update as the replicated optimizer; checkpoints "
                                 "hold one optimizer slice per rank and resume on any number of "
-                                "ranks. The critic's optimizer stays replicated.")
+                                "ranks. The PPO critic's optimizer is sharded the same way.")
     recompute_old_logp: bool = opt(True, "Score rollouts with the trainer before the update "
                                    "(old log-probs, and the rollout-vs-trainer gap). When off, "
                                    "with one epoch and one mini-batch, the update uses the "

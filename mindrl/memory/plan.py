@@ -324,6 +324,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     t_dev = n_dev if s.trainable is None else trainable / split
     master = s.master_weights and b < 4
     shard = max(1, s.optimizer_shard)
+    ms_sharded = s.backend == "mindspore" and shard > 1
     wkeys = ("train.fsdp=true" if s.backend == "torch" else
              "mindformers.tensor_parallel / pipeline_stages" if mf else
              "backend=mindformers (tensor / pipeline parallel)")
@@ -348,7 +349,6 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         okeys = "model.lora.rank"
     parts.append(Part("optimizer state (AdamW moments)", moment_bytes * t_dev / shard, HELD,
                       okeys))
-    ms_sharded = s.backend == "mindspore" and shard > 1
     if s.backend == "mindspore":
         parts.append(Part("gradient accumulator (float32)", 4 * t_dev / shard, HELD,
                           "backend=mindformers (tensor / pipeline parallel)" if ms_sharded else
@@ -367,9 +367,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                           "a smaller algorithm.distill.teacher"))
     if s.critic:
         cn = (N + m.hidden) / frozen_split
-        cbytes = cn * (b + (4 if master else 0) + moment_bytes)
-        parts.append(Part("critic (weights, masters, moments)", cbytes, HELD,
-                          "more devices (the critic is not sharded)"))
+        if ms_sharded:                       # the critic's optimizer is sharded as the policy's
+            cbytes = cn * (b + ((4 if master else 0) + moment_bytes) / shard)
+            ckeys = "more msrun ranks"
+        else:
+            cbytes = cn * (b + (4 if master else 0) + moment_bytes)
+            ckeys = ("train.shard_optimizer=true (msrun ranks)" if s.backend == "mindspore"
+                     else "more devices (the critic is not sharded)")
+        parts.append(Part("critic (weights, masters, moments)", cbytes, HELD, ckeys))
 
     # ---- rollout engine
     if s.engine == "vllm":

@@ -272,6 +272,10 @@ def test_mindspore_sharded_plan_counts_the_gradient_slice_and_bucket_gathers():
     # far less than the whole bf16 vector (15.2 GB), more than embedding + head (2.2 GB)
     assert 2 * 2 * m.embedding_params() < gathers.bytes < 2 * N / 4
     assert "bucket gathers of the new weights" not in rep
+    # the PPO critic: bf16 weights, masters and moments sliced as the policy's
+    crit = {p.name: p.bytes for p in plan_memory(m, Setup(**base, optimizer_shard=8,
+                                                          critic=True)).parts}
+    assert crit["critic (weights, masters, moments)"] == (N + 3584) * (2 + (4 + 8) / 8)
 
 
 QWEN7B_MS = ["backend=mindspore", "rollout.engine=native", "algorithm.kl.coef=0",
