@@ -4,8 +4,9 @@ value step like the policy's (forward, ``algorithms.value_loss`` and backward in
 ``mindspore.jit`` graph per bucket shape, gradients accumulated in the graph; all-reduced (SUM)
 across msrun ranks before clipping, as the policy's). With ``train.shard_optimizer`` its
 optimizer is a :class:`~mindrl.backends.mindspore.sharded_optim.ShardedAdamW` too (gradient,
-moments and masters sliced over the ranks; one optimizer file per slice in checkpoints). Loss normalisers enter as a tensor (the
-reciprocal of the mode's divisor), so one graph serves every step. See
+moments and masters sliced over the ranks; one optimizer file per slice in checkpoints). Loss
+normalisers enter as a tensor (the reciprocal of the mode's divisor), so one graph serves every
+step. See
 :mod:`mindrl.backends.critic_files` for the weights' origin and file."""
 
 from __future__ import annotations

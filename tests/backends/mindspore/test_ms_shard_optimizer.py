@@ -1,13 +1,15 @@
-"""AdamW state sharded over data-parallel ranks (``train.shard_optimizer``).
+"""AdamW state and gradient sharded over data-parallel ranks (``train.shard_optimizer``).
 
-Under msrun with 2 CPU workers (msrun_zero_worker.py): 5 RL steps with a sharded optimizer (the
-gradient reduced into each rank's slice per micro-batch, in several buckets; 2 and 3 micro-batches
-on the two ranks) equal the replicated 2-process run and the 1-process run, in float32 and with ``model.dtype=bfloat16``
-(float32 weights saved with the optimizer state); a checkpoint of the sharded run resumes on 2
-ranks bit for bit and on 1 rank (re-sliced) to the same weights; the optimizer alone on float16
-parameters, with 2 micro-batches per rank and step, keeps float32 master slices equal to a NumPy
-AdamW; each rank holds half of the replicated run's gradient accumulator, moments and masters. Without msrun: the shard files re-slice to any number of
-ranks, reading only the bytes a rank owns."""
+Under msrun with 2 CPU workers (msrun_zero_worker.py): 5 RL steps with a sharded optimizer (each
+micro-batch's gradient reduced into the ranks' slices in several buckets; 2 and 3 micro-batches
+on the two ranks) equal the replicated 2-process run and the 1-process run, in float32 and with
+``model.dtype=bfloat16`` (float32 weights saved with the optimizer state); a checkpoint of the
+sharded run resumes on 2 ranks bit for bit and on 1 rank (re-sliced) to the same weights; the
+optimizer alone on float16 parameters, with 2 micro-batches per rank and step, keeps float32
+master slices equal to a NumPy AdamW; each rank holds half of the replicated run's gradient
+accumulator, moments and masters. The PPO critic (msrun_critic_zero_worker.py) sharded equals
+the replicated critic and resumes from its slices. Without msrun: the shard files re-slice to
+any number of ranks, reading only the bytes a rank owns."""
 
 import json
 import os
