@@ -38,7 +38,7 @@ def batches():
     return out
 
 
-# float32 bytes of one gradient bucket in the sharded runs: ~6 buckets on the tiny model, so
+# float32 bytes of one gradient bucket in the sharded runs: 7 buckets on the tiny model, so
 # parameters straddle chunks and the tied embedding spans several buckets
 BUCKET_BYTES = 56_000
 FP16_BUCKET_BYTES = 2 * 4 * 300          # float16 parameters: chunks of 300, the last shorter
