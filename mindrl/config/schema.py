@@ -494,12 +494,14 @@ class TrainConfig:
                      "full copy, synced every step; rollout.engine=vllm needs no copy.")
     shard_optimizer: bool = opt(False, "backend=mindspore under msrun: each data-parallel rank "
                                 "keeps only its 1/world slice of the float32 AdamW state "
-                                "(moments, and master weights of a bf16/fp16 model) instead of "
-                                "a full copy; gradients are reduce-scattered (all-reduced on "
-                                "CPU), each rank updates its slice, and the ranks all-gather "
-                                "the new weights. Same update as the replicated optimizer; "
-                                "checkpoints hold one optimizer slice per rank and resume on "
-                                "any number of ranks. The critic's optimizer stays replicated.")
+                                "(moments, and master weights of a bf16/fp16 model) and of the "
+                                "float32 gradient accumulator instead of full copies; each "
+                                "micro-batch's gradient is reduce-scattered into the slices in "
+                                "256 MiB buckets (all-reduced on CPU), each rank updates its "
+                                "slice, and the ranks all-gather the new weights bucket by "
+                                "bucket. Same update as the replicated optimizer; checkpoints "
+                                "hold one optimizer slice per rank and resume on any number of "
+                                "ranks. The PPO critic's optimizer is sharded the same way.")
     recompute_old_logp: bool = opt(True, "Score rollouts with the trainer before the update "
                                    "(old log-probs, and the rollout-vs-trainer gap). When off, "
                                    "with one epoch and one mini-batch, the update uses the "

@@ -16,7 +16,8 @@ Held for the whole run (per device):
   float32 weights, so its weights are 4 N / W and it has no separate masters.
 - optimizer state: AdamW's two moments, 8 N / W / S (float32 when there are masters, else
   2 b N), S = the optimizer-state sharding degree (mindformers.optimizer_shard: data parallel).
-- MindSpore's flat float32 gradient accumulator, 4 N / W (a parameter, held between steps).
+- MindSpore's flat float32 gradient accumulator, 4 N / W (a parameter, held between steps);
+  4 N / S with ``train.shard_optimizer`` (each rank sums only its slice).
 - reference (algorithm.kl.coef > 0, DPO) and teacher (algorithm.distill.teacher): N b / W each;
   critic (PPO): its own weights, masters and moments.
 - rollout engine: vLLM on an accelerator reserves ``rollout.gpu_memory_utilization`` of the
@@ -35,11 +36,15 @@ Working sets; the peak is the held parts plus the largest of them:
 - bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
   token, + the head's weight gradient V h b.
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
-  and their 4 N flat copy) + the embedding's dense gradient temporaries (2 V h b when tied to
+  and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
+  not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
   the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
   the accumulated one).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
   single-tensor on CPU: two copies of the largest tensor).
+- step, MindSpore sharded: the bucket-wise gather of the new weights, in b: one bucket, the
+  pieces of parameters waiting for a later bucket and the parameter being written
+  (:func:`mindrl.memory.shard_layout.gather_peak_values` on the model's tensor sizes).
 - rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
   2 L k b, plus the sampling step's float32 logits.
 - reward (a judge or reward model in process): a judge's KV cache, batch_size x
@@ -80,6 +85,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
+from mindrl.memory.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
+from mindrl.memory.shard_layout import gather_peak_values
 
 GB = 1e9
 GIB = 2 ** 30
@@ -176,6 +183,8 @@ class MemoryPlan:
     host_parts: List[Part] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     blockers: List[str] = field(default_factory=list)   # what fails whatever the totals
+    sharded_peak: float = 0.0       # MindSpore: the peak with train.shard_optimizer=true, when
+                                    # only that fits (0 = not computed / does not help)
 
     # ------------------------------------------------------------------ totals
     def phase_total(self, phase: str) -> float:
@@ -212,6 +221,12 @@ class MemoryPlan:
         if self.blockers:
             return (f"memory plan: {self.label}: {self.blockers[0]}; see `mindrl plan`, or set "
                     "plan.check=false to start anyway")
+        if self.peak() > s.device_bytes and self.sharded_peak:
+            return (f"memory plan: {self.label} needs {_gb(self.peak())} per device, more than "
+                    f"the {_gb(s.device_bytes)} of {s.device}; with the optimizer state and "
+                    f"gradient sharded over the {s.world} ranks it needs "
+                    f"{_gb(self.sharded_peak)}: set train.shard_optimizer=true (see `mindrl "
+                    "plan`, or set plan.check=false to start anyway)")
         if self.peak() > s.device_bytes:
             return (f"memory plan: {self.label} needs {_gb(self.peak())} per device, more than "
                     f"the {_gb(s.device_bytes)} of {s.device} (plan.device_memory_gb); largest "
@@ -246,6 +261,10 @@ class MemoryPlan:
                 lines.append(f"  {'host total':38s} {self.host_total() / GB:8.2f}  of "
                              f"{s.host_bytes / GB:.0f} GB: {ok}")
         lines += [f"  DOES NOT FIT: {b}" for b in self.blockers]
+        if self.sharded_peak and self.peak() > s.device_bytes:
+            lines.append(f"  fits with train.shard_optimizer=true: {self.sharded_peak / GB:.2f} "
+                         f"GB per device (optimizer state and gradient sharded over "
+                         f"{s.world} ranks)")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -284,6 +303,26 @@ def head_bytes_per_token(m: ModelShape, entropy: bool, vocab_split: int = 1) -> 
     return copies * 4 * m.vocab / vocab_split
 
 
+def tensor_sizes(m: ModelShape) -> List[int]:
+    """The model's parameter tensors in the order a decoder lists them (embedding, each
+    layer's attention, MLP and norms, the final norm, the head); they sum to ``m.params()``."""
+    h, q, k = m.hidden, m.q_dim, m.kv_dim
+    attn = [h * q, h * k, h * k, q * h]
+    attn.append(m.attention_params() - sum(attn))                 # biases, q/k norms
+    dense = [h * m.intermediate] * 3
+    moe = [h * m.experts] + [h * m.moe_intermediate] * (3 * m.experts)
+    if m.shared_expert_intermediate:
+        moe += [h * m.shared_expert_intermediate] * 3 + [h]
+    out = [m.embedding_params()]
+    for layer in range(m.layers):
+        mlp = moe if layer >= m.layers - m.moe_layers else dense
+        out += attn + mlp + [h, h]
+    out.append(h)
+    if m.head_params():
+        out.append(m.head_params())
+    return [x for x in out if x]
+
+
 # ---------------------------------------------------------------------- the plan
 def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     """The :class:`MemoryPlan` of model ``m`` under settings ``s`` (module docstring)."""
@@ -315,6 +354,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     t_dev = n_dev if s.trainable is None else trainable / split
     master = s.master_weights and b < 4
     shard = max(1, s.optimizer_shard)
+    ms_sharded = s.backend == "mindspore" and shard > 1
     wkeys = ("train.fsdp=true" if s.backend == "torch" else
              "mindformers.tensor_parallel / pipeline_stages" if mf else
              "backend=mindformers (tensor / pipeline parallel)")
@@ -327,18 +367,22 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         parts.append(Part(f"weights ({'bf16/fp16' if b == 2 else 'float32'})", b * n_dev, HELD,
                           wkeys))
     if master and not mf:
-        parts.append(Part("master weights (float32)", 4 * t_dev / shard, HELD, wkeys))
+        parts.append(Part("master weights (float32)", 4 * t_dev / shard, HELD,
+                          wkeys if s.backend != "mindspore" or shard > 1 else
+                          "train.shard_optimizer=true (msrun ranks), or backend=mindformers"))
     moment_bytes = 8 if (master or mf) else 2 * b
     okeys = ("mindformers.optimizer_shard=true (over data parallel)" if mf else
              "train.fsdp=true" if s.backend == "torch" else
-             "optimizer-state sharding over data-parallel ranks, or backend=mindformers")
+             "more msrun ranks, or backend=mindformers" if shard > 1 else
+             "train.shard_optimizer=true (msrun ranks), or backend=mindformers")
     if s.trainable is not None:
         okeys = "model.lora.rank"
     parts.append(Part("optimizer state (AdamW moments)", moment_bytes * t_dev / shard, HELD,
                       okeys))
     if s.backend == "mindspore":
-        parts.append(Part("gradient accumulator (float32)", 4 * t_dev, HELD,
-                          "backend=mindformers (tensor / pipeline parallel)"))
+        parts.append(Part("gradient accumulator (float32)", 4 * t_dev / shard, HELD,
+                          "backend=mindformers (tensor / pipeline parallel)" if ms_sharded else
+                          "train.shard_optimizer=true (msrun ranks), or backend=mindformers"))
     if s.fsdp and not mf and s.world > 1:
         gathered = (m.embedding_params() + m.head_params()
                     + 2 * m.decoder_params() / m.layers) * b
@@ -353,9 +397,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                           "a smaller algorithm.distill.teacher"))
     if s.critic:
         cn = (N + m.hidden) / frozen_split
-        cbytes = cn * (b + (4 if master else 0) + moment_bytes)
-        parts.append(Part("critic (weights, masters, moments)", cbytes, HELD,
-                          "more devices (the critic is not sharded)"))
+        if ms_sharded:                       # the critic's optimizer is sharded as the policy's
+            cbytes = cn * (b + ((4 if master else 0) + moment_bytes) / shard)
+            ckeys = "more msrun ranks"
+        else:
+            cbytes = cn * (b + (4 if master else 0) + moment_bytes)
+            ckeys = ("train.shard_optimizer=true (msrun ranks)" if s.backend == "mindspore"
+                     else "more devices (the critic is not sharded)")
+        parts.append(Part("critic (weights, masters, moments)", cbytes, HELD, ckeys))
 
     # ---- rollout engine
     if s.engine == "vllm":
@@ -424,6 +473,11 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
         grads = 4 * n_dev
+    elif ms_sharded:
+        # each micro-batch's compute gradients, reduced bucket by bucket into the slice: one
+        # float32 bucket and its reduced copy on top (no full float32 copy)
+        gkeys = wkeys
+        grads = b * t_dev + 2 * min(SHARD_BUCKET_BYTES, 4 * t_dev)
     elif s.backend == "mindspore":
         gkeys = wkeys
         grads = (b + 4) * t_dev if b < 4 else 4 * t_dev    # compute grads + their flat copy
@@ -431,8 +485,9 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         gkeys = wkeys
         grads = (b + 4) * t_dev if master else b * t_dev
     # gradient accumulation: the earlier micro-batches' gradients exist during the next ones
-    accum = "fwd|bwd|" if s.accumulation else ""
-    parts.append(Part("gradients", grads, accum + "bwd-end|step", gkeys))
+    accum = "fwd|bwd|" if s.accumulation and not ms_sharded else ""
+    parts.append(Part("gradients", grads, accum + ("bwd-end" if ms_sharded else "bwd-end|step"),
+                      gkeys))
     length_key = "rollout.max_new_tokens" if s.job == "train" else "data.max_response_len"
     akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
              "model.gradient_checkpointing=true, train.micro_batch_size, "
@@ -463,6 +518,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     else:
         temp = t_dev * moment_bytes / 2 / shard              # foreach AdamW: one moment copy
     parts.append(Part("optimizer step temporaries", temp, "step", okeys))
+    if ms_sharded and trainable_head:
+        # the new weights gathered bucket by bucket: a bucket, the pieces of parameters that
+        # wait for a later bucket, the parameter written (shard_layout.gather_peak_values)
+        held = gather_peak_values(tensor_sizes(m), shard, SHARD_BUCKET_BYTES)
+        parts.append(Part("bucket gathers of the new weights", b * held, "step", okeys,
+                          f"buckets of {SHARD_BUCKET_BYTES / 4 / 2 ** 20:g} Mi float32 values"))
     runtime = RUNTIME_GB.get((s.backend, s.device), RUNTIME_GB.get(s.device, 0.0)) * GB
     if runtime:
         parts.append(Part("runtime (allocator, kernels, context)", runtime, HELD, "",
@@ -793,7 +854,16 @@ def plan_stages(stages, run: Optional[str] = None, recipe: Optional[str] = None
 
             data = measure_data(cfg, job)
         setup = setup_from_config(cfg, job, shape, teacher, data)
-        plans.append(plan_memory(shape, setup, st.label if st.name else "the run"))
+        plan = plan_memory(shape, setup, st.label if st.name else "the run")
+        if (setup.backend == "mindspore" and setup.world > 1 and setup.optimizer_shard == 1
+                and not plan.fits()):
+            import dataclasses
+
+            sharded = plan_memory(shape, dataclasses.replace(setup,
+                                                             optimizer_shard=setup.world))
+            if sharded.fits():
+                plan.sharded_peak = sharded.peak()
+        plans.append(plan)
     return plans
 
 

@@ -212,3 +212,112 @@ def test_launch_refuses_before_starting_workers(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert rc == 2 and len(err) == 1 and "memory plan" in err[0], err
     assert not (tmp_path / "run").exists()
+
+
+def test_shard_layout_places_every_value_and_bounds_the_gather_by_hand():
+    """11 values in parameters of 5, 2 and 4 over 2 ranks (slices of 6, the last padded), chunks
+    of 2: bucket 0 carries values 0, 1 | 6, 7; bucket 1 2, 3 | 8, 9; bucket 2 4, 5 | 10, pad.
+    Every parameter is complete after bucket 2: pieces of 4 values are cut from bucket 0, 8 after
+    bucket 1, all 11 at bucket 2, where the bucket (4) and the 5-value parameter concatenated
+    from its pieces exist too: at most 4 + 11 + 5 values."""
+    import numpy as np
+
+    from mindrl.memory.shard_layout import gather_peak_values, gather_schedule
+
+    offsets, s, chunks, done = gather_schedule([5, 2, 4], 2, 2 * 4 * 2)
+    assert (offsets, s, chunks) == ([0, 5, 7, 11], 6, [(0, 2), (2, 4), (4, 6)])
+    assert done == ((), (), ((0, ((0, 0, 2), (1, 0, 2), (2, 0, 1))),
+                             (1, ((2, 1, 2), (0, 2, 3))),
+                             (2, ((0, 3, 4), (1, 2, 4), (2, 2, 3)))))
+    assert gather_peak_values([5, 2, 4], 2, 16) == 4 + 11 + 5
+    # any layout: the gathered buckets put every value back in its parameter
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        sizes = rng.integers(1, 40, rng.integers(1, 8)).tolist()
+        world, c = int(rng.integers(2, 5)), int(rng.integers(1, 9))
+        offsets, s, chunks, done = gather_schedule(sizes, world, 4 * world * c)
+        flat = np.zeros(s * world)
+        flat[:offsets[-1]] = np.arange(offsets[-1])
+        got = [np.concatenate([flat[r * s + a:r * s + b] for r in range(world)])
+               for a, b in chunks]
+        seen = []
+        for params in done:
+            for i, ps in params:
+                seen.append(i)
+                np.testing.assert_array_equal(np.concatenate([got[k][u:w] for k, u, w in ps]),
+                                              np.arange(offsets[i], offsets[i + 1]))
+        assert sorted(seen) == list(range(len(sizes)))
+
+
+def test_mindspore_sharded_plan_counts_the_gradient_slice_and_bucket_gathers():
+    from mindrl.memory.plan import tensor_sizes
+    from mindrl.memory.shard_layout import BUCKET_BYTES, gather_peak_values
+
+    m = known_shape("Qwen2.5-7B")
+    N = m.params()
+    assert sum(tensor_sizes(m)) == N and len(tensor_sizes(m)) == 1 + 28 * 10 + 2
+    base = dict(backend="mindspore", device="ascend", dtype_bytes=2, master_weights=True,
+                world=8, engine="none", device_bytes=64 * GB, rows=1, prompt_len=16,
+                response_len=16, accumulation=True)
+    rep = {p.name: p for p in plan_memory(m, Setup(**base)).parts}
+    shd = {p.name: p for p in plan_memory(m, Setup(**base, optimizer_shard=8)).parts}
+    assert rep["gradient accumulator (float32)"].bytes == 4 * N
+    assert "train.shard_optimizer=true" in rep["gradient accumulator (float32)"].shrink
+    assert shd["gradient accumulator (float32)"].bytes == 4 * N / 8
+    # reduced per micro-batch: the bf16 gradients and two float32 buckets, at the backward's end
+    assert shd["gradients"].bytes == 2 * N + 2 * BUCKET_BYTES
+    assert shd["gradients"].phase == "bwd-end" and "fwd" in rep["gradients"].phase
+    gathers = shd["bucket gathers of the new weights"]
+    assert gathers.bytes == 2 * gather_peak_values(tensor_sizes(m), 8, BUCKET_BYTES)
+    # far less than the whole bf16 vector (15.2 GB), more than embedding + head (2.2 GB)
+    assert 2 * 2 * m.embedding_params() < gathers.bytes < 2 * N / 4
+    assert "bucket gathers of the new weights" not in rep
+    # the PPO critic: bf16 weights, masters and moments sliced as the policy's
+    crit = {p.name: p.bytes for p in plan_memory(m, Setup(**base, optimizer_shard=8,
+                                                          critic=True)).parts}
+    assert crit["critic (weights, masters, moments)"] == (N + 3584) * (2 + (4 + 8) / 8)
+
+
+QWEN7B_MS = ["backend=mindspore", "rollout.engine=native", "algorithm.kl.coef=0",
+             "train.micro_batch_size=1", "model.gradient_checkpointing=true"]
+
+
+def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(capsys):
+    from mindrl.errors import ConfigError
+    from mindrl.memory.shard_layout import BUCKET_BYTES
+
+    recipe = "grpo_gsm8k_qwen25_7b_ascend"
+    stages = load_stages(recipe, tuple(QWEN7B_MS))
+    (plan,) = plan_stages(stages)
+    assert plan.setup.world == 8 and plan.setup.device_bytes == 64 * GB and not plan.fits()
+    assert 45 * GB < plan.sharded_peak < 64 * GB
+    with pytest.raises(ConfigError) as err:
+        check_fits(stages)
+    line = str(err.value)
+    assert "\n" not in line and "set train.shard_optimizer=true" in line
+    assert f"it needs {plan.sharded_peak / GB:.1f} GB" in line
+
+    (sharded,) = plan_stages(load_stages(recipe, tuple(QWEN7B_MS + ["train.shard_optimizer=true"])))
+    assert sharded.fits() and check_fits(load_stages(
+        recipe, tuple(QWEN7B_MS + ["train.shard_optimizer=true"])))
+    # by hand: held = bf16 weights + (float32 masters, moments, gradient slice) / 8 + runtime;
+    # the peak is at the backward's end: bf16 gradients, two float32 buckets, the embedding's
+    # bf16 gradient temporary
+    N, V, h = plan.shape.params(), plan.shape.vocab, plan.shape.hidden
+    held = 2 * N + (4 + 8 + 4) * N / 8 + 3 * GB
+    assert sharded.peak_phase() == "bwd-end"
+    assert sharded.peak() == pytest.approx(held + 2 * N + 2 * BUCKET_BYTES + V * h * 2)
+    assert sharded.peak() == pytest.approx(plan.sharded_peak)
+    capsys.readouterr()
+    assert main(["plan", recipe, *QWEN7B_MS, "train.shard_optimizer=true"]) == 0
+    out = capsys.readouterr().out
+    assert f"{sharded.peak() / GB:.2f}  (held + bwd-end) of 64 GB (ascend): fits" in out
+    rows = {line[:40].strip(): line[40:].split() for line in out.splitlines()}
+    assert rows["gradient accumulator (float32)"][:2] == ["3.81", "held"]
+    assert rows["bucket gathers of the new weights"][1] == "step"
+    # the backends page's table is these plans' numbers
+    page = (Path(__file__).resolve().parents[2] / "docs" / "backends.md").read_text()
+    gathers = rows["bucket gathers of the new weights"][0]
+    assert f"| bucket gathers of the new weights (step) | - | {gathers} |" in page
+    assert (f"| peak per device | {plan.peak() / GB:.2f} (does not fit) | "
+            f"{sharded.peak() / GB:.2f} (fits) |") in page

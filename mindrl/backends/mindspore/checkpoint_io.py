@@ -111,6 +111,8 @@ class CheckpointIOMixin:
         trainer calls it on every rank before rank 0 alone writes the checkpoint)."""
         if getattr(self.optimizer, "sharded", False):
             self._staged_shards = self.optimizer.gather_shards()
+        if getattr(self, "critic", None) is not None:
+            self.critic.stage_checkpoint()
 
     def load_state(self, directory: str) -> None:
         d = Path(directory)

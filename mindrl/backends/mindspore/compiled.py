@@ -167,6 +167,7 @@ class CompiledStepMixin:
         (grad_norm, updated)."""
         outputs = []
         fused = None
+        missing = self._micro_batches_missing(len(inputs))
         for i, (args, n_tok) in enumerate(inputs):
             last = i == len(inputs) - 1
             # ``shape``: one (rows, P, T) for every micro-batch, or a list of one each
@@ -175,6 +176,8 @@ class CompiledStepMixin:
             vec, keys, in_graph = self._run_step_fn(kind, flags, rows_shape, args,
                                                     hyper if last else None)
             outputs.append((vec, n_tok))
+        for _ in range(missing):
+            self.optimizer.reduce_nothing()
         self._loss_acc_clear_if_split()
         merger = MetricMerger()
         names = ["loss"] + list(keys)
@@ -184,6 +187,17 @@ class CompiledStepMixin:
                 fused = (float(arr[-2]), bool(arr[-1] > 0.5))
             merger.add(zip(names, arr.tolist()), n_tok)
         return (*merger.parts(), fused)
+
+    def _micro_batches_missing(self, count: int, optimizer=None) -> int:
+        """With a sharded optimizer (default: the policy's) every micro-batch step reduces its
+        gradient across the ranks, so every rank must run as many as the rank with the most:
+        how many this rank lacks (0 otherwise; a collective before the first micro-batch when
+        sharded)."""
+        optimizer = self.optimizer if optimizer is None else optimizer
+        if not getattr(optimizer, "sharded", False) or self.world == 1:
+            return 0
+        most = -self.all_reduce_sum(np.array([-float(count)]), op="min")[0]
+        return int(round(most)) - count
 
     def _loss_acc_clear_if_split(self) -> None:
         # The split step and the accumulate-only graphs leave the loss sum in ``_loss_acc``;

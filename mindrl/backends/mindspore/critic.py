@@ -2,8 +2,11 @@
 scalar value head, its own :class:`~mindrl.backends.mindspore.optim.AdamW`, and a compiled
 value step like the policy's (forward, ``algorithms.value_loss`` and backward in one
 ``mindspore.jit`` graph per bucket shape, gradients accumulated in the graph; all-reduced (SUM)
-across msrun ranks before clipping, as the policy's). Loss normalisers enter as a tensor (the
-reciprocal of the mode's divisor), so one graph serves every step. See
+across msrun ranks before clipping, as the policy's). With ``train.shard_optimizer`` its
+optimizer is a :class:`~mindrl.backends.mindspore.sharded_optim.ShardedAdamW` too (gradient,
+moments and masters sliced over the ranks; one optimizer file per slice in checkpoints). Loss
+normalisers enter as a tensor (the reciprocal of the mode's divisor), so one graph serves every
+step. See
 :mod:`mindrl.backends.critic_files` for the weights' origin and file."""
 
 from __future__ import annotations
@@ -67,9 +70,19 @@ class MindSporeCritic:
             recompute_layers(self.model)
         self.params = self.model.trainable_params()
         t, c = cfg.train, cfg.critic
-        reducer = ops.AllReduce(ops.ReduceOp.SUM) if be.world > 1 else None
-        self.optimizer = AdamW(self.params, betas=tuple(t.betas), eps=t.adam_eps,
-                               weight_decay=c.weight_decay, all_reduce=reducer)
+        if t.shard_optimizer and be.world > 1:
+            # gradient, moments and masters sliced over the ranks, as the policy's
+            from mindrl.backends.mindspore.sharded_optim import ShardedAdamW
+
+            self.optimizer = ShardedAdamW(self.params, rank=be.rank, world=be.world,
+                                          betas=tuple(t.betas), eps=t.adam_eps,
+                                          weight_decay=c.weight_decay,
+                                          reduce_scatter=ms.get_context("device_target") != "CPU")
+        else:
+            reducer = ops.AllReduce(ops.ReduceOp.SUM) if be.world > 1 else None
+            self.optimizer = AdamW(self.params, betas=tuple(t.betas), eps=t.adam_eps,
+                                   weight_decay=c.weight_decay, all_reduce=reducer)
+        self._staged_shards = None
         self.optimizer_steps = 0
         self.ops = get_ops("mindspore")
         model = self.model
@@ -142,12 +155,15 @@ class MindSporeCritic:
         _, P, T = be._shape([m.tokens for m in micro_batches], rows)
         inv_norm = Tensor(np.float32(1.0 / norm.divisor(self.cfg.critic.loss_agg_mode)))
         outputs = []
+        missing = be._micro_batches_missing(len(micro_batches), self.optimizer)
         for mb in micro_batches:
             tb = repad(mb.tokens, rows, P, T, be.pad_id)
             f = lambda a: Tensor(pad2(a, rows, T))  # noqa: E731
             vec = be._timed("critic_step", (rows, P, T), fn, *be._inputs(tb),
                             f(mb.old_values), f(mb.returns), inv_norm)
             outputs.append((vec, float(mb.tokens.response_mask.sum())))
+        for _ in range(missing):              # sharded: the others' reduces, with zeros
+            self.optimizer.reduce_nothing()
         merger = MetricMerger()
         for vec, n_tok in outputs:
             merger.add(zip(["loss"] + self.keys, vec.asnumpy().astype(np.float64).tolist()),
@@ -186,31 +202,65 @@ class MindSporeCritic:
     def arrays(self) -> Dict[str, np.ndarray]:
         return dict(W.named_arrays(self.model))
 
+    def stage_checkpoint(self) -> None:
+        """Sharded: every rank's optimizer slice to rank 0 (collective, as the policy's)."""
+        if getattr(self.optimizer, "sharded", False):
+            self._staged_shards = self.optimizer.gather_shards()
+
     def save_state(self, directory: str) -> None:
+        """Weights and AdamW state (rank 0; with a sharded optimizer one file per slice, all
+        written by rank 0 after :meth:`stage_checkpoint`, else each rank its own)."""
+        d = Path(directory) / CRITIC_DIR
+        shards = self.backend.world if getattr(self.optimizer, "sharded", False) else 0
+        if shards:
+            from mindrl.backends.mindspore.sharded_optim import save_shard
+
+            d.mkdir(parents=True, exist_ok=True)
+            staged, self._staged_shards = self._staged_shards, None
+            if staged is not None:
+                for r, arrays in enumerate(staged):
+                    save_shard(self.optimizer, str(d), r, arrays)
+            else:
+                save_shard(self.optimizer, str(d))
         if self.backend.rank != 0:
             return
-        d = Path(directory) / CRITIC_DIR
         d.mkdir(parents=True, exist_ok=True)
         write_critic(d / CRITIC_WEIGHTS, self.arrays())
-        W.write_safetensors(str(d / OPTIM_FILE), self.optimizer.state_arrays(), "float32",
-                            metadata={"format": "mindrl-mindspore"})
+        if not shards:
+            W.write_safetensors(str(d / OPTIM_FILE), self.optimizer.state_arrays(), "float32",
+                                metadata={"format": "mindrl-mindspore"})
         tmp = d / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps({"optimizer_steps": self.optimizer_steps,
-                                   "adam_step": self.optimizer.step}))
+                                   "adam_step": self.optimizer.step,
+                                   "optimizer_shards": shards}))
         os.replace(tmp, d / STATE_FILE)
 
     def load_state(self, directory: str) -> None:
         from mindrl.errors import UserError
 
         d = Path(directory) / CRITIC_DIR
-        for f in (CRITIC_WEIGHTS, OPTIM_FILE, STATE_FILE):
+        for f in (CRITIC_WEIGHTS, STATE_FILE):
             if not (d / f).is_file():
                 raise UserError(f"{d / f} is missing: the checkpoint has no critic state "
                                 "(was it written by a run without algorithm.adv_estimator=gae?)")
-        W.load_into(self.model, read_critic(str(d / CRITIC_WEIGHTS)).items())
         meta = json.loads((d / STATE_FILE).read_text())
-        self.optimizer.load_state_arrays(W.read_safetensors(str(d / OPTIM_FILE)),
-                                         meta["adam_step"])
+        shards = int(meta.get("optimizer_shards", 0))     # 0: one replicated file
+        if not shards and not (d / OPTIM_FILE).is_file():
+            raise UserError(f"{d / OPTIM_FILE} is missing: the checkpoint has no critic "
+                            "optimizer state")
+        W.load_into(self.model, read_critic(str(d / CRITIC_WEIGHTS)).items())
+        if getattr(self.optimizer, "sharded", False):
+            from mindrl.backends.mindspore.sharded_optim import load_sharded
+
+            load_sharded(self.optimizer, str(d), meta["adam_step"], shards, OPTIM_FILE)
+        elif shards:
+            from mindrl.backends.mindspore.sharded_optim import replicated_arrays
+
+            self.optimizer.load_state_arrays(
+                replicated_arrays(self.optimizer.params, str(d), shards), meta["adam_step"])
+        else:
+            self.optimizer.load_state_arrays(W.read_safetensors(str(d / OPTIM_FILE)),
+                                             meta["adam_step"])
         self.optimizer_steps = meta["optimizer_steps"]
 
 

@@ -105,6 +105,12 @@ class AdamW:
         self._reduce_and_norm = ms.jit(self._reduce_and_norm_impl)
         self._update = ms.jit(self._update_impl)
         self._zero = ms.jit(self._zero_impl)
+        accumulate = self.accumulate_in_graph
+
+        def add(grads):
+            accumulate(grads)
+            return ops.zeros((), ms.float32)
+        self._add = ms.jit(add)
 
     # --- pieces that compiled functions inline ----------------------------------------------
     # Built as closures over plain locals (Parameters, tuples, floats): MindSpore's parser
@@ -183,6 +189,11 @@ class AdamW:
         t = self.step + 1
         return Tensor(np.array([lr, clip, 1.0 - self.b1 ** t, np.sqrt(1.0 - self.b2 ** t)],
                                np.float32))
+
+    def add_gradients(self, grads) -> None:
+        """Add one micro-batch's per-parameter gradients (``params`` order) to the accumulator,
+        as a compiled micro-batch step does."""
+        self._add(tuple(grads))
 
     def grad_norm(self) -> float:
         """All-reduce (when data parallel) the accumulated gradients; their global L2 norm."""

@@ -5,21 +5,29 @@ The replicated :class:`~mindrl.backends.mindspore.optim.AdamW` keeps, on every r
 float32 moments (8 bytes per parameter) and, for low-precision parameters, float32 masters (4).
 Here the flat vector of ``n`` values is cut into ``world`` equal slices of ``s = ceil(n / world)``
 (the last one padded with zeros); rank ``r`` owns ``[r s, (r + 1) s)`` and holds the moments and
-masters of that slice only. One optimizer step:
+masters of that slice only, and the float32 gradient summed over the ranks for that slice
+(ZeRO stage 2). The slice is cut into chunks of at most ``BUCKET_BYTES / 4 / world`` values;
+chunk k of every rank's slice, in rank order, is bucket k (at most ``BUCKET_BYTES`` of float32).
 
-1. reduce the accumulated gradient and keep this rank's slice: ``ReduceScatter(SUM)`` on a
-   device; on CPU, where MindSpore has no ReduceScatter kernel, ``AllReduce(SUM)`` and slice;
+1. each micro-batch (inside its compiled step): per bucket, the rank's own gradient values of
+   the bucket's ``world`` chunks go into one float32 buffer, ``ReduceScatter(SUM)`` returns this
+   rank's chunk of the sum (on CPU, where MindSpore has no ReduceScatter kernel: ``AllReduce``
+   and slice), added into the rank's gradient slice. No rank holds a full float32 gradient
+   accumulator; the transient is one bucket. A rank with fewer micro-batches than the others
+   runs the same collectives on zeros (:meth:`ShardedAdamW.reduce_nothing`);
 2. global norm: ``AllReduce`` of the slices' squared sums, so clipping and the skip of a
    non-finite step see the whole gradient (a NaN anywhere makes every rank's norm NaN);
 3. :func:`~mindrl.backends.mindspore.optim.adamw_math` on the slice: the same element-wise
    arithmetic as the replicated step, so a slice updates exactly as it would inside the full
-   vector (only the norm's summation order differs);
-4. ``AllGather`` of the new slices, cast to the parameters' dtype first (bf16 on a device: half
-   the traffic), written into every rank's full parameters.
+   vector (the sums differ in order only: ranks' micro-batches are summed per micro-batch,
+   not per rank, and the norm's summation order);
+4. per bucket, ``AllGather`` of every rank's new chunk, cast to the parameters' dtype first
+   (bf16 on a device: half the traffic); a parameter is written into every rank's full
+   parameters as soon as its last piece has arrived (a large parameter, the embedding, waits
+   for its buckets' pieces; nothing holds the full gathered vector).
 
-Parameters stay replicated (every rank runs the whole forward and backward), and so does the
-float32 gradient accumulator the compiled micro-batch steps add into. Per parameter and rank
-that is 2 (bf16 weights) + 4 (accumulator) + 12 / world bytes, against 2 + 4 + 12.
+Parameters stay replicated (every rank runs the whole forward and backward). Per parameter and
+rank that is 2 (bf16 weights) + 16 / world bytes, against 2 + 4 + 12 replicated.
 
 Checkpoints: one file per rank's slice, ``ms_optimizer.shard{r}-of-{world}.safetensors``
 (flat ``exp_avg``, ``exp_avg_sq`` and, when masters are saved, ``master``; the slice's bounds in
@@ -35,7 +43,7 @@ import json
 import re
 import struct
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import mindspore as ms
@@ -44,18 +52,15 @@ from mindspore import Parameter, Tensor, ops
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.optim import adamw_math, adamw_scalars, flatten
 from mindrl.backends.mindspore.weights import write_param
+from mindrl.memory import shard_layout as L
+from mindrl.memory.shard_layout import bucket_chunks, shard_bounds  # noqa: F401 (re-exported)
+
+# float32 bytes of gradient one reduce moves; set before building a ShardedAdamW to change it
+BUCKET_BYTES = L.BUCKET_BYTES
 
 SHARD_FORMAT = "mindrl-mindspore-shard"
 _SHARD_RE = re.compile(r"ms_optimizer\.shard(\d+)-of-(\d+)\.safetensors$")
 TAGS = ("exp_avg", "exp_avg_sq", "master")
-
-
-def shard_bounds(n: int, world: int, rank: int):
-    """(slice length s, lo, hi) of ``rank``'s slice of an n-vector cut ``world`` ways; the
-    slice covers ``[lo, hi)`` of the real values and ``s - (hi - lo)`` padding."""
-    s = max(1, -(-n // world))
-    lo = min(rank * s, n)
-    return s, lo, min(lo + s, n)
 
 
 def shard_file(rank: int, world: int) -> str:
@@ -63,21 +68,25 @@ def shard_file(rank: int, world: int) -> str:
 
 
 class ShardedAdamW:
-    """AdamW over ``params`` whose moments and masters hold this rank's slice only.
+    """AdamW over ``params`` whose gradient accumulator, moments and masters hold this rank's
+    slice only.
 
-    The host API is the replicated optimizer's data-parallel path: ``grad_flat`` /
-    ``accumulate_in_graph`` / ``flatten`` (the full-size accumulator the compiled steps add
-    into), ``grad_norm()`` (reduce + global norm), ``apply(lr, clip, grad_norm)``,
-    ``zero_grad()``, ``grad_arrays()`` and ``step``. There is no in-graph update
-    (``update_in_graph`` is None): a sharded step always needs collectives between the reduce
-    and the update. ``reduce_scatter``: use ``ReduceScatter`` (Ascend / GPU) instead of
-    ``AllReduce`` + slice (CPU)."""
+    The host API is the replicated optimizer's data-parallel path: ``accumulate_in_graph`` /
+    ``flatten`` (called by the compiled micro-batch steps), ``grad_norm()`` (the global norm),
+    ``apply(lr, clip, grad_norm)``, ``zero_grad()`` and ``step``; ``reduce_nothing()`` stands
+    in for a micro-batch a rank does not have (its collectives with a zero gradient). There is
+    no in-graph update (``update_in_graph`` is None) and no full accumulator (``grad_flat`` is
+    None). ``reduce_scatter``: use ``ReduceScatter`` (Ascend / GPU) instead of ``AllReduce`` +
+    slice (CPU). ``bucket_bytes``: float32 bytes one reduce moves (``world`` chunks of
+    ``bucket_bytes / 4 / world`` values); a gather moves as many values in the weights' dtype."""
 
     sharded = True
+    grad_flat = None
+    update_in_graph = None
 
     def __init__(self, params: List[Parameter], *, rank: int, world: int, betas=(0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, reduce_scatter: bool = False,
-                 save_masters: bool = False):
+                 save_masters: bool = False, bucket_bytes: Optional[int] = None):
         self.params = list(params)
         self.rank, self.world = int(rank), int(world)
         self.b1, self.b2 = float(betas[0]), float(betas[1])
@@ -87,10 +96,13 @@ class ShardedAdamW:
         self.offsets = [0] + np.cumsum(self.sizes).tolist()
         self.n = n = int(self.offsets[-1])
         self.shard, self.lo, self.hi = shard_bounds(n, self.world, self.rank)
+        self.bucket_bytes = int(BUCKET_BYTES if bucket_bytes is None else bucket_bytes)
+        self.chunks = L.bucket_chunks(self.shard, self.world, self.bucket_bytes)
         flat = lambda tag, size: Parameter(Tensor(np.zeros(size, np.float32)),  # noqa: E731
                                            name=f"adamw.{tag}", requires_grad=False)
-        self.grad_flat = flat("grad_accum", n)            # this rank's gradients, full length
-        self.grad_shard = flat("grad_shard", self.shard)  # the summed gradient, this slice
+        # the summed gradient of this rank's slice, one Parameter per bucket chunk
+        self.grad_chunks = [flat(f"grad_shard.{k}", b - a) for k, (a, b) in
+                            enumerate(self.chunks)]
         self.m_flat = flat("exp_avg", self.shard)
         self.v_flat = flat("exp_avg_sq", self.shard)
         self.master = None
@@ -105,10 +117,12 @@ class ShardedAdamW:
         self._all_gather = ops.AllGather()
         self._reduce_scatter = ops.ReduceScatter(ops.ReduceOp.SUM) if reduce_scatter else None
         self._build_graph_pieces()
-        self._reduce_and_norm = ms.jit(self._reduce_and_norm_fn)
+        self._norm = ms.jit(self._norm_fn)
         self._update = ms.jit(self._update_fn)
         self._publish = ms.jit(self._publish_fn)
         self._zero = ms.jit(self._zero_fn)
+        self._nothing = ms.jit(self._nothing_fn)
+        self._add = ms.jit(self._add_fn)
 
     def _slice_of_params(self) -> np.ndarray:
         """This rank's slice of the parameters as float32 (padded), one parameter at a time
@@ -121,59 +135,136 @@ class ShardedAdamW:
                 out[x - self.lo:y - self.lo] = flat[x - a:y - a]
         return out
 
+    def _pieces(self, lo: int, hi: int):
+        """Values ``[lo, hi)`` of the padded flat vector as static pieces (shard_layout)."""
+        return L.pieces(self.offsets, lo, hi)
+
     # --- compiled pieces (closures over plain locals, as in optim.py) --------------------------
     def _build_graph_pieces(self):
-        params, shapes, sizes = tuple(self.params), tuple(self.shapes), tuple(self.sizes)
-        grad_flat, grad_shard = self.grad_flat, self.grad_shard
+        params, shapes = tuple(self.params), tuple(self.shapes)
+        grad_chunks = tuple(self.grad_chunks)
         m_flat, v_flat, master = self.m_flat, self.v_flat, self.master
         b1, b2, eps, wd = self.b1, self.b2, self.eps, self.wd
-        n, s, world = self.n, self.shard, self.world
-        start = self.rank * s                       # in padded coordinates
-        pad = s * world - n
+        s, world, rank = self.shard, self.world, self.rank
+        chunks = tuple(self.chunks)
         all_reduce, all_gather, reduce_scatter = (self._all_reduce, self._all_gather,
                                                   self._reduce_scatter)
         gather_dtype = self.gather_dtype
-        many = len(sizes) > 1
+        # bucket k: chunk k of every rank's slice, in rank order (what one reduce moves)
+        buckets = tuple(tuple(self._pieces(r * s + a, r * s + b) for r in range(world))
+                        for a, b in chunks)
+        mine_pieces = self._pieces(rank * s, rank * s + s)
+        # the gather: which (bucket, rank) pieces make each parameter, and after which bucket
+        # it is complete (then written, and its pieces freed)
+        complete_after = L.gather_schedule(self.sizes, world, self.bucket_bytes)[3]
+        # cuts[k]: the (start, end) pieces cut from bucket k, numbered in cut order;
+        # written[k]: (parameter, the numbers of its pieces) written after bucket k;
+        # after_cuts[k]: the pieces of bucket k - 1 that bucket k's gather waits for
+        arrivals = [[] for _ in chunks]
+        for done in complete_after:
+            for i, ps in done:
+                for k, u, w in ps:
+                    arrivals[k].append((i, u, w))
+        number, cuts, after_cuts = {}, [], []
+        for k, arr in enumerate(arrivals):
+            after_cuts.append(tuple(range(len(number) - len(arrivals[k - 1]), len(number)))
+                              if k else ())
+            cuts.append(tuple((u, w) for _, u, w in arr))
+            for i, u, w in arr:
+                number[(i, k, u)] = len(number)
+        written = tuple(tuple((i, tuple(number[(i, k, u)] for k, u, _ in ps)) for i, ps in done)
+                        for done in complete_after)
+        cuts, after_cuts = tuple(cuts), tuple(after_cuts)
 
-        def padded(x):
-            """(n,) -> (s * world,) with zeros after the real values."""
-            if pad:
-                return ops.concat((x, ops.zeros((pad,), x.dtype)), 0)
-            return x
+        def gather_pieces(tensors, pieces):
+            """The float32 values ``pieces`` name, from per-parameter ``tensors``."""
+            parts = ()
+            for i, x, y in pieces:
+                if i < 0:
+                    parts = parts + (ops.zeros((y,), ms.float32),)
+                else:
+                    parts = parts + (tensors[i].reshape(-1)[x:y].astype(ms.float32),)
+            return ops.concat(parts, 0) if len(parts) > 1 else parts[0]
+
+        def reduce_into_slice(grads):
+            """Each bucket of one micro-batch's gradients (``grads``; None: zeros) summed over
+            the ranks, this rank's chunk added into its slice (ReduceScatter; AllReduce +
+            slice on CPU). Returns the last bucket's sum."""
+            k = 0
+            prev = None
+            for a, b in chunks:
+                if grads is None:
+                    buf = ops.zeros(((b - a) * world,), ms.float32)
+                else:
+                    buf = ops.concat(tuple(gather_pieces(grads, buckets[k][r])
+                                           for r in range(world)), 0)
+                if prev is not None:            # every rank issues the buckets in one order
+                    buf = ops.depend(buf, prev)
+                if reduce_scatter is not None:
+                    prev = reduce_scatter(buf)
+                    mine = prev
+                else:
+                    prev = all_reduce(buf)
+                    mine = prev[rank * (b - a):(rank + 1) * (b - a)]
+                ops.assign_add(grad_chunks[k], mine)
+                k = k + 1
+            return prev
 
         def accumulate(grads):
-            ops.assign_add(grad_flat, flatten(grads))
-            return grad_flat
+            """This micro-batch's gradients, summed over the ranks, into this rank's slice."""
+            return reduce_into_slice(grads)
 
-        def reduce_and_norm():
-            g = padded(grad_flat.value())
-            if reduce_scatter is not None:
-                mine = reduce_scatter(g)                             # (s,)
-            else:
-                mine = all_reduce(g)[start:start + s]
-            ops.assign(grad_shard, mine)
-            ops.assign(grad_flat, ops.zeros_like(grad_flat))
-            sq = all_reduce((mine * mine).sum().reshape((1,)))       # global squared norm
-            return ops.sqrt(sq)
+        def nothing():
+            """The reduces of a micro-batch with a zero gradient, for a rank with fewer
+            micro-batches than the others: it still receives the others' sums."""
+            return reduce_into_slice(None).sum()
+
+        def grad_slice():
+            if len(grad_chunks) == 1:
+                return grad_chunks[0].value()
+            return ops.concat(tuple(g.value() for g in grad_chunks), 0)
+
+        def norm():
+            g = grad_slice()
+            return ops.sqrt(all_reduce((g * g).sum().reshape((1,))))   # global norm
 
         def publish(p_slice):
-            """Every rank's new float32 slice -> the full parameters of every rank."""
-            full = all_gather(p_slice.astype(gather_dtype))[:n]
-            pieces = ops.split(full, list(sizes), 0) if many else (full,)
-            i = 0
-            for p in params:
-                ops.assign(p, pieces[i].reshape(shapes[i]).astype(p.dtype))
-                i = i + 1
+            """Every rank's new float32 slice -> the full parameters of every rank, one bucket
+            at a time: each gathered bucket is cut into its parameters' pieces at once (so it
+            can be freed), and a parameter is written once its last piece has arrived."""
+            cut = ()
+            got = p_slice
+            k = 0
+            for a, b in chunks:
+                piece = p_slice[a:b].astype(gather_dtype)
+                piece = ops.depend(piece, got)  # every rank issues the buckets in one order,
+                for j in after_cuts[k]:         # each after the last one was cut
+                    piece = ops.depend(piece, cut[j])
+                got = all_gather(piece)
+                for u, w in cuts[k]:
+                    cut = cut + (got[u:w],)
+                for i, idx in written[k]:
+                    parts = ()
+                    for j in idx:
+                        parts = parts + (cut[j],)
+                    full = ops.concat(parts, 0) if len(parts) > 1 else parts[0]
+                    ops.assign(params[i], full.reshape(shapes[i]).astype(params[i].dtype))
+                k = k + 1
             return p_slice
 
         def my_weights():
             """This rank's slice of the float32 weights: the masters, or the parameters."""
             if master is not None:
                 return master.value()
-            return padded(flatten([p.value() for p in params]))[start:start + s]
+            return gather_pieces(tuple(p.value() for p in params), mine_pieces)
+
+        def zero():
+            for g in grad_chunks:
+                ops.assign(g, ops.zeros_like(g))
+            return ops.zeros((), ms.float32)
 
         def update(lr, coef, bc1, bc2_sqrt):
-            p_new, m_new, v_new = adamw_math(grad_shard.value(), m_flat.value(), v_flat.value(),
+            p_new, m_new, v_new = adamw_math(grad_slice(), m_flat.value(), v_flat.value(),
                                              my_weights(), lr, coef, bc1, bc2_sqrt,
                                              b1, b2, eps, wd)
             ops.assign(m_flat, m_new)
@@ -181,40 +272,54 @@ class ShardedAdamW:
             if master is not None:
                 ops.assign(master, p_new)
             publish(p_new)
+            zero()
             return lr
 
-        def zero():
-            ops.assign(grad_flat, ops.zeros_like(grad_flat))
+        def add(grads):
+            accumulate(grads)
             return ops.zeros((), ms.float32)
 
-        self.flatten, self.accumulate_in_graph, self.update_in_graph = flatten, accumulate, None
-        self._reduce_and_norm_fn, self._update_fn = reduce_and_norm, update
+        self.flatten, self.accumulate_in_graph = flatten, accumulate
+        self._norm_fn, self._update_fn, self._nothing_fn = norm, update, nothing
         self._publish_fn, self._zero_fn, self._my_weights = publish, zero, my_weights
+        self._add_fn = add
 
     # --- host API (the replicated optimizer's data-parallel path) ------------------------------
+    def add_gradients(self, grads: Sequence[Tensor]) -> None:
+        """Add one micro-batch's per-parameter gradients (``params`` order) as a compiled step
+        does (collective: all ranks call it)."""
+        self._add(tuple(grads))
+
+    def reduce_nothing(self) -> None:
+        """The collectives of one micro-batch with a zero gradient (collective)."""
+        self._nothing()
+
     def grad_norm(self) -> float:
-        """Reduce the accumulated gradients (this rank keeps its slice; the accumulator is
-        zeroed) and return the global L2 norm."""
-        return float(self._reduce_and_norm().asnumpy()[0])
+        """The global L2 norm of the summed gradient (the slices' squares all-reduced)."""
+        return float(self._norm().asnumpy()[0])
 
     def apply(self, lr: float, clip: float, grad_norm: float) -> None:
-        """One AdamW update of this rank's slice from the reduced gradient, then every rank's
-        new weights gathered into the parameters (collective: all ranks call it)."""
+        """One AdamW update of this rank's slice from the summed gradient, then every rank's
+        new weights gathered into the parameters, bucket by bucket (collective: all ranks
+        call it). The gradient slice is zeroed."""
         self._update(*adamw_scalars(self.step + 1, self.b1, self.b2, lr, clip, grad_norm))
         self.step += 1
 
     def zero_grad(self) -> None:
         self._zero()
 
+    def grad_slice(self) -> np.ndarray:
+        """The summed gradient of this rank's slice (padded), float32."""
+        return np.concatenate([g.asnumpy() for g in self.grad_chunks])
+
     def grad_arrays(self) -> List[np.ndarray]:
-        """This rank's accumulated (not yet reduced) gradient per parameter, float32 copies."""
-        flat = self.grad_flat.asnumpy()
-        return [flat[a:b].reshape(s).copy() for a, b, s in
-                zip(self.offsets[:-1], self.offsets[1:], self.shapes)]
+        raise RuntimeError("train.shard_optimizer: each micro-batch's gradient is reduced into "
+                           "the ranks' slices, no rank holds its own full gradient; "
+                           "gradients() needs train.shard_optimizer=false")
 
     def state_nbytes(self) -> Dict[str, int]:
         """Bytes of the optimizer arrays this rank holds, by name."""
-        out = {"grad_accum": self.grad_flat.nbytes, "grad_shard": self.grad_shard.nbytes,
+        out = {"grad_accum": sum(g.nbytes for g in self.grad_chunks),
                "exp_avg": self.m_flat.nbytes, "exp_avg_sq": self.v_flat.nbytes}
         if self.master is not None:
             out["master"] = self.master.nbytes
@@ -362,13 +467,14 @@ def read_flat(directory: str, world: int, tag: str, lo: int, hi: int, n: int
     return out
 
 
-def load_sharded(opt: ShardedAdamW, directory: str, step: int, shards: int) -> None:
+def load_sharded(opt: ShardedAdamW, directory: str, step: int, shards: int,
+                 replicated_file: str = REPLICATED_FILE) -> None:
     """This rank's slices from a checkpoint written by ``shards`` ranks (0: one replicated
-    file, whose per-parameter arrays are concatenated and sliced)."""
+    file, ``replicated_file``, whose per-parameter arrays are concatenated and sliced)."""
     if shards:
         slices = {t: read_flat(directory, shards, t, opt.lo, opt.hi, opt.n) for t in TAGS}
     else:
-        arrays = W.read_safetensors(str(Path(directory) / REPLICATED_FILE))
+        arrays = W.read_safetensors(str(Path(directory) / replicated_file))
         slices = {}
         for t in TAGS:
             keys = [f"{t}.{p.name}" for p in opt.params]

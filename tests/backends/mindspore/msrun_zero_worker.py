@@ -6,7 +6,10 @@
 - ``bf16``: ``model.dtype=bfloat16`` (float32 compute on CPU, float32 weights saved with the
   optimizer state), sharded, checkpointed after step 3;
 - ``fp16``: the optimizer alone on float16 parameters (float32 masters), sharded and
-  replicated, 5 steps on gradients given per rank.
+  replicated, 5 steps on 2 micro-batch gradients given per rank.
+
+The sharded runs use small gradient buckets (several per step), and the ranks run unequal
+numbers of micro-batches (2 and 3).
 
 Every rank writes OUT/rank{r}.npz: per-step metrics, final weights, the bytes of its optimizer
 arrays."""
@@ -35,12 +38,25 @@ def batches():
     return out
 
 
+# float32 bytes of one gradient bucket in the sharded runs: 7 buckets on the tiny model, so
+# parameters straddle chunks and the tied embedding spans several buckets
+BUCKET_BYTES = 56_000
+FP16_BUCKET_BYTES = 2 * 4 * 300          # float16 parameters: chunks of 300, the last shorter
+
+
+def micro_batches(half, rank):
+    """Gradient accumulation with unequal counts: rank 0 cuts its 4 rows into 2 micro-batches,
+    rank 1 into 3 (2 + 1 + 1 rows)."""
+    return split(half, 2) if rank == 0 else split(half, 2)[:1] + split(split(half, 2)[1], 1)
+
+
 def run(be, data, steps, save_dir=None, save_at=None, res=None, tag=""):
-    """Train steps on this rank's half of each batch; (loss, grad_norm) per step. With
-    ``save_dir``: a checkpoint after step ``save_at``, its weights into ``res``."""
+    """Train steps on this rank's half of each batch, in several micro-batches; (loss,
+    grad_norm) per step. With ``save_dir``: a checkpoint after step ``save_at``, its weights
+    into ``res``."""
     metrics = []
     for i, (b, norm) in enumerate(data[:steps], start=1):
-        m = be.train_step([split(b, 4)[be.rank]], norm)
+        m = be.train_step(micro_batches(split(b, 4)[be.rank], be.rank), norm)
         metrics.append([m["loss"], m["grad_norm"]])
         if save_dir is not None and i == save_at:
             be.save_pretrained(save_dir)
@@ -76,13 +92,27 @@ def fp16_exact():
 
 
 def fp16_grads(n, rank):
-    """5 global gradients, and this rank's share of each (the shares sum to the global one)."""
+    """5 steps of this rank's 2 micro-batch gradients (flat, float32); the 4 of a step (2 ranks
+    x 2 micro-batches) sum to a standard normal global gradient."""
     rng = np.random.default_rng(1)
     out = []
     for _ in range(STEPS):
         g = rng.normal(0, 1, n).astype(np.float32)
-        mine = rng.normal(0, 1, n).astype(np.float32)
-        out.append(mine if rank == 0 else g - mine)
+        parts = [rng.normal(0, 1, n).astype(np.float32) for _ in range(3)]
+        parts.append(g - parts[0] - parts[1] - parts[2])
+        out.append(parts[2 * rank:2 * rank + 2])
+    return out
+
+
+def per_param(flat, params):
+    """A flat float32 vector -> one tensor per parameter (their shapes)."""
+    import mindspore as ms
+
+    out, at = [], 0
+    for p in params:
+        k = int(np.prod(p.shape))
+        out.append(ms.Tensor(flat[at:at + k].reshape(p.shape)))
+        at += k
     return out
 
 
@@ -93,8 +123,10 @@ def main(model_dir: str, out: str) -> None:
     from mindrl.backends.mindspore import MindSporeBackend
     from mindrl.backends.mindspore.optim import AdamW
     from mindrl.backends.mindspore.sharded_optim import ShardedAdamW
-    from mindrl.backends.mindspore.weights import write_param
 
+    from mindrl.backends.mindspore import sharded_optim
+
+    sharded_optim.BUCKET_BYTES = BUCKET_BYTES
     data = batches()
     res = {}
     be = MindSporeBackend(ms_config(*SETTINGS), model_path=model_dir)
@@ -105,7 +137,7 @@ def main(model_dir: str, out: str) -> None:
 
     sharded = ms_config(*SETTINGS, "train.shard_optimizer=true")
     be = MindSporeBackend(sharded, model_path=model_dir)
-    assert type(be.optimizer).__name__ == "ShardedAdamW"
+    assert type(be.optimizer).__name__ == "ShardedAdamW" and len(be.optimizer.chunks) > 4
     res["sharded_metrics"] = run(be, data, STEPS, os.path.join(out, "ckpt"), SAVE_AT, res,
                                  "sharded")
     res.update({f"sharded/{k}": v for k, v in weights(be).items()})
@@ -124,15 +156,18 @@ def main(model_dir: str, out: str) -> None:
 
     # the optimizer alone on float16 storage: sharded vs replicated (all-reduce) on 2 ranks
     for name, make in (("fp16_sharded", lambda p: ShardedAdamW(
-                            p, rank=be.rank, world=2, betas=(0.9, 0.999), weight_decay=0.01)),
+                            p, rank=be.rank, world=2, betas=(0.9, 0.999), weight_decay=0.01,
+                            bucket_bytes=FP16_BUCKET_BYTES)),
                        ("fp16_replicated", lambda p: AdamW(
                             p, betas=(0.9, 0.999), weight_decay=0.01,
                             all_reduce=ops.AllReduce(ops.ReduceOp.SUM)))):
         params = fp16_params()
         opt = make(params)
         norms = []
-        for g in fp16_grads(opt.grad_flat.shape[0], be.rank):
-            write_param(opt.grad_flat, g)
+        n = sum(int(np.prod(p.shape)) for p in params)
+        for micro in fp16_grads(n, be.rank):
+            for g in micro:                             # gradient accumulation
+                opt.add_gradients(per_param(g, params))
             norms.append(opt.grad_norm())
             opt.apply(1e-6, 1.0, norms[-1])
         res[f"{name}_norms"] = np.array(norms)

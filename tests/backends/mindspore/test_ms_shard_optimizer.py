@@ -1,12 +1,15 @@
-"""AdamW state sharded over data-parallel ranks (``train.shard_optimizer``).
+"""AdamW state and gradient sharded over data-parallel ranks (``train.shard_optimizer``).
 
-Under msrun with 2 CPU workers (msrun_zero_worker.py): 5 RL steps with a sharded optimizer equal
-the replicated 2-process run and the 1-process run, in float32 and with ``model.dtype=bfloat16``
-(float32 weights saved with the optimizer state); a checkpoint of the sharded run resumes on 2
-ranks bit for bit and on 1 rank (re-sliced) to the same weights; the optimizer alone on float16
-parameters keeps float32 master slices equal to a NumPy AdamW; each rank holds half of the
-replicated run's moments and masters. Without msrun: the shard files re-slice to any number of
-ranks, reading only the bytes a rank owns."""
+Under msrun with 2 CPU workers (msrun_zero_worker.py): 5 RL steps with a sharded optimizer (each
+micro-batch's gradient reduced into the ranks' slices in several buckets; 2 and 3 micro-batches
+on the two ranks) equal the replicated 2-process run and the 1-process run, in float32 and with
+``model.dtype=bfloat16`` (float32 weights saved with the optimizer state); a checkpoint of the
+sharded run resumes on 2 ranks bit for bit and on 1 rank (re-sliced) to the same weights; the
+optimizer alone on float16 parameters, with 2 micro-batches per rank and step, keeps float32
+master slices equal to a NumPy AdamW; each rank holds half of the replicated run's gradient
+accumulator, moments and masters. The PPO critic (msrun_critic_zero_worker.py) sharded equals
+the replicated critic and resumes from its slices. Without msrun: the shard files re-slice to
+any number of ranks, reading only the bytes a rank owns."""
 
 import json
 import os
@@ -201,7 +204,8 @@ def test_float16_storage_keeps_float32_master_slices_equal_to_numpy_adamw(zero_r
     w0 = np.concatenate([p.asnumpy().astype(np.float32).reshape(-1) for p in params])
     n = w0.size
     assert n % 2 == 1                                     # the last slice carries padding
-    grads = [a + b for a, b in zip(fp16_grads(n, 0), fp16_grads(n, 1))]
+    grads = [sum(g.astype(np.float64) for g in a + b)         # 2 ranks x 2 micro-batches
+             for a, b in zip(fp16_grads(n, 0), fp16_grads(n, 1))]
     ref = _numpy_adamw(w0, grads, 1e-6)
     s = (n + 1) // 2
     masters = np.concatenate([r0["fp16_sharded_master_slice"], r1["fp16_sharded_master_slice"]])
@@ -228,24 +232,79 @@ def test_float16_storage_keeps_float32_master_slices_equal_to_numpy_adamw(zero_r
 
 
 @pytest.mark.slow
-def test_each_rank_holds_half_of_the_optimizer_state(zero_run):
-    """Bytes of the arrays each rank's optimizer holds: moments (and masters) are 1/2 of the
-    replicated run's; the float32 gradient accumulator stays full on every rank."""
+def test_each_rank_holds_half_of_the_gradient_accumulator_and_optimizer_state(zero_run):
+    """Bytes of the arrays each rank's optimizer holds: the float32 gradient accumulator, the
+    moments (and masters) are 1/2 of the replicated run's, each on its own."""
     _, _, ranks = zero_run
     for tag in ("", "fp16_"):
         rep = {k.split("/")[1]: int(v) for k, v in ranks[0].items()
                if k.startswith(f"{tag}replicated_bytes/")}
-        state = [k for k in ("exp_avg", "exp_avg_sq", "master") if k in rep]
-        assert state == (["exp_avg", "exp_avg_sq"] + (["master"] if tag else []))
-        total = sum(rep[k] for k in state)
+        state = [k for k in ("grad_accum", "exp_avg", "exp_avg_sq", "master") if k in rep]
+        assert state == (["grad_accum", "exp_avg", "exp_avg_sq"] + (["master"] if tag else []))
         for r in ranks:
             sh = {k.split("/")[1]: int(v) for k, v in r.items()
                   if k.startswith(f"{tag}sharded_bytes/")}
-            mine = sum(sh[k] for k in state)
-            assert 0.5 <= mine / total <= 0.5 + 4 * len(state) / total, (tag, mine, total)
-            assert sh["grad_accum"] == rep["grad_accum"]
-            print(f"{tag or 'model '}optimizer state: replicated {total} B, sharded rank "
-                  f"{mine} B ({mine / total:.4f})")
+            assert sorted(sh) == sorted(state)
+            for k in state:                   # 1/2, plus the last slice's padding (4 B)
+                assert 0.5 <= sh[k] / rep[k] <= 0.5 + 4 / rep[k], (tag, k, sh[k], rep[k])
+            mine, total = sum(sh.values()), sum(rep[k] for k in state)
+            print(f"{tag or 'model '}gradient accumulator + optimizer state: replicated "
+                  f"{total} B, sharded rank {mine} B ({mine / total:.4f})")
+
+
+@pytest.fixture(scope="module")
+def critic_run(hf_tied, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("critic_zero")
+    directory, _ = hf_tied
+    _msrun("msrun_critic_zero_worker.py", [directory, str(tmp)], tmp)
+    return directory, tmp, [dict(np.load(tmp / f"critic_rank{r}.npz")) for r in (0, 1)]
+
+
+@pytest.mark.slow
+def test_critic_sharded_equals_replicated_and_resumes_on_one_and_two_ranks(critic_run):
+    """The PPO critic with train.shard_optimizer: 4 value steps (2 and 3 micro-batches on the
+    two ranks, several gradient buckets) equal the replicated critic; its checkpoint (one
+    optimizer file per slice, written by rank 0) resumes on 2 ranks bit for bit and, read by a
+    1-process replicated critic, gives steps 3-4 the same metrics and weights."""
+    from safetensors.numpy import load_file
+
+    from mindrl.backends.mindspore import MindSporeBackend
+    from msrun_critic_zero_worker import SAVE_AT, SETTINGS as CSET, value_batches
+
+    directory, tmp, (r0, r1) = critic_run
+    sharded, replicated = _weights(r0, "sharded"), _weights(r0, "replicated")
+    for k, w in sharded.items():
+        np.testing.assert_array_equal(w, r1[f"sharded/{k}"], err_msg=k)
+        np.testing.assert_allclose(w, replicated[k], atol=1e-5, err_msg=k)
+    np.testing.assert_allclose(r0["sharded_metrics"], r0["replicated_metrics"], rtol=1e-5)
+    assert r0["sharded_metrics"][:, 1].max() > 0.5                 # the clip (0.5) was active
+    for k, w in _weights(r0, "resumed").items():
+        np.testing.assert_array_equal(w, sharded[k], err_msg=k)
+    np.testing.assert_array_equal(r0["resumed_metrics"], r0["sharded_metrics"][SAVE_AT:])
+    # per rank: half of the replicated critic's gradient accumulator and moments
+    rep = {k.split("/")[1]: int(v) for k, v in r0.items() if k.startswith("replicated_bytes/")}
+    for r in (r0, r1):
+        sh = {k.split("/")[1]: int(v) for k, v in r.items() if k.startswith("sharded_bytes/")}
+        for k in ("grad_accum", "exp_avg", "exp_avg_sq"):
+            assert 0.5 <= sh[k] / rep[k] <= 0.5 + 4 / rep[k], (k, sh[k], rep[k])
+
+    ckpt = tmp / "critic_ckpt" / "critic"
+    files = sorted(ckpt.glob("ms_optimizer.shard*-of-00002.safetensors"))
+    assert len(files) == 2 and not (ckpt / "critic_optimizer.safetensors").exists()
+    parts = [load_file(str(f)) for f in files]
+    be = MindSporeBackend(ms_config(*CSET), model_path=directory)   # 1 process, replicated
+    be.critic.load_state(str(tmp / "critic_ckpt"))
+    state = be.critic.optimizer.state_arrays()
+    flat = np.concatenate([state[f"exp_avg.{p.name}"].reshape(-1) for p in be.critic.params])
+    np.testing.assert_array_equal(flat, np.concatenate([p["exp_avg"] for p in parts]))
+    metrics = [[m["loss"], m["grad_norm"]] for m in
+               (be.critic.step([vb.rows(slice(0, 4)), vb.rows(slice(4, 8))], norm)
+                for vb, norm in value_batches()[SAVE_AT:])]
+    np.testing.assert_allclose(metrics, r0["sharded_metrics"][SAVE_AT:], rtol=1e-5)
+    for p in be.critic.params:
+        np.testing.assert_allclose(p.asnumpy(), sharded[p.name], atol=1e-5, err_msg=p.name)
+    moved = max(np.abs(w - replicated[k]).max() for k, w in sharded.items())
+    assert moved < 1e-5 < max(np.abs(sharded[k]).max() for k in sharded)
 
 
 def test_shard_files_reslice_to_any_number_of_ranks(tmp_path):
