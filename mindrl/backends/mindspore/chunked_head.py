@@ -39,7 +39,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
-from mindrl.backends.chunking import chunk_tokens
+from mindrl.backends.chunking import MINDSPORE_LIVE_COPIES, chunk_tokens
 from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
 
 log = logging.getLogger("mindrl.backends.mindspore.backend")
@@ -194,7 +194,7 @@ class ChunkedHeadMixin:
                          "(%s)", why)
             return 0
         spec = (model or self.model).spec
-        chunk = chunk_tokens(setting, spec.vocab_size)
+        chunk = chunk_tokens(setting, spec.vocab_size, live_copies=MINDSPORE_LIVE_COPIES)
         return chunk if tokens > chunk else 0
 
     def _chunk_fns(self) -> Dict:
