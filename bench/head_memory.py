@@ -7,6 +7,9 @@ a fresh process (the peak, VmHWM, reset just before), the model built into ``--c
 ``--chunks``: values of ``train.logprob_chunk_tokens`` (-1 automatic, 0 full logits). The
 script also checks the chunked head against full logits on a 64-token row (log-probs and the
 head's gradient). tests/backends/torch/test_chunked_head.py runs the 8,192-token row.
+``--backend mindspore``: the RL gradient of the compiled MindSpore step instead (decoder, head,
+loss, backward), checked against full logits on a 64-token row in chunks of 16;
+tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row.
 """
 
 from __future__ import annotations
