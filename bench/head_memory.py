@@ -7,6 +7,9 @@ a fresh process (the peak, VmHWM, reset just before), the model built into ``--c
 ``--chunks``: values of ``train.logprob_chunk_tokens`` (-1 automatic, 0 full logits). The
 script also checks the chunked head against full logits on a 64-token row (log-probs and the
 head's gradient). tests/backends/torch/test_chunked_head.py runs the 8,192-token row.
+``--backend mindspore``: the RL gradient of the compiled MindSpore step instead (decoder, head,
+loss, backward), checked against full logits on a 64-token row in chunks of 16;
+tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row.
 """
 
 from __future__ import annotations
@@ -80,14 +83,81 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def measure(tokens: int, chunk: int, cache: str) -> dict:
-    """Run :data:`SCRIPT` in a fresh process: the RSS peak of log-probs + backward of one row
-    of ``tokens`` response tokens at ``train.logprob_chunk_tokens=chunk``."""
+# backend=mindspore: the RL gradient of one row (the compiled step: decoder, head, rl_loss,
+# backward into the optimizer's accumulator), GRPO defaults with a KL to old log-probs
+SCRIPT_MS = textwrap.dedent("""
+    import dataclasses, json, os, sys
+    os.environ.setdefault("GLOG_v", "3")
+    import numpy as np
+    from mindrl.config.loader import load_config
+    from mindrl.backends.mindspore import MindSporeBackend
+    from mindrl.types import LossNormalizers, TrainBatch, pad_token_batch
+
+    T, chunk, cache = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    os.environ["MINDRL_CACHE"] = cache
+    be = MindSporeBackend(load_config(None, [
+        "backend=mindspore", "model.path=builtin:tiny-vocab152k", "train.micro_batch_size=1",
+        "data.max_prompt_len=16", f"rollout.max_new_tokens={max(T, 64)}",
+        "algorithm.entropy_coef=0.01", f"train.logprob_chunk_tokens={chunk}"]))
+    V = be.spec.vocab_size
+
+    def set_chunk(n):
+        be.cfg = dataclasses.replace(be.cfg, train=dataclasses.replace(
+            be.cfg.train, logprob_chunk_tokens=n))
+
+    rng = np.random.default_rng(0)
+
+    def row(n):
+        tb = pad_token_batch([rng.integers(3, 1000, 16).tolist()],
+                             [rng.integers(3, V, n).tolist()], 0)
+        m = tb.response_mask
+        adv = (rng.normal(size=m.shape) * m).astype(np.float32)
+        old = ((rng.normal(size=m.shape) * 0.1 - 12.0) * m).astype(np.float32)
+        return TrainBatch(tb, adv, old, None, None), LossNormalizers(float(m.sum()), 1.0, n)
+
+    out = {"vocab": V, "tokenizer": len(be.tokenizer)}
+    # equality with full logits on a short row (64 tokens, chunks of 16)
+    mb, norm = row(64)
+    res = {}
+    for n in (0, 16):
+        set_chunk(n)
+        res[n] = be.gradients([mb], norm)
+    head = "lm_head.weight" if "lm_head.weight" in res[0] else "model.embed_tokens.weight"
+    out["short_grad_rel"] = max(float(np.abs(res[16][k] - res[0][k]).max()
+                                      / max(np.abs(res[0][k]).max(), 1e-30)) for k in res[0])
+    out["short_chunked"] = be._head_chunk(64) == 16
+    set_chunk(chunk)
+    del res
+    mb, norm = row(T)
+
+    def rss():
+        with open("/proc/self/status") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+
+    with open("/proc/self/clear_refs", "w") as f:      # reset the peak (VmHWM) to now
+        f.write("5")
+    before = rss()["VmRSS"]
+    grads = be.gradients([mb], norm)
+    out["peak_delta"] = rss()["VmHWM"] - before
+    out["tokens"] = int(mb.tokens.response_mask.sum())
+    out["chunk"] = be._head_chunk(T)
+    out["finite"] = bool(all(np.isfinite(g).all() for g in grads.values()))
+    out["head_grad"] = float(np.abs(grads[head]).sum())
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def measure(tokens: int, chunk: int, cache: str, backend: str = "torch") -> dict:
+    """Run :data:`SCRIPT` (:data:`SCRIPT_MS` for ``backend`` mindspore) in a fresh process: the
+    RSS peak of log-probs + backward of one row of ``tokens`` response tokens at
+    ``train.logprob_chunk_tokens=chunk``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
                OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
                HF_HUB_DISABLE_PROGRESS_BARS="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tokens), str(chunk), str(cache)],
+    script = SCRIPT_MS if backend == "mindspore" else SCRIPT
+    proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache)],
                           capture_output=True, text=True, env=env, timeout=1800)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -101,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--chunks", default="-1,0", help="train.logprob_chunk_tokens values")
     ap.add_argument("--cache", default=os.environ.get("MINDRL_CACHE", ""),
                     help="where builtin:tiny-vocab152k is built (default: mindrl's cache)")
+    ap.add_argument("--backend", default="torch", choices=("torch", "mindspore"),
+                    help="torch: log-probs + backward of -sum(logp); mindspore: the RL "
+                         "gradient of the compiled step (decoder, head, loss, backward)")
     args = ap.parse_args(argv)
     from mindrl.models.tiny import default_cache_dir
 
@@ -109,7 +182,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     for t in (int(x) for x in args.tokens.split(",")):
         for c in (int(x) for x in args.chunks.split(",")):
-            out = measure(t, c, cache)
+            out = measure(t, c, cache, args.backend)
             gb = out["peak_delta"] / 1e9
             print(f"| {t:,} | {c} | {gb:.2f} | {out['peak_delta'] / t / 1e6:.2f} MB |",
                   flush=True)

@@ -145,8 +145,12 @@ def child(model_dir: str, case: str, backend_name: str = "torch") -> None:
         backend.train_step(micro, norm)      # gradient accumulation over the micro-batches
     seconds = time.perf_counter() - t0
     peak = _rss("VmHWM") - base
+    # MindSpore: which step ran (fused, split after a failed compile, or the chunked head)
+    mode = {"train_mode": getattr(backend, "train_mode", None),
+            "fallback_reason": getattr(backend, "fallback_reason", None),
+            "chunked": any("chunked" in k for k in getattr(backend, "_train_fns", {}))}
     print(json.dumps(dict(case=case, measured=peak, plan=plan.peak(), masters=masters,
-                          seconds=seconds, params=plan.shape.params(),
+                          seconds=seconds, params=plan.shape.params(), **mode,
                           parts={p.name: p.bytes for p in plan.counted()})))
 
 

@@ -522,9 +522,10 @@ class TrainConfig:
                                           "counts the compiled shape (prompt bucket + response "
                                           "bucket) and pads each micro-batch to its own. Loss "
                                           "normalisers stay global (0 = off).")
-    logprob_chunk_tokens: int = opt(-1, "backend=torch (a count is refused on the others): "
-                                    "compute log-probs, entropies and the exact "
-                                    "distillation KL from the final hidden states a "
+    logprob_chunk_tokens: int = opt(-1, "backend=torch and backend=mindspore (a count is "
+                                    "refused on mindformers): compute log-probs, entropies "
+                                    "(torch: and the exact distillation KL) from the final "
+                                    "hidden states a "
                                     "chunk of this many tokens at a time, the backward "
                                     "recomputing each chunk, so the LM head holds O(chunk x "
                                     "vocabulary) floats instead of full-vocabulary logits for "
@@ -1121,10 +1122,11 @@ class RunConfig:
         if t.logprob_chunk_tokens < -1:
             errors.append(f"train.logprob_chunk_tokens={t.logprob_chunk_tokens} must be -1 "
                           "(automatic), 0 (off) or a token count")
-        elif t.logprob_chunk_tokens > 0 and self.backend != "torch":
+        elif t.logprob_chunk_tokens > 0 and self.backend not in ("torch", "mindspore"):
             errors.append(f"train.logprob_chunk_tokens={t.logprob_chunk_tokens}: the chunked "
-                          f"LM head runs on backend=torch; backend={self.backend} builds full "
-                          "logits: leave it at -1 (automatic) or 0")
+                          "LM head runs on backend=torch and backend=mindspore; "
+                          f"backend={self.backend} builds full logits: leave it at -1 "
+                          "(automatic) or 0")
         if self.data.max_response_len < 1:
             errors.append(f"data.max_response_len={self.data.max_response_len} must be >= 1")
         if not 0 <= self.data.max_truncated_share <= 1:

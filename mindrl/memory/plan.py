@@ -666,7 +666,13 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     per_step = t.mini_batch_size or batch
     accumulation = per_step > rows * (dp_size if mf else world) if rl else True
     chunk = int(_opt_attr(t, "logprob_chunk_tokens", 0))
-    if chunk == -1:
+    if cfg.backend == "mindspore" and not rl:
+        chunk = 0                    # MindSpore chunks the RL update only
+    elif chunk == -1 and cfg.backend == "mindspore":
+        from mindrl.backends.chunking import MINDSPORE_LIVE_COPIES, chunk_tokens
+
+        chunk = chunk_tokens(-1, shape.vocab, live_copies=MINDSPORE_LIVE_COPIES)
+    elif chunk == -1:
         chunk = auto_chunk(shape.vocab) if cfg.backend == "torch" else 0
     master_key = _opt_attr(t, "master_weights", None)
     master = b < 4 if master_key is None else bool(master_key) and b < 4

@@ -72,7 +72,6 @@ NOT_READ_BY_BACKEND = {
 REFUSED = {
     "torch": {"train.shard_optimizer": ["train.shard_optimizer=true"]},
     "mindspore": {"train.fsdp": ["train.fsdp=true"],
-                  "train.logprob_chunk_tokens": ["train.logprob_chunk_tokens=64"],
                   "train.padding_free": ["train.padding_free=true"]},
 }
 

@@ -321,3 +321,23 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
     assert f"| bucket gathers of the new weights (step) | - | {gathers} |" in page
     assert (f"| peak per device | {plan.peak() / GB:.2f} (does not fit) | "
             f"{sharded.peak() / GB:.2f} (fits) |") in page
+
+
+def test_mindspore_plans_its_chunked_head_for_rl_only():
+    # backend=mindspore chunks the RL update's head (automatic: 44 tokens at V = 151,936, its
+    # measured ~20 (token, V) float32 copies per chunk in 512 MiB); SFT keeps full logits
+    from mindrl.memory.plan import setup_from_config
+
+    m = known_shape("Qwen2.5-0.5B")
+    over = ["backend=mindspore", "data.max_prompt_len=64", "rollout.max_new_tokens=4096",
+            "train.micro_batch_size=2"]
+    rl = setup_from_config(load_config(None, over), "train", m)
+    sft = setup_from_config(load_config(None, over), "sft", m)
+    off = setup_from_config(load_config(None, over + ["train.logprob_chunk_tokens=0"]),
+                            "train", m)
+    assert (rl.head_chunk, sft.head_chunk, off.head_chunk) == (44, 0, 0)
+    set_ = setup_from_config(load_config(None, over + ["train.logprob_chunk_tokens=300"]),
+                             "train", m)
+    assert set_.head_chunk == 300
+    heads = [p.name for p in plan_memory(m, rl).parts if p.name.startswith("log-prob head (")]
+    assert heads == ["log-prob head (44 tokens x 151936)"]

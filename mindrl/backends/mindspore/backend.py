@@ -41,6 +41,7 @@ from mindrl.backends.schedule import lr_factor, total_optimizer_steps  # noqa: F
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.buckets import default_buckets, pad2 as _pad2, repad  # noqa: F401
 from mindrl.backends.mindspore.checkpoint_io import CheckpointIOMixin
+from mindrl.backends.mindspore.chunked_head import ChunkedHeadMixin
 from mindrl.backends.mindspore.compiled import CompiledStepMixin
 from mindrl.backends.mindspore.compiled import step_vector as _vector  # noqa: F401
 from mindrl.backends.mindspore.compiled import token_logp as _token_logp
@@ -93,7 +94,7 @@ def _in_msrun() -> bool:
 # ------------------------------------------------------------------------------ the backend
 @BACKENDS.register("mindspore")
 class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledStepMixin,
-                       CheckpointIOMixin):
+                       ChunkedHeadMixin, CheckpointIOMixin):
     """Policy (+ optional frozen reference) as :class:`Qwen2ForCausalLM` Cells.
 
     This file is the glue (set-up, scoring, collectives, the sampler); the steps live in files
@@ -304,6 +305,14 @@ class MindSporeBackend(RLStepMixin, SFTStepMixin, PreferenceStepMixin, CompiledS
         inv_temp = Tensor(np.float32(1.0 / (temperature if temperature > 0 else 1.0)))
         rows = max(1, min(micro_batch_size, len(batch)))
         _, P, T = self._shape([batch], rows)
+        which = "teacher" if teacher else "reference" if reference and not self.lora else \
+            "policy"
+        model = {"teacher": self.teacher, "reference": self.reference}.get(which, self.model)
+        chunk = self._head_chunk(rows * T, model)
+        if chunk:           # train.logprob_chunk_tokens: the head a chunk of tokens at a time
+            trunc = self.truncation if truncated else None
+            fn = lambda *a: self._chunked_logprobs(which, model, trunc, a[:5], a[5],  # noqa
+                                                   chunk)
         out = []
         for s in range(0, len(batch), rows):
             mb = batch.rows(slice(s, s + rows))

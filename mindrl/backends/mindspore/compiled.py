@@ -135,16 +135,22 @@ class CompiledStepMixin:
         into the graph, fall back to the split RL step once (logged) -- nothing was accumulated
         or updated by the failed compile. Returns (output vector, metric keys, whether the
         update ran in the graph)."""
-        fused_update = hyper is not None and (kind != "rl" or self.train_mode == "fused")
-        fn, keys = self._step_fn(kind, flags, fused_update)
+        # the LM head in chunks (train.logprob_chunk_tokens): its own step, update outside
+        chunk = self._head_chunk(shape[0] * shape[2]) if kind == "rl" else 0
+        fused_update = hyper is not None and not chunk and (kind != "rl"
+                                                            or self.train_mode == "fused")
+        if chunk:
+            fn, keys = self._train_fn(*flags, chunk=chunk)
+        else:
+            fn, keys = self._step_fn(kind, flags, fused_update)
         name = self.STEP_NAMES[kind][0 if hyper is not None else 1]
-        mode = self.train_mode if kind == "rl" else "fused"
+        mode = "chunked" if chunk else self.train_mode if kind == "rl" else "fused"
         extra = (hyper,) if fused_update else ()
         try:
             return self._timed(name, (shape,) + tuple(flags) + (mode,), fn,
                                *args, *extra), keys, fused_update
         except (RuntimeError, TypeError, ValueError, KeyError) as err:
-            if kind != "rl" or self.train_mode != "fused":
+            if kind != "rl" or self.train_mode != "fused" or chunk:
                 raise
             reason = str(err).strip().splitlines()[0][:300]
             log.warning("algorithms.rl_loss does not compile into a MindSpore graph (%s); "
@@ -178,7 +184,7 @@ class CompiledStepMixin:
             outputs.append((vec, n_tok))
         for _ in range(missing):
             self.optimizer.reduce_nothing()
-        self._loss_acc_clear_if_split()
+        self._loss_acc_clear_if_split(in_graph)
         merger = MetricMerger()
         names = ["loss"] + list(keys)
         for vec, n_tok in outputs:                   # one host sync per micro-batch
@@ -199,11 +205,12 @@ class CompiledStepMixin:
         most = -self.all_reduce_sum(np.array([-float(count)]), op="min")[0]
         return int(round(most)) - count
 
-    def _loss_acc_clear_if_split(self) -> None:
+    def _loss_acc_clear_if_split(self, updated_in_graph: bool = True) -> None:
         # The split step and the accumulate-only graphs leave the loss sum in ``_loss_acc``;
-        # only the fused update graph consumes it. Zero it in place (the compiled graphs keep
-        # the Parameter's storage; set_data would give it a new tensor they never see).
-        if self.train_mode != "fused" or self.world > 1:
+        # only the fused update graph consumes it (not run when the last micro-batch took the
+        # chunked head). Zero it in place (the compiled graphs keep the Parameter's storage;
+        # set_data would give it a new tensor they never see).
+        if self.train_mode != "fused" or self.world > 1 or not updated_in_graph:
             write_param(self._loss_acc, np.zeros(1, np.float32))
 
     def _prepare(self, kind: str, micro_batches, norm):

@@ -44,7 +44,7 @@ class RLStepMixin:
         return self.teacher is not None and self.cfg.algorithm.distill.estimator == "full"
 
     def _train_fn(self, has_old: bool, has_ref: bool, has_roll: bool, has_teach: bool = False,
-                  has_pick: bool = False, update: bool = False):
+                  has_pick: bool = False, update: bool = False, chunk: int = 0):
         """The compiled RL micro-batch step for this combination of optional inputs:
         ``fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
         ent_coef, aux_w [, hyper]) -> vector`` (``pick``: the tokens a covariance loss picked
@@ -52,7 +52,9 @@ class RLStepMixin:
         ``model.moe.aux_loss_coef`` the (E,) weights E f / R of the mini-batch's expert shares
         (:meth:`_moe_balance`), else an unused scalar)
         (``[loss, *metrics]`` in ``keys`` order, plus ``[grad_norm, updated]`` with ``update``;
-        see :meth:`_fused_step`). Returns (fn, keys)."""
+        see :meth:`_fused_step`). ``chunk`` > 0: the step with the LM head in chunks of that
+        many tokens (:mod:`~mindrl.backends.mindspore.chunked_head`; never with ``update``).
+        Returns (fn, keys)."""
         from algorithms.distill import full_reverse_kl
         from algorithms.entropy import entropy_from_logits
         from algorithms.rl_loss import rl_loss
@@ -69,7 +71,7 @@ class RLStepMixin:
 
         trunc = self.truncation          # the rollout's top-k / min-p / top-p (or None)
         aux_coef = float(self.cfg.model.moe.aux_loss_coef)
-        if aux_coef and (full or self.train_mode != "fused"):
+        if aux_coef and not chunk and (full or self.train_mode != "fused"):
             from mindrl.errors import UserError
 
             raise UserError("model.moe.aux_loss_coef > 0 on backend=mindspore needs the fused "
@@ -110,6 +112,12 @@ class RLStepMixin:
                 out = out + (ops.stop_gradient(v),)
             return loss * inv_norm, out
 
+        if chunk:
+            key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, "chunked", chunk)
+            if key not in self._train_fns:
+                self._train_fns[key] = self._chunked_rl_step(chunk, loss_from, ent_grad,
+                                                             inv_temp, aux_coef)
+            return self._train_fns[key], keys
         if self.train_mode == "fused" and full:
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
                         ent_coef, aux_w):

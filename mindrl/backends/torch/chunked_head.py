@@ -29,22 +29,11 @@ from typing import Callable, Iterator, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
+from mindrl.backends.chunking import (  # noqa: F401  (re-exported)
+    HEAD_BUDGET_BYTES, LIVE_COPIES, MIN_CHUNK, chunk_tokens)
+
 # model_type of the transformers causal LMs whose forward returns lm_head(hidden) unchanged
 PLAIN_HEAD_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "llama", "mistral", "mixtral")
-# (c, V) float32 tensors one chunk holds at once in its backward (logits, log-softmax, softmax,
-# entropy terms and their gradients): the auto chunk keeps them within HEAD_BUDGET_BYTES
-LIVE_COPIES = 8
-HEAD_BUDGET_BYTES = 512 * 2 ** 20
-MIN_CHUNK = 16
-
-
-def chunk_tokens(setting: int, vocab: int, budget_bytes: int = HEAD_BUDGET_BYTES) -> int:
-    """Tokens per chunk for ``train.logprob_chunk_tokens`` = ``setting``: 0 = off (the full
-    path), > 0 as given, -1 = automatic: as many tokens as keep :data:`LIVE_COPIES` (c, V)
-    float32 tensors within ``budget_bytes`` (at V = 151,936: 110 tokens, ~67 MB each)."""
-    if setting >= 0:
-        return setting
-    return max(MIN_CHUNK, budget_bytes // (LIVE_COPIES * 4 * vocab))
 
 
 def plain_head(model, fsdp: bool = False) -> Tuple[Optional[torch.nn.Linear], str]:

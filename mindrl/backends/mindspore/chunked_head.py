@@ -1,0 +1,306 @@
+"""The LM head in chunks on the MindSpore backend (``train.logprob_chunk_tokens``): per-token
+log-probs and entropies from the final hidden states and the head's weight, a chunk of scored
+tokens at a time, and the RL step built around them.
+
+The full path's compiled step builds the (B, T, V) float32 logits of every response token,
+their log-softmax and, in the backward, their gradients: at V = 151,936 about 0.6 MB per token
+each. Chunks unrolled inside one compiled graph do not help: the graph keeps every chunk's
+buffers alive, so its peak grows with T as before. Here each chunk is its own compiled call
+from a Python loop, and nothing of one chunk outlives it::
+
+    1. h = decoder(ids)[response positions]            (N, H)  compiled, kept
+    2. for each chunk c of the scored tokens:            compiled per-chunk call
+           z_c = h_c W^T / temperature                   (c, V)
+           logp_c, entropy_c                             (c,)
+    3. loss, dL/dlogp, dL/dentropy = rl_loss(logp, entropy, ...)   (B, T), compiled
+    4. for each chunk c:                                 compiled per-chunk call
+           dh_c, dW_c = grad of sum(logp_c dL/dlogp_c + entropy_c dL/dentropy_c)
+           dW += dW_c                                    (one (V, H) accumulator)
+    5. decoder backward: grad of sum(h * dh) (+ the MoE load-balancing loss) w.r.t. the
+       parameters, dW added to the head's (to the embedding's when tied), into the optimizer's
+       accumulator                                       compiled
+
+Step 3 runs the loss on the whole (B, T) log-probs, so every policy loss and aggregation
+(sequence-level ratios, covariance picks) is the fused step's own ``rl_loss``. The decoder
+runs twice (1 and 5) and each chunk's head twice (2 and 4), as a checkpointed backward does.
+Only the scored tokens (response mask 1) are chunked; padding rows and columns cost nothing.
+
+Not chunked (the full path, logged once): ``algorithm.distill.estimator=full`` (the exact KL
+needs the teacher's logits beside the student's). The SFT and preference steps keep full
+logits.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import mindspore as ms
+from mindspore import Parameter, Tensor, ops
+
+from mindrl.backends.chunking import MINDSPORE_LIVE_COPIES, chunk_tokens
+from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
+
+log = logging.getLogger("mindrl.backends.mindspore.backend")
+
+
+def head_weight(model) -> Parameter:
+    """The (V, H) weight the model's ``head`` multiplies by (the embedding when tied)."""
+    return model.model.embed_tokens.weight if model.tied else model.lm_head.weight
+
+
+class TokenChunks:
+    """Where one micro-batch's scored tokens sit, in chunks of ``chunk``: ``idx`` (n_chunks *
+    chunk,) rows of the flattened (B*T, H) hidden states (the tail padded with row 0),
+    ``targets`` their ids, ``valid`` 1 for a scored token, and ``back`` (B*T,) the position of
+    each (row, column) among the chunks' outputs (the extra last position: a zero)."""
+
+    def __init__(self, mask: np.ndarray, targets: np.ndarray, chunk: int):
+        B, T = mask.shape
+        real = np.nonzero(mask.reshape(-1) > 0)[0].astype(np.int32)
+        n = len(real)
+        self.chunk = chunk
+        self.n_chunks = -(-n // chunk)
+        pad = self.n_chunks * chunk - n
+        self.idx = np.concatenate([real, np.zeros(pad, np.int32)])
+        self.targets = targets.reshape(-1)[self.idx].astype(np.int32)
+        self.valid = np.concatenate([np.ones(n, np.float32), np.zeros(pad, np.float32)])
+        back = np.full(B * T, self.n_chunks * chunk, np.int32)
+        back[real] = np.arange(n, dtype=np.int32)
+        self.back = Tensor(back)
+        self.shape = (B, T)
+
+    def spans(self):
+        for i in range(self.n_chunks):
+            yield slice(i * self.chunk, (i + 1) * self.chunk)
+
+    def inputs(self, s: slice) -> Tuple[Tensor, Tensor]:
+        """(rows of the hidden states, target ids) of chunk ``s``."""
+        return Tensor(self.idx[s]), Tensor(self.targets[s])
+
+    def per_chunk(self, values: np.ndarray, s: slice) -> Tensor:
+        """(B, T) ``values`` at chunk ``s``'s tokens, 0 at its padding."""
+        return Tensor((values.reshape(-1)[self.idx[s]] * self.valid[s]).astype(np.float32))
+
+    def to_rows(self, parts: List[Tensor]) -> Tensor:
+        """The chunks' outputs ((c,) or (c, H) each) back to (B, T) or (B*T, H), 0 elsewhere."""
+        tail = parts[0][:1] * 0 if parts else None
+        if tail is None:
+            return Tensor(np.zeros(self.shape, np.float32))
+        full = ops.gather(ops.concat(parts + [tail], 0), self.back, 0)
+        return full.reshape(self.shape) if len(parts[0].shape) == 1 else full
+
+
+def make_hidden_fn(model, with_aux: bool = False):
+    """``fn(ids, pos, att, targets) -> (B*T, H)`` final hidden states at the positions that
+    predict the response tokens (``with_aux``: and the MoE load-balancing loss), the logits'
+    rows of ``model.response_logits``. Not compiled: the caller jits or differentiates it."""
+    H = model.spec.hidden_size
+
+    def hidden(ids, pos, att, targets):
+        S, T = ids.shape[1], targets.shape[1]
+        if with_aux:
+            h, aux = model._layers(ids, pos, att, False, True)
+            return h[:, S - T - 1:S - 1].reshape(-1, H), aux
+        return model.hidden(ids, pos, att)[:, S - T - 1:S - 1].reshape(-1, H)
+    return hidden
+
+
+def _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc):
+    """One chunk: ((1, c, V) tempered logits under the rollout's truncation, (c,) log p)."""
+    h_c = ops.gather(flat_h, idx, 0)
+    z = model.head(h_c.expand_dims(0)) * inv_temp
+    logits, logp = truncated_logits_and_logp(z, tgt.expand_dims(0), trunc)
+    return logits, logp.reshape(-1)
+
+
+def make_stats_fn(model, trunc, o, entropy: bool):
+    """Compiled ``fn(flat_h, idx, tgt, inv_temp) -> (c,) log p [, (c,) entropy]`` of one
+    chunk (no gradient)."""
+    from algorithms.entropy import entropy_from_logits
+
+    if entropy:
+        def stats(flat_h, idx, tgt, inv_temp):
+            logits, logp = _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc)
+            return logp, entropy_from_logits(o, logits).reshape(-1)
+    else:
+        def stats(flat_h, idx, tgt, inv_temp):
+            return _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc)[1]
+    return ms.jit(stats)
+
+
+def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter]):
+    """Compiled ``fn(flat_h, idx, tgt, g_logp, g_ent, inv_temp) -> (c, H)``: the gradient of
+    sum(logp g_logp [+ entropy g_ent]) over one chunk w.r.t. its hidden rows; the gradient
+    w.r.t. the head's weight is added to ``acc`` (None: the head is frozen)."""
+    from algorithms.entropy import entropy_from_logits
+
+    def terms(h_c, tgt, g_logp, g_ent, inv_temp):
+        z = model.head(h_c.expand_dims(0)) * inv_temp
+        logits, logp = truncated_logits_and_logp(z, tgt.expand_dims(0), trunc)
+        s = (logp.reshape(-1) * g_logp).sum()
+        if with_entropy:
+            s = s + (entropy_from_logits(o, logits).reshape(-1) * g_ent).sum()
+        return s
+
+    if acc is None:
+        grad = ms.grad(terms, 0)
+
+        def chunk_grad(flat_h, idx, tgt, g_logp, g_ent, inv_temp):
+            return grad(ops.gather(flat_h, idx, 0), tgt, g_logp, g_ent, inv_temp)
+    else:
+        grad = ms.grad(terms, 0, (head_weight(model),))
+
+        def chunk_grad(flat_h, idx, tgt, g_logp, g_ent, inv_temp):
+            g_h, g_w = grad(ops.gather(flat_h, idx, 0), tgt, g_logp, g_ent, inv_temp)
+            ops.assign_add(acc, g_w[0])
+            return g_h
+    return ms.jit(chunk_grad)
+
+
+def chunk_scores(stats_fn, flat_h, layout: TokenChunks, inv_temp, entropy: bool):
+    """(B, T) log-probs [and entropies] of the scored tokens, chunk by chunk; 0 elsewhere."""
+    lps, ents = [], []
+    for s in layout.spans():
+        out = stats_fn(flat_h, *layout.inputs(s), inv_temp)
+        if entropy:
+            lps.append(out[0])
+            ents.append(out[1])
+        else:
+            lps.append(out)
+    logp = layout.to_rows(lps)
+    return (logp, layout.to_rows(ents)) if entropy else logp
+
+
+class ChunkedHeadMixin:
+    """The backend's chunked head: the chunk decision, the no-grad log-prob pass and the RL
+    step's chunked forward / backward (module docstring)."""
+
+    _chunk_notes: set = set()
+
+    def _head_chunk(self, tokens: int, model=None) -> int:
+        """Tokens per chunk when ``tokens`` scored positions of ``model`` (the policy by
+        default) go through the chunked head, else 0 (``train.logprob_chunk_tokens`` = 0, the
+        exact distillation KL, or tokens that fit one chunk)."""
+        setting = self.cfg.train.logprob_chunk_tokens
+        if setting == 0:
+            return 0
+        if self._full_kl():
+            why = "algorithm.distill.estimator=full needs the teacher's logits"
+            if why not in self._chunk_notes:
+                self._chunk_notes.add(why)
+                log.info("train.logprob_chunk_tokens: log-probs use full-vocabulary logits "
+                         "(%s)", why)
+            return 0
+        spec = (model or self.model).spec
+        chunk = chunk_tokens(setting, spec.vocab_size, live_copies=MINDSPORE_LIVE_COPIES)
+        return chunk if tokens > chunk else 0
+
+    def _chunk_fns(self) -> Dict:
+        if not hasattr(self, "_chunk_cache"):
+            self._chunk_cache = {}
+        return self._chunk_cache
+
+    def _chunked_logprobs(self, which: str, model, trunc, inputs, inv_temp, chunk: int):
+        """The log-prob pass of ``model`` (``which``: its cache key) with the head in chunks:
+        ``inputs`` = (ids, pos, att, targets, mask) -> (B, T) log-probs x mask."""
+        cache = self._chunk_fns()
+        key = ("logp", which, trunc is not None)
+        if key not in cache:
+            cache[key] = (ms.jit(make_hidden_fn(model)),
+                          make_stats_fn(model, trunc, self.ops, entropy=False))
+        hidden_fn, stats_fn = cache[key]
+        ids, pos, att, targets, mask = inputs
+        layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
+        flat_h = hidden_fn(ids, pos, att, targets)
+        return chunk_scores(stats_fn, flat_h, layout, inv_temp, entropy=False) * mask
+
+    def _head_grad_acc(self) -> Optional[Parameter]:
+        """The (V, H) accumulator of the head weight's gradient over one micro-batch's chunks
+        (None when the head is frozen: LoRA)."""
+        w = head_weight(self.model)
+        if not any(p is w for p in self.params):
+            return None
+        if getattr(self, "_head_acc", None) is None:
+            self._head_acc = Parameter(Tensor(np.zeros(w.shape, np.float32), w.dtype),
+                                       name="train.head_grad_acc", requires_grad=False)
+        return self._head_acc
+
+    def _chunked_rl_step(self, chunk: int, loss_from, ent_grad: bool, inv_temp: float,
+                         aux_coef: float):
+        """The RL micro-batch step with the head in chunks: ``step(*inputs) -> [loss,
+        *metrics]`` with the same inputs and outputs as the fused step without update; the
+        gradient goes into the optimizer's accumulator. ``loss_from(logp, entropy, mask, adv,
+        old, ref, roll, teach, pick, inv_norm, ent_coef) -> (loss, metrics)`` is the fused
+        step's loss (``rl_loss``)."""
+        model, trunc, o = self.model, self.truncation, self.ops
+        acc = self._head_grad_acc()
+        hidden = make_hidden_fn(model, with_aux=bool(aux_coef))
+        hidden_fn = ms.jit(hidden)
+        stats_fn = make_stats_fn(model, trunc, o, entropy=True)
+        grad_fn = make_grad_fn(model, trunc, o, ent_grad, acc)
+        temp = Tensor(np.float32(inv_temp))
+        accumulate = self.optimizer.accumulate_in_graph
+        params = self.params
+        head_at = next((i for i, p in enumerate(params) if acc is not None
+                        and p is head_weight(model)), -1)
+
+        loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
+
+        def loss_and_grads(*args):
+            (loss, metrics), (g_logp, g_ent) = loss_grad(*args)
+            return loss, metrics, g_logp, g_ent
+
+        compiled_loss = [ms.jit(loss_and_grads)]
+
+        def surrogate(ids, pos, att, targets, g_h, aux_w):
+            if aux_coef:
+                h, aux = hidden(ids, pos, att, targets)
+                return (h * g_h).sum() + aux * (aux_coef * aux_w)
+            return (hidden(ids, pos, att, targets) * g_h).sum()
+
+        dec_grad = ms.grad(surrogate, None, params)
+
+        @ms.jit
+        def backward(ids, pos, att, targets, g_h, aux_w):
+            grads = dec_grad(ids, pos, att, targets, g_h, aux_w)
+            if head_at >= 0:
+                grads = grads[:head_at] + (grads[head_at] + acc.value(),) + \
+                    grads[head_at + 1:]
+                accumulate(grads)
+                ops.assign(acc, ops.zeros_like(acc))
+            else:
+                accumulate(grads)
+            return g_h.sum()
+
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
+                 ent_coef, aux_w):
+            layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
+            out = hidden_fn(ids, pos, att, targets)
+            flat_h, aux = (out[0], out[1]) if aux_coef else (out, None)
+            logp, entropy = chunk_scores(stats_fn, flat_h, layout, temp, entropy=True)
+            args = (logp, entropy, mask, adv, old, ref, roll, teach, pick, inv_norm, ent_coef)
+            try:
+                loss, metrics, g_logp, g_ent = compiled_loss[0](*args)
+            except (RuntimeError, TypeError, ValueError, KeyError) as err:
+                if compiled_loss[0] is loss_and_grads:
+                    raise
+                log.warning("algorithms.rl_loss does not compile into a MindSpore graph (%s); "
+                            "the chunked step runs it in PyNative",
+                            str(err).strip().splitlines()[0][:300])
+                compiled_loss[0] = loss_and_grads
+                loss, metrics, g_logp, g_ent = loss_and_grads(*args)
+            g_lp, g_en = g_logp.asnumpy(), g_ent.asnumpy()
+            parts = [grad_fn(flat_h, *layout.inputs(s), layout.per_chunk(g_lp, s),
+                             layout.per_chunk(g_en, s), temp) for s in layout.spans()]
+            g_h = layout.to_rows(parts) if parts else ops.zeros_like(flat_h)
+            backward(ids, pos, att, targets, g_h, aux_w)
+            vec = [loss.reshape((1,))] + [ops.stop_gradient(v).astype(ms.float32).reshape((1,))
+                                          for v in metrics]
+            if aux_coef:
+                vec[0] = vec[0] + (aux * (aux_coef * aux_w)).reshape((1,))
+                vec.append(aux.reshape((1,)))
+            return ops.concat(vec, 0)
+
+        return step
