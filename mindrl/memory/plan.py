@@ -44,7 +44,7 @@ Working sets; the peak is the held parts plus the largest of them:
   single-tensor on CPU: two copies of the largest tensor).
 - step, MindSpore sharded: the bucket-wise gather of the new weights, in b: one bucket, the
   pieces of parameters waiting for a later bucket and the parameter being written
-  (:func:`mindrl.memory.shard_layout.gather_peak_values` on the model's tensor sizes).
+  (:func:`mindrl.backends.shard_layout.gather_peak_values` on the model's tensor sizes).
 - rollout (native engine): the KV cache of the rollout batch, rows x (prompt + response) x
   2 L k b, plus the sampling step's float32 logits.
 - reward (a judge or reward model in process): a judge's KV cache, batch_size x
@@ -85,8 +85,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
-from mindrl.memory.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
-from mindrl.memory.shard_layout import gather_peak_values
+from mindrl.backends.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
+from mindrl.backends.shard_layout import gather_peak_values
 
 GB = 1e9
 GIB = 2 ** 30

@@ -222,7 +222,7 @@ def test_shard_layout_places_every_value_and_bounds_the_gather_by_hand():
     from its pieces exist too: at most 4 + 11 + 5 values."""
     import numpy as np
 
-    from mindrl.memory.shard_layout import gather_peak_values, gather_schedule
+    from mindrl.backends.shard_layout import gather_peak_values, gather_schedule
 
     offsets, s, chunks, done = gather_schedule([5, 2, 4], 2, 2 * 4 * 2)
     assert (offsets, s, chunks) == ([0, 5, 7, 11], 6, [(0, 2), (2, 4), (4, 6)])
@@ -251,7 +251,7 @@ def test_shard_layout_places_every_value_and_bounds_the_gather_by_hand():
 
 def test_mindspore_sharded_plan_counts_the_gradient_slice_and_bucket_gathers():
     from mindrl.memory.plan import tensor_sizes
-    from mindrl.memory.shard_layout import BUCKET_BYTES, gather_peak_values
+    from mindrl.backends.shard_layout import BUCKET_BYTES, gather_peak_values
 
     m = known_shape("Qwen2.5-7B")
     N = m.params()
@@ -284,7 +284,7 @@ QWEN7B_MS = ["backend=mindspore", "rollout.engine=native", "algorithm.kl.coef=0"
 
 def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(capsys):
     from mindrl.errors import ConfigError
-    from mindrl.memory.shard_layout import BUCKET_BYTES
+    from mindrl.backends.shard_layout import BUCKET_BYTES
 
     recipe = "grpo_gsm8k_qwen25_7b_ascend"
     stages = load_stages(recipe, tuple(QWEN7B_MS))

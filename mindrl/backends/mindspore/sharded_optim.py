@@ -52,8 +52,8 @@ from mindspore import Parameter, Tensor, ops
 from mindrl.backends.mindspore import weights as W
 from mindrl.backends.mindspore.optim import adamw_math, adamw_scalars, flatten
 from mindrl.backends.mindspore.weights import write_param
-from mindrl.memory import shard_layout as L
-from mindrl.memory.shard_layout import bucket_chunks, shard_bounds  # noqa: F401 (re-exported)
+from mindrl.backends import shard_layout as L
+from mindrl.backends.shard_layout import bucket_chunks, shard_bounds  # noqa: F401 (re-exported)
 
 # float32 bytes of gradient one reduce moves; set before building a ShardedAdamW to change it
 BUCKET_BYTES = L.BUCKET_BYTES
