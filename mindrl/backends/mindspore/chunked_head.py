@@ -94,15 +94,16 @@ class TokenChunks:
 
 def make_hidden_fn(model, with_aux: bool = False):
     """``fn(ids, pos, att, targets) -> (B*T, H)`` final hidden states at the positions that
-    predict the response tokens (``with_aux``: and the MoE load-balancing loss), the logits'
-    rows of ``model.response_logits``. Not compiled: the caller jits or differentiates it."""
+    predict the response tokens (``with_aux``: and the router-probability sums (E,), the
+    differentiable part of the MoE load-balancing loss), the logits' rows of
+    ``model.response_logits``. Not compiled: the caller jits or differentiates it."""
     H = model.spec.hidden_size
 
     def hidden(ids, pos, att, targets):
         S, T = ids.shape[1], targets.shape[1]
         if with_aux:
-            h, aux = model._layers(ids, pos, att, False, True)
-            return h[:, S - T - 1:S - 1].reshape(-1, H), aux
+            h, sums = model._layers(ids, pos, att, False, True)
+            return h[:, S - T - 1:S - 1].reshape(-1, H), sums[1]
         return model.hidden(ids, pos, att)[:, S - T - 1:S - 1].reshape(-1, H)
     return hidden
 
@@ -256,8 +257,9 @@ class ChunkedHeadMixin:
 
         def surrogate(ids, pos, att, targets, g_h, aux_w):
             if aux_coef:
-                h, aux = hidden(ids, pos, att, targets)
-                return (h * g_h).sum() + aux * (aux_coef * aux_w)
+                h, psum = hidden(ids, pos, att, targets)
+                # this micro-batch's part of the mini-batch's aux (aux_w = E f / R, the pre-pass)
+                return (h * g_h).sum() + aux_coef * (psum * aux_w).sum()
             return (hidden(ids, pos, att, targets) * g_h).sum()
 
         dec_grad = ms.grad(surrogate, None, params)
@@ -298,9 +300,8 @@ class ChunkedHeadMixin:
             backward(ids, pos, att, targets, g_h, aux_w)
             vec = [loss.reshape((1,))] + [ops.stop_gradient(v).astype(ms.float32).reshape((1,))
                                           for v in metrics]
-            if aux_coef:
-                vec[0] = vec[0] + (aux * (aux_coef * aux_w)).reshape((1,))
-                vec.append(aux.reshape((1,)))
+            if aux_coef:        # the loss as the fused step reports it (moe/aux_loss: pre-pass)
+                vec[0] = vec[0] + (aux_coef * (aux * aux_w).sum()).reshape((1,))
             return ops.concat(vec, 0)
 
         return step
