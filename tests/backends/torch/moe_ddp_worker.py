@@ -1,6 +1,6 @@
 """torchrun worker for test_moe_balance_ranks: with ``model.moe.aux_loss_coef`` each rank takes
-its half of a fixed mini-batch (two micro-batches); rank 0 writes the rank-summed gradient, then
-the metrics of one train step. ``run`` is also called in-process by the test with the whole
+its half of a fixed mini-batch (two micro-batches); rank 0 writes the rank-summed gradient (padded,
+then packed), then the metrics of one train step. ``run`` is also called in-process by the test with the whole
 mini-batch on one process (the reference)."""
 
 import json
@@ -25,7 +25,10 @@ def mini_batch():
 
 
 def run(cache_dir, rank=0, world=1):
-    """(this rank's gradient by name, train-step metrics, backend) on this rank's rows."""
+    """(this rank's gradient by name, padded and packed (train.padding_free), train-step
+    metrics, backend) on this rank's rows."""
+    import dataclasses
+
     from mindrl.backends.base import build_backend
     from mindrl.config.loader import load_config
     from mindrl.models.tiny import resolve_model_path
@@ -42,19 +45,26 @@ def run(cache_dir, rank=0, world=1):
     mine = batch.rows(np.arange(rank * per, (rank + 1) * per))
     micro = [mine.rows(np.arange(0, 1)), mine.rows(np.arange(1, per))]
     grads = be.gradients(micro, norm)
+    padded = be.cfg
+    be.cfg = dataclasses.replace(padded, train=dataclasses.replace(padded.train,
+                                                                   padding_free=True))
+    packed = be.gradients(micro, norm)
+    be.cfg = padded
     metrics = be.train_step(micro, norm)
-    return grads, metrics, be
+    return grads, packed, metrics, be
 
 
 if __name__ == "__main__":
     cache, out = sys.argv[1], sys.argv[2]
-    grads, metrics, be = run(cache, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    grads, packed, metrics, be = run(cache, int(os.environ["RANK"]),
+                                     int(os.environ["WORLD_SIZE"]))
     assert be.world == 2, be.world
     keys = sorted(grads)
-    flat = np.concatenate([grads[k].ravel() for k in keys]).astype(np.float64)
-    total = be.all_reduce_sum(flat)
+    assert sorted(packed) == keys
+    total = [be.all_reduce_sum(np.concatenate([g[k].ravel() for k in keys]))
+             for g in (grads, packed)]
     if be.rank == 0:
-        np.save(out + ".npy", total)
+        np.save(out + ".npy", np.stack(total))
         with open(out + ".json", "w") as f:
             json.dump({"keys": keys, "metrics": metrics}, f)
     be.barrier()

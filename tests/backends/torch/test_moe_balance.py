@@ -139,7 +139,8 @@ def test_aux_loss_value_equals_an_independent_formula(moe_backend):
 def test_aux_loss_over_two_torchrun_ranks_equals_one_process(tiny_dir, tmp_path):
     """Data parallel: the expert shares are the mini-batch's over all ranks (the pre-pass
     all-reduces them), so 2 torchrun ranks (gloo) on halves of the mini-batch give the
-    1-process gradient of the whole of it, and the same ``moe/aux_loss`` and step metrics."""
+    1-process gradient of the whole of it, padded or packed, and the same ``moe/aux_loss``
+    and step metrics."""
     import importlib.util
     import json
     import os
@@ -147,13 +148,13 @@ def test_aux_loss_over_two_torchrun_ranks_equals_one_process(tiny_dir, tmp_path)
     import sys
     from pathlib import Path
 
+    from mindrl.models.tiny import resolve_model_path
+
     here = Path(__file__).resolve().parent
     cache = str(Path(tiny_dir).parent)
     spec = importlib.util.spec_from_file_location("moe_ddp_worker", here / "moe_ddp_worker.py")
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
-    from mindrl.models.tiny import resolve_model_path
-
     resolve_model_path("builtin:tiny-qwen3-moe", cache_dir=cache)   # built once, not by 2 ranks
     out = tmp_path / "ranks"
     env = {**os.environ, "OMP_NUM_THREADS": "1",
@@ -164,23 +165,24 @@ def test_aux_loss_over_two_torchrun_ranks_equals_one_process(tiny_dir, tmp_path)
         capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     meta = json.loads(Path(str(out) + ".json").read_text())
-    got = np.load(str(out) + ".npy")
+    both = np.load(str(out) + ".npy")
 
-    grads, ref_metrics, _ = worker.run(cache)
-    assert meta["keys"] == sorted(grads)
+    grads, _, ref_metrics, _ = worker.run(cache)
+    keys = sorted(grads)
+    assert meta["keys"] == keys
     want = _flat(grads).astype(np.float64)
-    router = [k for k in grads if k.endswith("mlp.gate.weight")]
+    router = [k for k in keys if k.endswith("mlp.gate.weight")]
     assert router and max(float(np.abs(grads[k]).max()) for k in router) > 1e-4
     scale = float(np.abs(want).max())
-    np.testing.assert_allclose(got, want, atol=1e-5 * scale, rtol=0)
-    # the routers' gradient on its own (the aux term is most of it) to 1e-5 relative
-    at = 0
-    for k in sorted(grads):
-        n = grads[k].size
-        if k.endswith("mlp.gate.weight"):
-            g, w = got[at:at + n], want[at:at + n]
-            assert np.linalg.norm(g - w) <= 1e-5 * np.linalg.norm(w), k
-        at += n
+    for layout, got in zip(("padded", "packed"), both):
+        np.testing.assert_allclose(got, want, atol=1e-5 * scale, rtol=0, err_msg=layout)
+        at = 0
+        for k in keys:            # the routers' gradient (mostly the aux term's) on its own
+            n = grads[k].size
+            if k in router:
+                g, w = got[at:at + n], want[at:at + n]
+                assert np.linalg.norm(g - w) <= 1e-5 * np.linalg.norm(w), (layout, k)
+            at += n
     metrics = meta["metrics"]
     assert 2.0 < ref_metrics["moe/aux_loss"] < 4.0
     assert metrics["moe/aux_loss"] == pytest.approx(ref_metrics["moe/aux_loss"], rel=1e-6)
