@@ -1,7 +1,7 @@
-"""torchrun worker for test_moe_balance_ranks: with ``model.moe.aux_loss_coef`` each rank takes
-its half of a fixed mini-batch (two micro-batches); rank 0 writes the rank-summed gradient (padded,
-then packed), then the metrics of one train step. ``run`` is also called in-process by the test with the whole
-mini-batch on one process (the reference)."""
+"""torchrun worker for test_moe_balance.py's 2-rank test: with ``model.moe.aux_loss_coef``
+each rank takes its half of a fixed mini-batch (two micro-batches); rank 0 writes the
+rank-summed gradient (padded, then packed), then the metrics of one train step. ``run`` is
+also called in-process by the test with the whole mini-batch on one process (the reference)."""
 
 import json
 import os
