@@ -188,3 +188,25 @@ def test_aux_loss_over_two_torchrun_ranks_equals_one_process(tiny_dir, tmp_path)
     assert metrics["moe/aux_loss"] == pytest.approx(ref_metrics["moe/aux_loss"], rel=1e-6)
     for key in ("loss", "grad_norm"):
         assert metrics[key] == pytest.approx(ref_metrics[key], rel=1e-5), key
+
+
+def test_a_micro_batch_with_its_responses_masked_out_counts_in_both_layouts(moe_backend):
+    """Rows whose responses are all left out of the loss (response_mask 0: an overlong filter,
+    a tool output) are still forwarded, so their routers are in the mini-batch's statistic:
+    packed as padded, even when a whole micro-batch has no scored token."""
+    be = moe_backend
+    batch = _batch(seed=5)
+    batch.tokens.response_mask[6:] = 0
+    batch.advantages[6:] = 0
+    norm = LossNormalizers(float(batch.tokens.response_mask.sum()), 8.0, 20.0)
+    cuts = [batch.rows(np.arange(0, 6)), batch.rows(np.arange(6, 8))]
+    _with(be, padding_free=False)
+    want = _flat(be.gradients([batch], norm))
+    scale = float(np.abs(want).max())
+    try:
+        for layout in ("padded", "packed"):
+            _with(be, padding_free=layout == "packed")
+            got = _flat(be.gradients(cuts, norm))
+            np.testing.assert_allclose(got, want, atol=1e-5 * scale, rtol=0, err_msg=layout)
+    finally:
+        _with(be, padding_free=False)
