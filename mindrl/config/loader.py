@@ -341,10 +341,10 @@ def config_from_data(data: Dict, sources: Dict[str, str], *,
 def _check_mode_keys(cfg: RunConfig, sources: Dict[str, str]) -> None:
     """A key that the chosen path never reads (a rollout mode's key in another mode; a
     feature's key with the feature off: the critic without GAE, LoRA, distillation, the
-    mindformers backend, vLLM) is refused, naming the key and where it is read; unless the
-    recipe set it and a later layer chose another path: the command line (a recipe's keys for
-    its own mode, the mode switched for this run: a warning) or a recipe that extends it (its
-    parent's keys: logged)."""
+    mindformers backend, vLLM, tool rollouts) is refused, naming the key and where it is read;
+    unless the recipe set it and a later layer chose another path: the command line (a recipe's
+    keys for its own mode, the mode switched for this run: a warning) or a recipe that extends
+    it (its parent's keys: logged)."""
     import logging
 
     from mindrl.config.schema import unread_mode_keys

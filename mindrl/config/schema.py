@@ -1018,6 +1018,15 @@ class ToolsConfig:
     sandbox: SandboxConfig = section(SandboxConfig, "The sandbox of the python tool.")
 
 
+# tool rollouts' keys (mindrl.tools.multi_turn.build_tool_rollout, the SFT trace split), read
+# only with tools.enabled (appended here: the table above is defined before these sections)
+FEATURE_KEYS.append((
+    ("rollout.max_turns",) + tuple(f"tools.{f.name}" for f in dataclasses.fields(ToolsConfig)
+                                   if f.name not in ("enabled", "sandbox"))
+    + tuple(f"tools.sandbox.{f.name}" for f in dataclasses.fields(SandboxConfig)),
+    lambda c: c.tools.enabled, "with tools.enabled=true", ("tools.enabled",)))
+
+
 @dataclass(frozen=True)
 class PlanConfig:
     """The per-device memory plan (``mindrl plan``; mindrl.memory.plan)."""

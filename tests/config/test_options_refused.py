@@ -120,6 +120,13 @@ FEATURE_OFF = [
      "model.lora.enabled=true", ["rollout.engine=vllm", "model.lora.enabled=true"]),
     (["rollout.ascend_plugin=vllm-ascend"], "rollout.ascend_plugin=vllm-ascend",
      "device=ascend", ["rollout.engine=vllm", "device=ascend"]),
+    (["rollout.max_turns=2"], "rollout.max_turns=2", "tools.enabled=true",
+     ["tools.enabled=true"]),
+    (["tools.format=chat"], "tools.format=chat", "tools.enabled=true", ["tools.enabled=true"]),
+    (["tools.names=[python,pkg.mod:fn]"], "tools.names=['python', 'pkg.mod:fn']",
+     "tools.enabled=true", ["tools.enabled=true"]),
+    (["tools.sandbox.timeout_s=3"], "tools.sandbox.timeout_s=3", "tools.enabled=true",
+     ["tools.enabled=true"]),
 ]
 
 

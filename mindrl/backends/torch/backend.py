@@ -281,10 +281,10 @@ class TorchBackend:
         sums = None
         for tb in batches:
             tb = packing.trim_tokens(tb)
-            if self.cfg.train.padding_free and not tb.response_mask.any():
-                continue                      # its training forward is skipped (packing)
             if self.cfg.train.padding_free:
                 pk = packing.pack(tb, self.device)
+                if pk.keep.numel() == 0:      # no response token: its training forward is
+                    continue                  # skipped (packing.logp_and_entropy)
                 out = self.model(input_ids=pk.input_ids, position_ids=pk.position_ids,
                                  attention_mask=None, use_cache=False, logits_to_keep=1,
                                  output_router_logits=True)

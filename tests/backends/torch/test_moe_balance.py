@@ -133,3 +133,80 @@ def test_aux_loss_value_equals_an_independent_formula(moe_backend):
             for n, p in be.model.named_parameters():
                 p.copy_(saved[n])
     assert got["moe/aux_loss"] == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_aux_loss_over_two_torchrun_ranks_equals_one_process(tiny_dir, tmp_path):
+    """Data parallel: the expert shares are the mini-batch's over all ranks (the pre-pass
+    all-reduces them), so 2 torchrun ranks (gloo) on halves of the mini-batch give the
+    1-process gradient of the whole of it, padded or packed, and the same ``moe/aux_loss``
+    and step metrics."""
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mindrl.models.tiny import resolve_model_path
+
+    here = Path(__file__).resolve().parent
+    cache = str(Path(tiny_dir).parent)
+    spec = importlib.util.spec_from_file_location("moe_ddp_worker", here / "moe_ddp_worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    resolve_model_path("builtin:tiny-qwen3-moe", cache_dir=cache)   # built once, not by 2 ranks
+    out = tmp_path / "ranks"
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": f"{here.parents[2]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node",
+         "2", str(here / "moe_ddp_worker.py"), cache, str(out)], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    meta = json.loads(Path(str(out) + ".json").read_text())
+    both = np.load(str(out) + ".npy")
+
+    grads, _, ref_metrics, _ = worker.run(cache)
+    keys = sorted(grads)
+    assert meta["keys"] == keys
+    want = _flat(grads).astype(np.float64)
+    router = [k for k in keys if k.endswith("mlp.gate.weight")]
+    assert router and max(float(np.abs(grads[k]).max()) for k in router) > 1e-4
+    scale = float(np.abs(want).max())
+    for layout, got in zip(("padded", "packed"), both):
+        np.testing.assert_allclose(got, want, atol=1e-5 * scale, rtol=0, err_msg=layout)
+        at = 0
+        for k in keys:            # the routers' gradient (mostly the aux term's) on its own
+            n = grads[k].size
+            if k in router:
+                g, w = got[at:at + n], want[at:at + n]
+                assert np.linalg.norm(g - w) <= 1e-5 * np.linalg.norm(w), (layout, k)
+            at += n
+    metrics = meta["metrics"]
+    assert 2.0 < ref_metrics["moe/aux_loss"] < 4.0
+    assert metrics["moe/aux_loss"] == pytest.approx(ref_metrics["moe/aux_loss"], rel=1e-6)
+    for key in ("loss", "grad_norm"):
+        assert metrics[key] == pytest.approx(ref_metrics[key], rel=1e-5), key
+
+
+def test_a_micro_batch_with_its_responses_masked_out_counts_in_both_layouts(moe_backend):
+    """Rows whose responses are all left out of the loss (response_mask 0: an overlong filter,
+    a tool output) are still forwarded, so their routers are in the mini-batch's statistic:
+    packed as padded, even when a whole micro-batch has no scored token."""
+    be = moe_backend
+    batch = _batch(seed=5)
+    batch.tokens.response_mask[6:] = 0
+    batch.advantages[6:] = 0
+    norm = LossNormalizers(float(batch.tokens.response_mask.sum()), 8.0, 20.0)
+    cuts = [batch.rows(np.arange(0, 6)), batch.rows(np.arange(6, 8))]
+    _with(be, padding_free=False)
+    want = _flat(be.gradients([batch], norm))
+    scale = float(np.abs(want).max())
+    try:
+        for layout in ("padded", "packed"):
+            _with(be, padding_free=layout == "packed")
+            got = _flat(be.gradients(cuts, norm))
+            np.testing.assert_allclose(got, want, atol=1e-5 * scale, rtol=0, err_msg=layout)
+    finally:
+        _with(be, padding_free=False)
