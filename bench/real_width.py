@@ -72,6 +72,7 @@ QUICK_GRPO = dict(prompts=2, n=4, tokens=16)
 UPDATE = {"cpu": dict(rows=8, micro=4, prompt=16, response=48),
           "cuda": dict(rows=64, micro=16, prompt=128, response=512)}
 QUICK_UPDATE = dict(rows=4, micro=2, prompt=8, response=16)
+MS_GUARD_MB = float(os.environ.get("MINDRL_BENCH_MS_GUARD_MB", "8000"))
 TARGETS = {"grpo": 0.7, "mfu": 0.6, "decode": 0.5, "mindspore": 1.0}
 
 
@@ -383,6 +384,8 @@ def machine_rows(res: list, a) -> list:
 
 # --------------------------------------------------------------------------- mindspore part
 def _mindspore_worker(a) -> None:
+    """Samplers first, then the train steps; the MindSpore train step under an RSS guard: past
+    ``MS_GUARD_MB`` the worker reports how far it got and exits (the host is shared)."""
     torch_one_thread()
     import numpy as np
     import torch
@@ -392,6 +395,35 @@ def _mindspore_worker(a) -> None:
     from mindrl.rollout.native_torch import NativeTorchEngine
     from mindrl.types import LossNormalizers, SamplingParams, TokenBatch, TrainBatch
 
+    out = {"ms_step_s": None, "guard_mb": MS_GUARD_MB}
+    progress = Path(tempfile.gettempdir()) / f"mindrl_real_width_ms_{os.getpid()}.json"
+
+    def stage(name):
+        out["stage"] = name
+        progress.write_text(json.dumps(out))
+
+    stage("start")
+    child = os.fork()
+    if child:       # the guard: polls the worker's RSS, stops it past MS_GUARD_MB
+        peak = 0.0
+        while True:
+            done, _ = os.waitpid(child, os.WNOHANG)
+            if done:
+                os._exit(0)
+            try:
+                status = Path(f"/proc/{child}/status").read_text()
+                peak = max(peak, int(status.split("VmRSS:")[1].split()[0]) / 1024)
+            except (OSError, IndexError, ValueError):
+                pass
+            if peak > MS_GUARD_MB:
+                os.kill(child, 9)
+                os.waitpid(child, 0)
+                res = json.loads(progress.read_text())
+                res.update(guard_tripped=res.get("stage", "?"), peak_mb=peak)
+                progress.unlink()
+                emit(res)
+                os._exit(0)
+            time.sleep(0.01)
     u = QUICK_UPDATE if a.quick else UPDATE["cpu"]
     M, P, T = u["micro"], u["prompt"], u["response"]
     over = [f"model.path={a.model}", "model.dtype=float32", "train.threads=1",
@@ -403,25 +435,11 @@ def _mindspore_worker(a) -> None:
                        rng.standard_normal((M, T)).astype(np.float32),
                        np.zeros((M, T), np.float32))
     norm = LossNormalizers(float(M * T), float(M), float(T))
+    out.update(batch=f"{M} x ({P}+{T})")
     tb = build_backend("torch", load_config(None, over + ["backend=torch"]))
-    t0 = time.perf_counter()
+    stage("MindSpore backend build")
     mb = build_backend("mindspore", load_config(None, over + ["backend=mindspore"]),
                        prompt_buckets=[P], response_buckets=[T])
-    mb.train_step([batch], norm)                                   # compiles
-    compile_s = time.perf_counter() - t0
-    warm = 1 if a.quick else 3
-    steps = 1 if a.quick else 5
-    for _ in range(warm):
-        tb.train_step([batch], norm)
-        mb.train_step([batch], norm)
-    ts, ms = [], []
-    for _ in range(steps):                                         # interleaved
-        t0 = time.perf_counter()
-        tb.train_step([batch], norm)
-        ts.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        mb.train_step([batch], norm)
-        ms.append(time.perf_counter() - t0)
 
     # samplers: the same prompts, n samples each, up to ``new`` tokens; tokens counted per side
     g = QUICK_GRPO if a.quick else GRPO["cpu"]
@@ -429,11 +447,12 @@ def _mindspore_worker(a) -> None:
     prompts = [list(rng.integers(10, 1000, P)) for _ in range(g["prompts"])]
     sp = SamplingParams(n=g["n"], temperature=1.0, max_new_tokens=new, seed=0)
     te = NativeTorchEngine(tb.model, tb.tokenizer, device=torch.device("cpu"))
+    stage("MindSpore sampler")
     me = mb.native_engine()
     me.generate(prompts, sp)                                       # compiles
     te.generate(prompts, sp)
     tt, mt = [], []
-    for rep in range(2 if a.quick else 3):
+    for rep in range(2 if a.quick else 3):                         # interleaved
         sp = SamplingParams(n=g["n"], temperature=1.0, max_new_tokens=new, seed=rep)
         t0 = time.perf_counter()
         r = te.generate(prompts, sp)
@@ -441,10 +460,33 @@ def _mindspore_worker(a) -> None:
         t0 = time.perf_counter()
         r = me.generate(prompts, sp)
         mt.append(sum(map(len, r.response_ids)) / (time.perf_counter() - t0))
-    emit({"torch_step_s": statistics.median(ts), "ms_step_s": statistics.median(ms),
-          "compile_s": compile_s, "ms_mode": mb.train_mode,
-          "torch_tps": statistics.median(tt), "ms_tps": statistics.median(mt),
-          "batch": f"{M} x ({P}+{T})", "sampler": f"{g['prompts']} x {g['n']} x {new}"})
+    out.update(torch_tps=statistics.median(tt), ms_tps=statistics.median(mt),
+               sampler=f"{g['prompts']} x {g['n']} x {new}")
+    stage("the torch train step")
+    warm, steps = (1, 1) if a.quick else (2, 3)
+    ts = []
+    for i in range(warm + steps):
+        t0 = time.perf_counter()
+        tb.train_step([batch], norm)
+        ts.append(time.perf_counter() - t0)
+    out["torch_step_s"] = statistics.median(ts[warm:])
+    del tb, te                                     # the MindSpore step alone in memory
+    import gc
+
+    gc.collect()
+    stage("the MindSpore train step's compile and first run")
+    t0 = time.perf_counter()
+    mb.train_step([batch], norm)                                   # compiles
+    out["compile_s"], out["ms_mode"] = time.perf_counter() - t0, mb.train_mode
+    stage("the MindSpore train step")
+    ms = []
+    for i in range(warm + steps):
+        t0 = time.perf_counter()
+        mb.train_step([batch], norm)
+        ms.append(time.perf_counter() - t0)
+    out["ms_step_s"] = statistics.median(ms[warm:])
+    progress.unlink()
+    emit(out)
 
 
 # --------------------------------------------------------------------------- driver
@@ -562,18 +604,26 @@ def render(raw: dict, a, head: str) -> str:
             f"{m['decode_verdict']} | {m['load']} |")
     ms = raw.get("mindspore")
     if ms:
-        r1 = ms["ms_step_s"] / ms["torch_step_s"]
-        r2 = ms["torch_tps"] / ms["ms_tps"]
         load = f"{ms['load_before']:.1f}-{ms['load_after']:.1f}"
-        lines.append(
-            f"| MindSpore train step, float32, {ms['batch']} ({ms['ms_mode']}; compile "
-            f"{ms['compile_s']:.0f} s) | {ms['ms_step_s']:.2f} s | torch "
-            f"{ms['torch_step_s']:.2f} s | **{r1:.2f}x** | <= 1.0x | "
-            f"{verdict(r1, 1.0, False)} | {load} |")
-        lines.append(
-            f"| MindSpore sampler, float32, {ms['sampler']} (time per token) | "
-            f"{ms['ms_tps']:.0f} tok/s | torch {ms['torch_tps']:.0f} tok/s | **{r2:.2f}x** | "
-            f"<= 1.0x | {verdict(r2, 1.0, False)} | {load} |")
+        if ms.get("ms_step_s"):
+            r1 = ms["ms_step_s"] / ms["torch_step_s"]
+            lines.append(
+                f"| MindSpore train step, float32, {ms['batch']} ({ms['ms_mode']}; compile "
+                f"{ms['compile_s']:.0f} s) | {ms['ms_step_s']:.2f} s | torch "
+                f"{ms['torch_step_s']:.2f} s | **{r1:.2f}x** | <= 1.0x | "
+                f"{verdict(r1, 1.0, False)} | {load} |")
+        else:
+            lines.append(
+                f"| MindSpore train step, float32, {ms['batch']} | stopped: process RSS passed "
+                f"{ms['guard_mb'] / 1e3:.0f} GB during {ms.get('guard_tripped', '?')} | torch "
+                f"{ms.get('torch_step_s', float('nan')):.2f} s | - | <= 1.0x | target missed "
+                f"| {load} |")
+        if ms.get("ms_tps"):
+            r2 = ms["torch_tps"] / ms["ms_tps"]
+            lines.append(
+                f"| MindSpore sampler, float32, {ms['sampler']} (time per token) | "
+                f"{ms['ms_tps']:.1f} tok/s | torch {ms['torch_tps']:.1f} tok/s | "
+                f"**{r2:.2f}x** | <= 1.0x | {verdict(r2, 1.0, False)} | {load} |")
     for g in grpo:
         lines.append("")
         for side in ("mindrl", "trl"):
