@@ -443,7 +443,7 @@ def _mindspore_worker(a) -> None:
 
     # samplers: the same prompts, n samples each, up to ``new`` tokens; tokens counted per side
     g = QUICK_GRPO if a.quick else GRPO["cpu"]
-    new = 16 if a.quick else 64
+    new = T                                        # the MindSpore sampler's response bucket
     prompts = [list(rng.integers(10, 1000, P)) for _ in range(g["prompts"])]
     sp = SamplingParams(n=g["n"], temperature=1.0, max_new_tokens=new, seed=0)
     te = NativeTorchEngine(tb.model, tb.tokenizer, device=torch.device("cpu"))
@@ -550,8 +550,13 @@ def main(argv=None) -> int:
             env = {k: v for k, v in env.items() if not k.endswith("_NUM_THREADS")}
         work = Path(tmp) / "work"
         work.mkdir()
+        def save():
+            if a.json:
+                Path(a.json).write_text(json.dumps(raw, indent=1, default=str))
+
         if "grpo" in parts:
             raw["grpo"] = run_grpo(a, model_dir, work)
+            save()
         if "machine" in parts:
             raw["machine"] = []
             for dtype in a.dtypes:
@@ -563,13 +568,17 @@ def main(argv=None) -> int:
                                cwd=work, timeout=a.timeout, env=env, repo=REPO)
                 r["load"] = f"{r['load_before']:.1f}-{r['load_after']:.1f}"
                 raw["machine"].append(r)
+                save()
         if "mindspore" in parts:
             print(f"[bench] mindspore vs torch ... load {loadavg():.2f}", file=sys.stderr,
                   flush=True)
             cmd = [sys.executable, __file__, "--worker", "mindspore", "--model", str(model_dir)]
-            raw["mindspore"] = run_worker(cmd + (["--quick"] if a.quick else []),
-                                          what="mindspore", cwd=work, timeout=a.timeout,
-                                          env=env, repo=REPO)
+            try:
+                raw["mindspore"] = run_worker(cmd + (["--quick"] if a.quick else []),
+                                              what="mindspore", cwd=work, timeout=a.timeout,
+                                              env=env, repo=REPO)
+            except RuntimeError as e:              # its output tail is on stderr already
+                print(f"[bench] {e}", file=sys.stderr)
     raw["load_end"] = loadavg()
     raw["wall_s"] = time.perf_counter() - t_start
     if a.json:
