@@ -12,12 +12,13 @@ and :func:`token_stats` projects ``chunk`` hidden rows at a time::
     logp_c = log_softmax(z_c)[target]              (c,)
 
 With gradients, when what autograd keeps for the backward of all N tokens (the (N, V)
-log-softmax, :func:`saved_copies`) fits the head's budget (:data:`HEAD_BUDGET_BYTES`), the chunks
-run plainly and the head is computed once. Above it, each chunk runs under non-reentrant
-``torch.utils.checkpoint``: the forward keeps only the chunk's inputs (hidden rows, targets),
-and the backward recomputes the chunk's logits and frees them before the next chunk, so the
-head's peak memory is O(chunk x V), not O(N x V), at the price of a second forward of the head. The numbers are the full path's (the same float32 operations on the same rows; the
-rollout's top-k / min-p / top-p masks are computed inside the chunk from the same logits).
+log-softmax, :func:`saved_copies`) fits half the head's budget (:data:`HEAD_BUDGET_BYTES`),
+the chunks run plainly and the head is computed once. Above it, each chunk runs under
+non-reentrant ``torch.utils.checkpoint``: the forward keeps only the chunk's inputs (hidden
+rows, targets), and the backward recomputes the chunk's logits and frees them before the next
+chunk, so the head's peak memory is O(chunk x V), not O(N x V), at the price of a second
+forward of the head. The numbers are the full path's (the same float32 operations on the same
+rows; the rollout's top-k / min-p / top-p masks are computed inside the chunk from the same logits).
 
 Models whose causal-LM forward does more than a plain linear head (logit soft-capping or
 scaling) and a sharded root (``train.fsdp``) take the full path (:func:`plain_head` says why).
@@ -138,10 +139,11 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
     N = hidden.shape[0]
     step = chunk if chunk > 0 else max(N, 1)
     # Recompute each chunk in the backward only when what autograd would keep for all of them
-    # exceeds the head's budget: the recompute is a second forward of the head, a quarter of
-    # the head's training FLOPs (at V = 151,936 the head is most of a small model's work).
+    # exceeds half the head's budget (the other half: one chunk's backward working set): the
+    # recompute is a second forward of the head, a quarter of the head's training FLOPs (at
+    # V = 151,936 the head is most of a small model's work).
     recompute = grad and N > step and \
-        N * W.shape[0] * 4 * saved_copies(entropy, truncate, teacher) > HEAD_BUDGET_BYTES
+        N * W.shape[0] * 4 * saved_copies(entropy, truncate, teacher) > HEAD_BUDGET_BYTES // 2
     parts = []
     for s in range(0, N, step):
         args = [hidden[s:s + step], targets[s:s + step]]
