@@ -459,6 +459,8 @@ FIGURES: List[Figure] = [
     table("trl_table", "| size | prompts x n x tokens |",
           "python bench/trl_compare.py --repeats 5   (TRL in bench/.trl_pkgs; ~15 min)"),
     table("backends_table", "| model | torch eager step |", "python bench/backends.py"),
+    table("real_width", "| figure | mindrl | reference | ratio |",
+          "python bench/real_width.py   (TRL from MINDRL_BENCH_TRL_DIR; ~25 min at load 8)"),
     table("backends_families", "| family (built-in model) | torch train step |",
           "python bench/backends.py --sizes tiny,tiny-qwen3,tiny-llama,tiny-qwen3-moe "
           "--rl-steps 0"),

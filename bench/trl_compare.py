@@ -319,13 +319,19 @@ def _trl_worker(a) -> None:
     size = SIZES[a.size]
     steps = a.warmup + a.steps
     B = size["prompts"] * size["n"]
+    # bench/real_width.py sets these: the model's dtype (bf16 = TRL's bf16 mode with the weights
+    # loaded in bf16), the device, and TRL's colocated vLLM rollouts (GPU)
+    dtype, device = getattr(a, "dtype", "float32"), getattr(a, "device", "cpu")
+    vllm = dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
+                vllm_enable_sleep_mode=False) if getattr(a, "trl_vllm", False) else {}
     rows = [json.loads(x) for x in (Path(a.workdir) / "prompts.jsonl").read_text().splitlines()]
     ds = Dataset.from_list([{"prompt": r["problem"], "answer": r["answer"]} for r in rows])
     path = resolve_model_path(size["model"])
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     args = GRPOConfig(
         output_dir=str(Path(a.workdir) / "trl_out"), report_to="none", save_strategy="no",
-        logging_steps=1, disable_tqdm=True, use_cpu=True, bf16=False, fp16=False, seed=0,
+        logging_steps=1, disable_tqdm=True, use_cpu=device == "cpu", bf16=dtype == "bfloat16",
+        fp16=False, seed=0,
         max_steps=steps, per_device_train_batch_size=MICRO,
         gradient_accumulation_steps=B // MICRO, steps_per_generation=B // MICRO,
         num_generations=size["n"], max_completion_length=size["tokens"],
@@ -334,7 +340,7 @@ def _trl_worker(a) -> None:
         warmup_steps=0, optim="adamw_torch", weight_decay=0.0, adam_beta1=0.9,
         adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0, gradient_checkpointing=False,
         shuffle_dataset=False, dataloader_num_workers=0, log_completions=False,
-        model_init_kwargs={"dtype": torch.float32})
+        model_init_kwargs={"dtype": getattr(torch, dtype)}, **vllm)
     t0 = time.perf_counter()
     trainer = GRPOTrainer(model=path, reward_funcs=globals()[reward_name(a)], args=args,
                           train_dataset=ds, processing_class=tok)

@@ -527,8 +527,9 @@ class TrainConfig:
                                     "(torch: and the exact distillation KL) from the final "
                                     "hidden states a "
                                     "chunk of this many tokens at a time, the backward "
-                                    "recomputing each chunk, so the LM head holds O(chunk x "
-                                    "vocabulary) floats instead of full-vocabulary logits for "
+                                    "recomputing each chunk (unless all chunks' "
+                                    "log-softmax fits half that budget), so the LM "
+                                    "head holds O(chunk x vocabulary) floats instead of full-vocabulary logits for "
                                     "every token (same numbers). -1 = automatic (about 512 MB "
                                     "of float32 head work per chunk: 110 tokens at a 151,936 "
                                     "vocabulary), 0 = off (full logits).")

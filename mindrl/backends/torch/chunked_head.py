@@ -11,11 +11,14 @@ and :func:`token_stats` projects ``chunk`` hidden rows at a time::
     z_c = (h_c W^T + b).float() / temperature      (c, V)   one chunk's logits
     logp_c = log_softmax(z_c)[target]              (c,)
 
-With gradients, each chunk runs under non-reentrant ``torch.utils.checkpoint``: the forward
-keeps only the chunk's inputs (hidden rows, targets), and the backward recomputes the chunk's
-logits and frees them before the next chunk, so the head's peak memory is O(chunk x V), not
-O(N x V). The numbers are the full path's (the same float32 operations on the same rows; the
-rollout's top-k / min-p / top-p masks are computed inside the chunk from the same logits).
+With gradients, when what autograd keeps for the backward of all N tokens (the (N, V)
+log-softmax, :func:`saved_copies`) fits half the head's budget (:data:`HEAD_BUDGET_BYTES`),
+the chunks run plainly and the head is computed once. Above it, each chunk runs under
+non-reentrant ``torch.utils.checkpoint``: the forward keeps only the chunk's inputs (hidden
+rows, targets), and the backward recomputes the chunk's logits and frees them before the next
+chunk, so the head's peak memory is O(chunk x V), not O(N x V), at the price of a second
+forward of the head. The numbers are the full path's (the same float32 operations on the same
+rows; the rollout's top-k / min-p / top-p masks are computed inside the chunk from the same logits).
 
 Models whose causal-LM forward does more than a plain linear head (logit soft-capping or
 scaling) and a sharded root (``train.fsdp``) take the full path (:func:`plain_head` says why).
@@ -34,6 +37,16 @@ from mindrl.backends.chunking import (  # noqa: F401  (re-exported)
 
 # model_type of the transformers causal LMs whose forward returns lm_head(hidden) unchanged
 PLAIN_HEAD_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "llama", "mistral", "mixtral")
+
+
+def saved_copies(entropy: Optional[str], truncate, teacher) -> int:
+    """(c, V) float32 tensors autograd keeps per chunk for the backward when the chunk is not
+    recomputed: the log-softmax output (plus its float32 cast's input when the head is in a
+    lower precision); a differentiable entropy, a truncation mask or a teacher's KL keep more
+    (counted as :data:`LIVE_COPIES`)."""
+    if entropy == "grad" or truncate is not None or teacher is not None:
+        return LIVE_COPIES
+    return 2
 
 
 def plain_head(model, fsdp: bool = False) -> Tuple[Optional[torch.nn.Linear], str]:
@@ -114,12 +127,18 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
                                         or (b is not None and b.requires_grad))
     N = hidden.shape[0]
     step = chunk if chunk > 0 else max(N, 1)
+    # Recompute each chunk in the backward only when what autograd would keep for all of them
+    # exceeds half the head's budget (the other half: one chunk's backward working set): the
+    # recompute is a second forward of the head, a quarter of the head's training FLOPs (at
+    # V = 151,936 the head is most of a small model's work).
+    recompute = grad and N > step and \
+        N * W.shape[0] * 4 * saved_copies(entropy, truncate, teacher) > HEAD_BUDGET_BYTES // 2
     parts = []
     for s in range(0, N, step):
         args = [hidden[s:s + step], targets[s:s + step]]
         if teacher is not None:
             args.append(teacher[0][s:s + step])
-        if grad and N > step:
+        if recompute:
             from torch.utils.checkpoint import checkpoint
 
             parts.append(checkpoint(run, *args, use_reentrant=False, preserve_rng_state=False))

@@ -226,3 +226,49 @@ def test_chunked_head_rl_loss_and_gradient_equal_full_logits(tiny_dir, fixed_bat
     scale = float(out[0][1].abs().max())
     assert scale > 1e-4
     np.testing.assert_allclose(out[3][1].numpy(), out[0][1].numpy(), atol=1e-5 * scale, rtol=0)
+
+
+def _head_products(hidden, head, targets, chunk, budget, monkeypatch):
+    """log-probs, gradients and the number of (c, V) head products (forward-shape matmuls) of
+    one token_stats forward + backward under a head budget of ``budget`` bytes."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from mindrl.backends.torch import chunked_head
+
+    monkeypatch.setattr(chunked_head, "HEAD_BUDGET_BYTES", budget)
+    V = head.out_features
+    count = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default) and \
+                    out.dim() == 2 and out.shape[1] == V:
+                count.append(tuple(out.shape))
+            return out
+
+    h = hidden.clone().requires_grad_(True)
+    head.zero_grad(set_to_none=True)
+    with Count():
+        logp, _, _ = chunked_head.token_stats(h, head, targets, temperature=1.0, chunk=chunk,
+                                              ops=None, entropy=None)
+        (logp * torch.linspace(-1, 1, logp.numel())).sum().backward()
+    return logp.detach(), h.grad.clone(), head.weight.grad.clone(), len(count)
+
+
+def test_the_head_is_recomputed_only_when_its_saved_logits_exceed_the_budget(monkeypatch):
+    # 40 tokens in chunks of 16 (3 chunks), V = 300: what autograd keeps without recompute is
+    # 40 x 300 x 4 B x 2 copies = 96,000 bytes, allowed up to half the budget. Under a budget
+    # of 192,000 the head runs once per chunk (3 products of shape (c, V)); under a smaller
+    # one each chunk's forward is redone in the backward (6). Log-probs and gradients equal
+    # the full (unchunked) head's either way.
+    torch.manual_seed(0)
+    head = torch.nn.Linear(12, 300, bias=False)
+    hidden, targets = torch.randn(40, 12), torch.randint(0, 300, (40,))
+    ref = _head_products(hidden, head, targets, 0, 10 ** 9, monkeypatch)
+    fits = _head_products(hidden, head, targets, 16, 192_000, monkeypatch)
+    over = _head_products(hidden, head, targets, 16, 191_998, monkeypatch)
+    assert ref[3] == 1 and fits[3] == 3 and over[3] == 6
+    for got in (fits, over):
+        for a, b in zip(got[:3], ref[:3]):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
