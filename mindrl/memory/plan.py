@@ -34,8 +34,8 @@ Working sets; the peak is the held parts plus the largest of them:
 - fwd: activations + the LM head's forward, 5 float32 copies of V per head token for RL
   (logits, log-softmax and the entropy metric's three temporaries), 2 for SFT / preference.
 - bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
-  token, + the head's weight gradient V h b (3 V h b when the head runs in chunks: autograd
-  holds the chunks' sum so far, a chunk's gradient and their new sum).
+  token, + the head's weight gradient V h b (3 V h b when torch runs the head in chunks:
+  autograd holds the chunks' sum so far, a chunk's gradient and their new sum).
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
@@ -514,10 +514,10 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                       "fwd", hkeys))
     trainable_head = s.trainable is None
     # FSDP computes a unit's gradients unsharded, then reduce-scatters them: full size here.
-    # In chunks, autograd sums the chunks' weight gradients: the sum so far, a chunk's and
-    # their new sum exist at once (3 copies, measured on CPU)
+    # In chunks (torch), autograd sums the chunks' weight gradients: the sum so far, a chunk's
+    # and their new sum exist at once (3 copies, measured on CPU)
     head_grad = m.vocab * m.hidden * gb / (s.tp if mf else 1) if trainable_head else 0.0
-    head_grad *= 3 if chunked else 1
+    head_grad *= 3 if chunked and s.backend == "torch" else 1
     parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
                       hkeys, "3 float32 copies of the logits (of a chunk) and the head's weight "
                       "gradient (3 copies when chunked)"))
