@@ -10,7 +10,7 @@ was built (Python, torch and transformers). Planned: ``mindrl.memory.plan`` for 
 (the peak: held parts plus the largest working set).
 
 The ``sft-*`` cases run the torch backend's SFT step instead (``sft_step``: two micro-batches of
-full-length rows per optimizer step, twice) against the plan of an SFT run at those lengths
+full-length rows per optimizer step, or one for ``sft-fp32-one``, twice) against the plan of an SFT run at those lengths
 (data.max_prompt_len + data.max_response_len): longer rows, where the activations are a
 larger share of the peak than in the RL cases.
 
@@ -42,10 +42,11 @@ CASES = {
     "bf16-long": ("bfloat16", True, 1, 32, 1024),
     "bf16": ("bfloat16", False, 4, 64, 64),
     "bf16-recompute": ("bfloat16", True, 4, 64, 64),
-    # SFT: rows per micro-batch, two micro-batches per optimizer step
+    # SFT: rows per micro-batch; micro-batches per optimizer step in SFT below
     "sft-fp32": ("float32", False, 4, 32, 480),
+    "sft-fp32-one": ("float32", False, 4, 32, 480),
 }
-SFT = {"sft-fp32"}
+SFT = {"sft-fp32": 2, "sft-fp32-one": 1}
 
 
 def build_model(directory: Path, layers: int) -> None:
@@ -74,7 +75,7 @@ def overrides(model_dir: Path, case: str, backend: str = "torch"):
     if case in SFT:
         return [f"backend={backend}", f"model.path={model_dir}", f"model.dtype={dtype}",
                 f"model.gradient_checkpointing={str(gc).lower()}",
-                f"train.prompts_per_step={2 * rows}", f"train.micro_batch_size={rows}",
+                f"train.prompts_per_step={SFT[case] * rows}", f"train.micro_batch_size={rows}",
                 f"data.max_prompt_len={P}", f"data.max_response_len={T}", "train.threads=1",
                 "plan.device_memory_gb=1000"]
     return [f"backend={backend}", f"model.path={model_dir}", f"model.dtype={dtype}",
@@ -195,7 +196,9 @@ def main() -> int:
             dtype, gc, n, P, T = CASES[r["case"]]
             ratio = r["measured"] / r["plan"]
             worst = max(worst, abs(ratio - 1))
-            shape = f"{n} x ({P} + {T})" + (", 2 micro-batches" if r["case"] in SFT else "")
+            mbs = SFT.get(r["case"], 0)
+            shape = f"{n} x ({P} + {T})" + (f", {mbs} micro-batch{'es' if mbs > 1 else ''}"
+                                             if mbs else "")
             print(f"| {r['case']} | {dtype} | {'yes' if gc else 'no'} | {shape} | "
                   f"{r['plan'] / 1e9:.2f} | {r['measured'] / 1e9:.2f} | {ratio:.2f} | "
                   f"{r['seconds'] / 2:.1f} |")

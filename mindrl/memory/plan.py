@@ -34,7 +34,8 @@ Working sets; the peak is the held parts plus the largest of them:
 - fwd: activations + the LM head's forward, 5 float32 copies of V per head token for RL
   (logits, log-softmax and the entropy metric's three temporaries), 2 for SFT / preference.
 - bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
-  token, + the head's weight gradient V h b.
+  token, + the head's weight gradient V h b (3 V h b when torch runs the head in chunks:
+  autograd holds the chunks' sum so far, a chunk's gradient and their new sum).
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
@@ -50,8 +51,10 @@ Working sets; the peak is the held parts plus the largest of them:
 - reward (a judge or reward model in process): a judge's KV cache, batch_size x
   (max_prompt_len + max_new_tokens) x 2 L k b, plus 2 float32 copies of a batch's logits; a
   reward model's forward, batch_size x max_len x (2 h + 3 i) b (one layer at a time).
-With gradient accumulation (more than one micro-batch per optimizer step) the gradients exist
-in fwd and bwd too.
+With gradient accumulation (more than one micro-batch per optimizer step; SFT and preference:
+a rank's rows of ``train.prompts_per_step`` above ``train.micro_batch_size``) the gradients
+exist in fwd and bwd too; torch with float32 masters adds each backward's gradients into float32
+ones and frees them, so only the 4 N float32 gradients are held then and in the step.
 
 Activations per token and decoder layer, for transformers' Qwen2/Llama layers (saved for the
 backward; RMSNorm keeps a float32 copy of its input and its normalised output in b)::
@@ -65,7 +68,8 @@ backward; RMSNorm keeps a float32 copy of its input and its normalised output in
 With recompute (model.gradient_checkpointing; mindformers.recompute) each layer keeps only its
 input (b h per token) and one layer's activations exist at a time in the backward. The padded
 layout adds a (rows, S, S) boolean attention mask. With a chunked head
-(``train.logprob_chunk_tokens``, where the trainer has it) r becomes min(r, chunk).
+(``train.logprob_chunk_tokens``, where the trainer has it; automatic on torch: 110 tokens at
+V = 151,936) r becomes min(r, chunk).
 mindformers: V / tensor-parallel per head token, on the last pipeline stage; the first stage
 holds ``pipeline_stages`` micro-batches of activations (1F1B).
 
@@ -440,8 +444,9 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # ---- update working set
     tokens = s.rows * (s.prompt_len + s.response_len)
     head_tokens = s.rows * (s.response_len + 1)
-    if s.head_chunk > 0:
-        head_tokens = min(head_tokens, s.head_chunk)
+    chunked = 0 < s.head_chunk < head_tokens          # the head runs in more than one chunk
+    if chunked:
+        head_tokens = s.head_chunk
     masked = not s.padding_free
     if mf:
         tokens_dev = tokens / s.tp           # sequence parallel splits the saved activations
@@ -467,7 +472,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     act *= pairs
     head_fwd = head * pairs
     # the backward of log-softmax holds its output, the incoming gradient and the gradient it
-    # returns: 3 float32 copies of the head's logits (measured on CPU)
+    # returns: 3 float32 copies of the head's logits (measured on CPU; in chunks, of a chunk's)
     head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
     gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
@@ -486,8 +491,15 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         grads = (b + 4) * t_dev if master else b * t_dev
     # gradient accumulation: the earlier micro-batches' gradients exist during the next ones
     accum = "fwd|bwd|" if s.accumulation and not ms_sharded else ""
-    parts.append(Part("gradients", grads, accum + ("bwd-end" if ms_sharded else "bwd-end|step"),
-                      gkeys))
+    if master and s.backend == "torch":
+        # after each backward the low-precision gradients are added into the float32 ones and
+        # freed: only those (4 N) are held through the next micro-batch and the step
+        parts.append(Part("gradients", grads, "bwd-end", gkeys))
+        parts.append(Part("float32 gradients (accumulated, stepped)", 4 * t_dev,
+                          accum + "step", gkeys))
+    else:
+        parts.append(Part("gradients", grads,
+                          accum + ("bwd-end" if ms_sharded else "bwd-end|step"), gkeys))
     length_key = "rollout.max_new_tokens" if s.job == "train" else "data.max_response_len"
     akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
              "model.gradient_checkpointing=true, train.micro_batch_size, "
@@ -501,10 +513,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head_fwd,
                       "fwd", hkeys))
     trainable_head = s.trainable is None
-    # FSDP computes a unit's gradients unsharded, then reduce-scatters them: full size here
+    # FSDP computes a unit's gradients unsharded, then reduce-scatters them: full size here.
+    # In chunks (torch), autograd sums the chunks' weight gradients: the sum so far, a chunk's
+    # and their new sum exist at once (3 copies, measured on CPU)
     head_grad = m.vocab * m.hidden * gb / (s.tp if mf else 1) if trainable_head else 0.0
+    head_grad *= 3 if chunked and s.backend == "torch" else 1
     parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
-                      hkeys, "3 float32 copies of the logits and the head's weight gradient"))
+                      hkeys, "3 float32 copies of the logits (of a chunk) and the head's weight "
+                      "gradient (3 copies when chunked)"))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
         # through one more temporary; under gradient accumulation (torch) the new gradient is
@@ -614,10 +630,15 @@ def device_memory_bytes(cfg) -> float:
     return DEVICE_MEMORY_GB[cfg.device] * GB
 
 
+# the torch backend's automatic head chunk (mindrl.backends.torch.chunked_head, which imports
+# torch): 8 float32 (chunk, V) tensors within 512 MiB, at least 16 tokens
+HEAD_LIVE_COPIES, HEAD_BUDGET_BYTES, HEAD_MIN_CHUNK = 8, 512 * 2 ** 20, 16
+
+
 def auto_chunk(vocab: int) -> int:
-    """The head chunk when ``train.logprob_chunk_tokens`` is -1 (automatic): about 512 MB of
-    float32 head work per chunk."""
-    return max(1, int(512 * 2 ** 20 // (4 * vocab)))
+    """The head chunk when ``train.logprob_chunk_tokens`` is -1 (automatic), as the torch
+    backend picks it: 110 tokens at a vocabulary of 151,936."""
+    return max(HEAD_MIN_CHUNK, HEAD_BUDGET_BYTES // (HEAD_LIVE_COPIES * 4 * vocab))
 
 
 def setup_from_config(cfg, job: str, shape: ModelShape,
@@ -661,10 +682,15 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     seq = prompt + resp
     if t.max_tokens_per_micro_batch:
         rows = max(1, min(rows, t.max_tokens_per_micro_batch // seq))
-    # RL: rollouts per optimizer step over the micro-batches of all ranks; SFT and preference
-    # steps are taken to accumulate (their batch keys differ by job)
+    # RL: rollouts per optimizer step over the micro-batches of all ranks; SFT and preference:
+    # a rank's rows (pairs) of train.prompts_per_step, cut into train.micro_batch_size
     per_step = t.mini_batch_size or batch
-    accumulation = per_step > rows * (dp_size if mf else world) if rl else True
+    if rl:
+        accumulation = per_step > rows * (dp_size if mf else world)
+    elif mf:
+        accumulation = True              # mindformers' micro_batch_num pipeline micro-batches
+    else:
+        accumulation = max(1, t.prompts_per_step // max(1, world)) > max(1, t.micro_batch_size)
     chunk = int(_opt_attr(t, "logprob_chunk_tokens", 0))
     if cfg.backend == "mindspore" and not rl:
         chunk = 0                    # MindSpore chunks the RL update only

@@ -286,8 +286,14 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
     from mindrl.errors import ConfigError
     from mindrl.backends.shard_layout import BUCKET_BYTES
 
-    recipe = "grpo_gsm8k_qwen25_7b_ascend"
-    stages = load_stages(recipe, tuple(QWEN7B_MS))
+    # the MindSpore recipe is the mindformers one with these overrides and the sharded optimizer
+    recipe = "grpo_gsm8k_qwen25_7b_ascend_mindspore"
+    (via_overrides,) = plan_stages(load_stages("grpo_gsm8k_qwen25_7b_ascend", tuple(
+        QWEN7B_MS + ["train.shard_optimizer=true"])))
+    (shipped,) = plan_stages(load_stages(recipe))
+    assert [(q.name, q.bytes, q.phase) for q in shipped.parts] == \
+        [(q.name, q.bytes, q.phase) for q in via_overrides.parts]
+    stages = load_stages(recipe, ("train.shard_optimizer=false",))
     (plan,) = plan_stages(stages)
     assert plan.setup.world == 8 and plan.setup.device_bytes == 64 * GB and not plan.fits()
     assert 45 * GB < plan.sharded_peak < 64 * GB
@@ -297,9 +303,8 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
     assert "\n" not in line and "set train.shard_optimizer=true" in line
     assert f"it needs {plan.sharded_peak / GB:.1f} GB" in line
 
-    (sharded,) = plan_stages(load_stages(recipe, tuple(QWEN7B_MS + ["train.shard_optimizer=true"])))
-    assert sharded.fits() and check_fits(load_stages(
-        recipe, tuple(QWEN7B_MS + ["train.shard_optimizer=true"])))
+    (sharded,) = plan_stages(load_stages(recipe))
+    assert sharded.fits() and check_fits(load_stages(recipe))
     # by hand: held = bf16 weights + (float32 masters, moments, gradient slice) / 8 + runtime;
     # the peak is at the backward's end: bf16 gradients, two float32 buckets, the embedding's
     # bf16 gradient temporary
@@ -309,7 +314,7 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
     assert sharded.peak() == pytest.approx(held + 2 * N + 2 * BUCKET_BYTES + V * h * 2)
     assert sharded.peak() == pytest.approx(plan.sharded_peak)
     capsys.readouterr()
-    assert main(["plan", recipe, *QWEN7B_MS, "train.shard_optimizer=true"]) == 0
+    assert main(["plan", recipe]) == 0
     out = capsys.readouterr().out
     assert f"{sharded.peak() / GB:.2f}  (held + bwd-end) of 64 GB (ascend): fits" in out
     rows = {line[:40].strip(): line[40:].split() for line in out.splitlines()}

@@ -169,3 +169,78 @@ def test_gradient_accumulation_adds_one_embedding_gradient_on_torch():
     assert temporaries() == 2 * 1000 * 64 * 4
     assert temporaries(accumulation=True) == 3 * 1000 * 64 * 4
     assert temporaries(accumulation=True, backend="mindspore") == 2 * 1000 * 64 * 4
+
+
+def _small():
+    from mindrl.memory.shapes import shape_from_config
+
+    return shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
+                                  num_attention_heads=2, num_key_value_heads=1,
+                                  intermediate_size=256, vocab_size=1000,
+                                  tie_word_embeddings=True), "small")
+
+
+def test_the_plans_automatic_head_chunk_is_the_torch_backends():
+    from mindrl.backends.torch.chunked_head import chunk_tokens
+    from mindrl.memory.plan import auto_chunk
+
+    # by hand: 512 MiB over 8 float32 (chunk, V) tensors: 2**29 // (32 x 151,936) = 110
+    assert auto_chunk(151936) == 110
+    assert auto_chunk(10 ** 7) == 16                  # the backend's smallest chunk
+    for vocab in (1000, 32000, 151936, 152064, 10 ** 7):
+        assert auto_chunk(vocab) == chunk_tokens(-1, vocab), vocab
+
+
+def test_a_chunked_head_backward_holds_three_weight_gradients():
+    from mindrl.memory.plan import GB, Setup, plan_memory
+
+    def head_bwd(chunk, backend="torch"):
+        s = Setup(backend=backend, device="cpu", rows=2, prompt_len=8, response_len=8,
+                  engine="none", device_bytes=80 * GB, head_chunk=chunk)
+        return [p.bytes for p in plan_memory(_small(), s).parts
+                if p.name == "log-prob head in the backward"][0]
+
+    # 2 rows x (8 + 1) = 18 head tokens; V 1000, h 64, float32
+    assert head_bwd(0) == 18 * 3 * 4 * 1000 + 1000 * 64 * 4          # whole: 1 weight gradient
+    assert head_bwd(18) == head_bwd(0)                                 # one chunk is the whole
+    assert head_bwd(4) == 4 * 3 * 4 * 1000 + 3 * 1000 * 64 * 4        # 5 chunks of 4
+    # measured on torch only: other backends keep one weight gradient
+    assert head_bwd(4, "mindspore") == 4 * 3 * 4 * 1000 + 1000 * 64 * 4
+
+
+def test_float32_masters_hold_only_float32_gradients_between_backwards_and_in_the_step():
+    from mindrl.memory.plan import GB, Setup, plan_memory
+
+    m = _small()
+    n = m.params()
+
+    def grads(**kw):
+        s = Setup(backend="torch", device="cpu", rows=2, prompt_len=8, response_len=8,
+                  engine="none", device_bytes=80 * GB, accumulation=True, **kw)
+        return {p.name: (p.bytes, p.phase) for p in plan_memory(m, s).parts
+                if "gradients" in p.name and "temporaries" not in p.name}
+
+    # bf16 with masters: bf16 + float32 at the backward's end; float32 alone otherwise
+    assert grads(dtype_bytes=2, master_weights=True) == {
+        "gradients": ((2 + 4) * n, "bwd-end"),
+        "float32 gradients (accumulated, stepped)": (4 * n, "fwd|bwd|step")}
+    # float32: the gradients are the accumulated ones, in every phase
+    assert grads(dtype_bytes=4) == {"gradients": (4 * n, "fwd|bwd|bwd-end|step")}
+
+
+def test_sft_and_preference_accumulate_only_past_one_micro_batch_per_rank():
+    from mindrl.memory.plan import model_shape, setup_from_config
+
+    def accumulates(job, recipe, *over):
+        cfg = load_config(recipe, list(over))
+        return setup_from_config(cfg, job, model_shape(cfg)).accumulation
+
+    one = ("train.prompts_per_step=4", "train.micro_batch_size=4")
+    two = ("train.prompts_per_step=4", "train.micro_batch_size=2")
+    assert not accumulates("sft", "sft_tiny_demo", *one)
+    assert accumulates("sft", "sft_tiny_demo", *two)
+    # 8 rows over 2 ranks: 4 a rank, one micro-batch of 4
+    assert not accumulates("sft", "sft_tiny_demo", "train.prompts_per_step=8",
+                           "train.micro_batch_size=4", "distributed.nproc=2")
+    assert not accumulates("dpo", "dpo_seed_smoke", *one)
+    assert accumulates("dpo", "dpo_seed_smoke", *two)
