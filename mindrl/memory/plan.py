@@ -630,15 +630,13 @@ def device_memory_bytes(cfg) -> float:
     return DEVICE_MEMORY_GB[cfg.device] * GB
 
 
-# the torch backend's automatic head chunk (mindrl.backends.torch.chunked_head, which imports
-# torch): 8 float32 (chunk, V) tensors within 512 MiB, at least 16 tokens
-HEAD_LIVE_COPIES, HEAD_BUDGET_BYTES, HEAD_MIN_CHUNK = 8, 512 * 2 ** 20, 16
-
-
 def auto_chunk(vocab: int) -> int:
     """The head chunk when ``train.logprob_chunk_tokens`` is -1 (automatic), as the torch
-    backend picks it: 110 tokens at a vocabulary of 151,936."""
-    return max(HEAD_MIN_CHUNK, HEAD_BUDGET_BYTES // (HEAD_LIVE_COPIES * 4 * vocab))
+    backend picks it (:func:`mindrl.backends.chunking.chunk_tokens`, plain Python): 110 tokens
+    at a vocabulary of 151,936."""
+    from mindrl.backends.chunking import chunk_tokens
+
+    return chunk_tokens(-1, vocab)
 
 
 def setup_from_config(cfg, job: str, shape: ModelShape,
