@@ -137,8 +137,10 @@ class CompiledStepMixin:
         update ran in the graph)."""
         # the LM head in chunks (train.logprob_chunk_tokens): its own step, update outside
         chunk = self._head_chunk(shape[0] * shape[2]) if kind == "rl" else 0
-        fused_update = hyper is not None and not chunk and (kind != "rl"
-                                                            or self.train_mode == "fused")
+        # a large flat vector (optimizer.sliced): the update runs slice by slice after the step
+        sliced = getattr(self.optimizer, "sliced", False)
+        fused_update = hyper is not None and not chunk and not sliced and (
+            kind != "rl" or self.train_mode == "fused")
         if chunk:
             fn, keys = self._train_fn(*flags, chunk=chunk)
         else:
