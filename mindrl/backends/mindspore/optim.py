@@ -276,19 +276,13 @@ class AdamW:
             self.grad_flat[lo:hi] = ops.zeros((hi - lo,), f32)
 
     def _slice_math(self, g, m, v, p32, lr, coef, bc1, bc2_sqrt):
-        """``adamw_math`` in PyNative with the graph's float32 constants (a compiled graph
-        computes with Python constants in float32; PyNative would use doubles), so
-        the bits match the compiled update. Run eagerly: a compiled function here kept ~3
-        vectors of pool memory (measured, CPU)."""
+        """``adamw_math`` in PyNative with the hyper-parameters as float32 tensors, so its
+        constants (1 - b1, 1 - lr wd, ...) are float32 as a compiled graph folds them and the
+        bits match the compiled update (Python floats would make PyNative use doubles). Run
+        eagerly: a compiled function here kept ~3 vectors of pool memory (measured, CPU)."""
         f = lambda x: Tensor(np.float32(x))  # noqa: E731
-        b1, b2 = self.b1, self.b2
-        g = g * coef
-        one = np.float32(1.0)
-        m_new = m * f(b1) + g * f(one - np.float32(b1))
-        v_new = v * f(b2) + g * g * f(one - np.float32(b2))
-        p_new = p32 * (f(1.0) - lr * f(self.wd))
-        p_new = p_new - (lr / bc1) * m_new / (ops.sqrt(v_new) / bc2_sqrt + f(self.eps))
-        return p_new, m_new, v_new
+        return adamw_math(g, m, v, p32, lr, coef, bc1, bc2_sqrt, f(self.b1), f(self.b2),
+                          f(self.eps), f(self.wd))
 
     def _rows(self, i: int, r0: int, r1: int):
         p = self.params[i]
