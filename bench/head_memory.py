@@ -65,14 +65,7 @@ SCRIPT = textwrap.dedent("""
     row = pad_token_batch([rng.integers(3, 1000, 16).tolist()],
                           [rng.integers(3, V, T).tolist()], 0)
 
-    def rss():
-        with open("/proc/self/status") as f:
-            fields = dict(line.split(":", 1) for line in f)
-        return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
-
-    with open("/proc/self/clear_refs", "w") as f:      # reset the peak (VmHWM) to now
-        f.write("5")
-    before = rss()["VmRSS"]
+    before = reset_peak()
     logp, _ = packing.score(be, be.model, row, 1.0, None)
     (-logp.sum()).backward()
     out["peak_delta"] = rss()["VmHWM"] - before
@@ -130,14 +123,7 @@ SCRIPT_MS = textwrap.dedent("""
     del res
     mb, norm = row(T)
 
-    def rss():
-        with open("/proc/self/status") as f:
-            fields = dict(line.split(":", 1) for line in f)
-        return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
-
-    with open("/proc/self/clear_refs", "w") as f:      # reset the peak (VmHWM) to now
-        f.write("5")
-    before = rss()["VmRSS"]
+    before = reset_peak()
     grads = be.gradients([mb], norm)
     out["peak_delta"] = rss()["VmHWM"] - before
     out["tokens"] = int(mb.tokens.response_mask.sum())
@@ -145,6 +131,20 @@ SCRIPT_MS = textwrap.dedent("""
     out["finite"] = bool(all(np.isfinite(g).all() for g in grads.values()))
     out["head_grad"] = float(np.abs(grads[head]).sum())
     print("RESULT " + json.dumps(out))
+""")
+
+
+# the child's peak-memory probe, put before either script
+PEAK = textwrap.dedent("""
+    def rss():
+        with open("/proc/self/status") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+
+    def reset_peak():
+        with open("/proc/self/clear_refs", "w") as f:      # reset the peak (VmHWM) to now
+            f.write("5")
+        return rss()["VmRSS"]
 """)
 
 
@@ -156,7 +156,7 @@ def measure(tokens: int, chunk: int, cache: str, backend: str = "torch") -> dict
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
                OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
                HF_HUB_DISABLE_PROGRESS_BARS="1")
-    script = SCRIPT_MS if backend == "mindspore" else SCRIPT
+    script = PEAK + (SCRIPT_MS if backend == "mindspore" else SCRIPT)
     proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache)],
                           capture_output=True, text=True, env=env, timeout=1800)
     if proc.returncode:
