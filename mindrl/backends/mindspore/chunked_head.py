@@ -1,6 +1,7 @@
 """The LM head in chunks on the MindSpore backend (``train.logprob_chunk_tokens``): per-token
-log-probs and entropies from the final hidden states and the head's weight, a chunk of scored
-tokens at a time, and the RL step built around them.
+log-probs, entropies and the exact distillation KL from the final hidden states and the head's
+weight, a chunk of scored tokens at a time, and the RL, SFT and preference steps built around
+them.
 
 The full path's compiled step builds the (B, T, V) float32 logits of every response token,
 their log-softmax and, in the backward, their gradients: at V = 151,936 about 0.6 MB per token
@@ -9,25 +10,25 @@ buffers alive, so its peak grows with T as before. Here each chunk is its own co
 from a Python loop, and nothing of one chunk outlives it::
 
     1. h = decoder(ids)[response positions]            (N, H)  compiled, kept
+       (exact KL: the teacher's h_t the same way)      (N, H_t)
     2. for each chunk c of the scored tokens:            compiled per-chunk call
            z_c = h_c W^T / temperature                   (c, V)
-           logp_c, entropy_c                             (c,)
-    3. loss, dL/dlogp, dL/dentropy = rl_loss(logp, entropy, ...)   (B, T), compiled
+           logp_c [, entropy_c] [, KL(z_c || h_t,c W_t^T / t_temp)]   (c,)
+    3. loss, dL/d(scores) = step_loss(logp [, entropy] [, KL], ...)   (B, T), compiled
     4. for each chunk c:                                 compiled per-chunk call
-           dh_c, dW_c = grad of sum(logp_c dL/dlogp_c + entropy_c dL/dentropy_c)
+           dh_c, dW_c = grad of sum(logp_c dL/dlogp_c [+ entropy_c dL/dentropy_c]
+                                    [+ KL_c dL/dKL_c])
            dW += dW_c                                    (one (V, H) accumulator)
     5. decoder backward: grad of sum(h * dh) (+ the MoE load-balancing loss) w.r.t. the
        parameters, dW added to the head's (to the embedding's when tied), into the optimizer's
        accumulator                                       compiled
 
-Step 3 runs the loss on the whole (B, T) log-probs, so every policy loss and aggregation
-(sequence-level ratios, covariance picks) is the fused step's own ``rl_loss``. The decoder
-runs twice (1 and 5) and each chunk's head twice (2 and 4), as a checkpointed backward does.
-Only the scored tokens (response mask 1) are chunked; padding rows and columns cost nothing.
-
-Not chunked (the full path, logged once): ``algorithm.distill.estimator=full`` (the exact KL
-needs the teacher's logits beside the student's). The SFT and preference steps keep full
-logits.
+Step 3 runs the step's own loss on the whole (B, T) scores: every policy loss and aggregation
+of ``rl_loss`` (sequence-level ratios, covariance picks), the SFT mean NLL, and the DPO / IPO /
+SimPO sequence sums and averages of ``preference_loss`` over the chosen and rejected rows
+stacked. The decoder runs twice (1 and 5) and each chunk's head twice (2 and 4), as a
+checkpointed backward does. Only the scored tokens (response mask 1) are chunked; padding rows
+and columns cost nothing.
 """
 
 from __future__ import annotations
@@ -116,62 +117,88 @@ def _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc):
     return logits, logp.reshape(-1)
 
 
-def make_stats_fn(model, trunc, o, entropy: bool):
-    """Compiled ``fn(flat_h, idx, tgt, inv_temp) -> (c,) log p [, (c,) entropy]`` of one
-    chunk (no gradient)."""
+def make_scores(model, trunc, o, entropy: bool, teacher=None):
+    """``scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp) -> ((c,) log p [, (c,) entropy]
+    [, (c,) KL])`` of one chunk: log p under the tempered logits masked by the rollout's
+    truncation (``trunc``), their entropy, and with ``teacher`` the exact reverse KL
+    (:func:`algorithms.distill.full_reverse_kl`) to the teacher's logits of its own hidden rows
+    ``t_h_c`` at ``inv_t_temp`` (a constant: no gradient through the teacher)."""
+    from algorithms.distill import full_reverse_kl
     from algorithms.entropy import entropy_from_logits
 
-    if entropy:
-        def stats(flat_h, idx, tgt, inv_temp):
-            logits, logp = _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc)
-            return logp, entropy_from_logits(o, logits).reshape(-1)
-    else:
-        def stats(flat_h, idx, tgt, inv_temp):
-            return _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc)[1]
+    def scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp):
+        z = model.head(h_c.expand_dims(0)) * inv_temp                    # (1, c, V)
+        logits, logp = truncated_logits_and_logp(z, tgt.expand_dims(0), trunc)
+        out = (logp.reshape(-1),)
+        if entropy:
+            out = out + (entropy_from_logits(o, logits).reshape(-1),)
+        if teacher is not None:
+            t_z = ops.stop_gradient(teacher.head(t_h_c.expand_dims(0)) * inv_t_temp)
+            out = out + (full_reverse_kl(o, logits, t_z).reshape(-1),)
+        return out
+    return scores
+
+
+def make_stats_fn(model, trunc, o, entropy: bool, teacher=None):
+    """Compiled ``fn(flat_h, t_flat_h, idx, tgt, inv_temp, inv_t_temp) -> ((c,) log p
+    [, (c,) entropy] [, (c,) KL])`` of one chunk (no gradient; :func:`make_scores`).
+    ``t_flat_h``: the teacher's (B*T, H_t) hidden states (unused without ``teacher``)."""
+    scores = make_scores(model, trunc, o, entropy, teacher)
+
+    def stats(flat_h, t_flat_h, idx, tgt, inv_temp, inv_t_temp):
+        t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
+        return scores(ops.gather(flat_h, idx, 0), t_h_c, tgt, inv_temp, inv_t_temp)
     return ms.jit(stats)
 
 
-def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter]):
-    """Compiled ``fn(flat_h, idx, tgt, g_logp, g_ent, inv_temp) -> (c, H)``: the gradient of
-    sum(logp g_logp [+ entropy g_ent]) over one chunk w.r.t. its hidden rows; the gradient
-    w.r.t. the head's weight is added to ``acc`` (None: the head is frozen)."""
-    from algorithms.entropy import entropy_from_logits
+def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter], teacher=None):
+    """Compiled ``fn(flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp)
+    -> (c, H)``: the gradient of sum(logp g_logp [+ entropy g_ent] [+ KL g_kl]) over one chunk
+    w.r.t. its hidden rows; the gradient w.r.t. the head's weight is added to ``acc`` (None:
+    the head is frozen). The entropy term only with ``with_entropy``, the KL only with
+    ``teacher``."""
+    scores = make_scores(model, trunc, o, with_entropy, teacher)
 
-    def terms(h_c, tgt, g_logp, g_ent, inv_temp):
-        z = model.head(h_c.expand_dims(0)) * inv_temp
-        logits, logp = truncated_logits_and_logp(z, tgt.expand_dims(0), trunc)
-        s = (logp.reshape(-1) * g_logp).sum()
+    def terms(h_c, t_h_c, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
+        out = scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp)
+        s = (out[0] * g_logp).sum()
         if with_entropy:
-            s = s + (entropy_from_logits(o, logits).reshape(-1) * g_ent).sum()
+            s = s + (out[1] * g_ent).sum()
+        if teacher is not None:
+            s = s + (out[-1] * g_kl).sum()
         return s
+
+    def rows(flat_h, t_flat_h, idx):
+        t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
+        return ops.gather(flat_h, idx, 0), t_h_c
 
     if acc is None:
         grad = ms.grad(terms, 0)
 
-        def chunk_grad(flat_h, idx, tgt, g_logp, g_ent, inv_temp):
-            return grad(ops.gather(flat_h, idx, 0), tgt, g_logp, g_ent, inv_temp)
+        def chunk_grad(flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
+            h_c, t_h_c = rows(flat_h, t_flat_h, idx)
+            return grad(h_c, t_h_c, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp)
     else:
         grad = ms.grad(terms, 0, (head_weight(model),))
 
-        def chunk_grad(flat_h, idx, tgt, g_logp, g_ent, inv_temp):
-            g_h, g_w = grad(ops.gather(flat_h, idx, 0), tgt, g_logp, g_ent, inv_temp)
+        def chunk_grad(flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
+            h_c, t_h_c = rows(flat_h, t_flat_h, idx)
+            g_h, g_w = grad(h_c, t_h_c, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp)
             ops.assign_add(acc, g_w[0])
             return g_h
     return ms.jit(chunk_grad)
 
 
-def chunk_scores(stats_fn, flat_h, layout: TokenChunks, inv_temp, entropy: bool):
-    """(B, T) log-probs [and entropies] of the scored tokens, chunk by chunk; 0 elsewhere."""
-    lps, ents = [], []
+def chunk_scores(stats_fn, flat_h, t_flat_h, layout: TokenChunks, inv_temp, inv_t_temp,
+                 n_scores: int) -> List[Tensor]:
+    """The ``n_scores`` (B, T) scores of :func:`make_scores` (log-probs [, entropies]
+    [, KL]) of the scored tokens, chunk by chunk; 0 elsewhere."""
+    parts: List[List[Tensor]] = [[] for _ in range(n_scores)]
     for s in layout.spans():
-        out = stats_fn(flat_h, *layout.inputs(s), inv_temp)
-        if entropy:
-            lps.append(out[0])
-            ents.append(out[1])
-        else:
-            lps.append(out)
-    logp = layout.to_rows(lps)
-    return (logp, layout.to_rows(ents)) if entropy else logp
+        out = stats_fn(flat_h, t_flat_h, *layout.inputs(s), inv_temp, inv_t_temp)
+        for i in range(n_scores):
+            parts[i].append(out[i])
+    return [layout.to_rows(p) for p in parts]
 
 
 class ChunkedHeadMixin:
@@ -182,17 +209,10 @@ class ChunkedHeadMixin:
 
     def _head_chunk(self, tokens: int, model=None) -> int:
         """Tokens per chunk when ``tokens`` scored positions of ``model`` (the policy by
-        default) go through the chunked head, else 0 (``train.logprob_chunk_tokens`` = 0, the
-        exact distillation KL, or tokens that fit one chunk)."""
+        default) go through the chunked head, else 0 (``train.logprob_chunk_tokens`` = 0 or
+        tokens that fit one chunk)."""
         setting = self.cfg.train.logprob_chunk_tokens
         if setting == 0:
-            return 0
-        if self._full_kl():
-            why = "algorithm.distill.estimator=full needs the teacher's logits"
-            if why not in self._chunk_notes:
-                self._chunk_notes.add(why)
-                log.info("train.logprob_chunk_tokens: log-probs use full-vocabulary logits "
-                         "(%s)", why)
             return 0
         spec = (model or self.model).spec
         chunk = chunk_tokens(setting, spec.vocab_size, live_copies=MINDSPORE_LIVE_COPIES)
@@ -215,7 +235,7 @@ class ChunkedHeadMixin:
         ids, pos, att, targets, mask = inputs
         layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
         flat_h = hidden_fn(ids, pos, att, targets)
-        return chunk_scores(stats_fn, flat_h, layout, inv_temp, entropy=False) * mask
+        return chunk_scores(stats_fn, flat_h, flat_h, layout, inv_temp, inv_temp, 1)[0] * mask
 
     def _head_grad_acc(self) -> Optional[Parameter]:
         """The (V, H) accumulator of the head weight's gradient over one micro-batch's chunks
@@ -228,32 +248,34 @@ class ChunkedHeadMixin:
                                        name="train.head_grad_acc", requires_grad=False)
         return self._head_acc
 
-    def _chunked_rl_step(self, chunk: int, loss_from, ent_grad: bool, inv_temp: float,
-                         aux_coef: float):
-        """The RL micro-batch step with the head in chunks: ``step(*inputs) -> [loss,
-        *metrics]`` with the same inputs and outputs as the fused step without update; the
-        gradient goes into the optimizer's accumulator. ``loss_from(logp, entropy, mask, adv,
-        old, ref, roll, teach, pick, inv_norm, ent_coef) -> (loss, metrics)`` is the fused
-        step's loss (``rl_loss``)."""
-        model, trunc, o = self.model, self.truncation, self.ops
+    def _chunked_step(self, chunk: int, loss_grads, *, entropy: bool = False,
+                      ent_grad: bool = False, inv_temp: float = 1.0, trunc=None,
+                      aux_coef: float = 0.0, teacher=None, inv_t_temp: float = 1.0):
+        """A micro-batch step with the head in chunks (module docstring), shared by the RL,
+        SFT and preference steps: ``run(ids, pos, att, targets, mask, loss_args, aux_w) ->
+        (loss, metrics)``; the gradient goes into the optimizer's accumulator.
+
+        ``loss_grads(logp [, entropy] [, kl], *loss_args) -> (loss, metrics tuple, dL/dlogp
+        [, dL/dentropy] [, dL/dkl])`` is the step's loss on the (B, T) scores and its gradient
+        w.r.t. them (compiled; run in PyNative if it does not compile). ``entropy``: the
+        entropies are scores (``ent_grad``: with a gradient); ``teacher``: so is the exact
+        reverse KL to it (``algorithm.distill.estimator=full``), its hidden states from its own
+        compiled forward of the same inputs; ``aux_coef``: the MoE load-balancing loss
+        through the decoder backward (``aux_w`` its weights, else unused)."""
+        model, o = self.model, self.ops
         acc = self._head_grad_acc()
         hidden = make_hidden_fn(model, with_aux=bool(aux_coef))
         hidden_fn = ms.jit(hidden)
-        stats_fn = make_stats_fn(model, trunc, o, entropy=True)
-        grad_fn = make_grad_fn(model, trunc, o, ent_grad, acc)
-        temp = Tensor(np.float32(inv_temp))
+        teacher_fn = ms.jit(make_hidden_fn(teacher)) if teacher is not None else None
+        stats_fn = make_stats_fn(model, trunc, o, entropy, teacher)
+        grad_fn = make_grad_fn(model, trunc, o, ent_grad, acc, teacher)
+        temp, t_temp = Tensor(np.float32(inv_temp)), Tensor(np.float32(inv_t_temp))
+        n_scores = 1 + int(entropy) + int(teacher is not None)
         accumulate = self.optimizer.accumulate_in_graph
         params = self.params
         head_at = next((i for i, p in enumerate(params) if acc is not None
                         and p is head_weight(model)), -1)
-
-        loss_grad = ms.value_and_grad(loss_from, (0, 1), None, has_aux=True)
-
-        def loss_and_grads(*args):
-            (loss, metrics), (g_logp, g_ent) = loss_grad(*args)
-            return loss, metrics, g_logp, g_ent
-
-        compiled_loss = [ms.jit(loss_and_grads)]
+        compiled_loss = [ms.jit(loss_grads)]
 
         def surrogate(ids, pos, att, targets, g_h, aux_w):
             if aux_coef:
@@ -276,32 +298,36 @@ class ChunkedHeadMixin:
                 accumulate(grads)
             return g_h.sum()
 
-        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
-                 ent_coef, aux_w):
+        def run(ids, pos, att, targets, mask, loss_args, aux_w):
             layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
             out = hidden_fn(ids, pos, att, targets)
             flat_h, aux = (out[0], out[1]) if aux_coef else (out, None)
-            logp, entropy = chunk_scores(stats_fn, flat_h, layout, temp, entropy=True)
-            args = (logp, entropy, mask, adv, old, ref, roll, teach, pick, inv_norm, ent_coef)
+            t_h = teacher_fn(ids, pos, att, targets) if teacher is not None else flat_h
+            args = tuple(chunk_scores(stats_fn, flat_h, t_h, layout, temp, t_temp, n_scores)) \
+                + tuple(loss_args)
             try:
-                loss, metrics, g_logp, g_ent = compiled_loss[0](*args)
+                res = compiled_loss[0](*args)
             except (RuntimeError, TypeError, ValueError, KeyError) as err:
-                if compiled_loss[0] is loss_and_grads:
+                if compiled_loss[0] is loss_grads:
                     raise
-                log.warning("algorithms.rl_loss does not compile into a MindSpore graph (%s); "
-                            "the chunked step runs it in PyNative",
-                            str(err).strip().splitlines()[0][:300])
-                compiled_loss[0] = loss_and_grads
-                loss, metrics, g_logp, g_ent = loss_and_grads(*args)
-            g_lp, g_en = g_logp.asnumpy(), g_ent.asnumpy()
-            parts = [grad_fn(flat_h, *layout.inputs(s), layout.per_chunk(g_lp, s),
-                             layout.per_chunk(g_en, s), temp) for s in layout.spans()]
+                log.warning("the loss does not compile into a MindSpore graph (%s); the chunked "
+                            "step runs it in PyNative", str(err).strip().splitlines()[0][:300])
+                compiled_loss[0] = loss_grads
+                res = loss_grads(*args)
+            loss, metrics, g = res[0], res[1], [x.asnumpy() for x in res[2:]]
+            g_ent = g[1] if entropy else None
+            g_kl = g[-1] if teacher is not None else None
+            parts = []
+            for s in layout.spans():
+                g_lp = layout.per_chunk(g[0], s)
+                parts.append(grad_fn(flat_h, t_h, *layout.inputs(s), g_lp,
+                                     layout.per_chunk(g_ent, s) if ent_grad else g_lp,
+                                     layout.per_chunk(g_kl, s) if g_kl is not None else g_lp,
+                                     temp, t_temp))
             g_h = layout.to_rows(parts) if parts else ops.zeros_like(flat_h)
             backward(ids, pos, att, targets, g_h, aux_w)
-            vec = [loss.reshape((1,))] + [ops.stop_gradient(v).astype(ms.float32).reshape((1,))
-                                          for v in metrics]
             if aux_coef:        # the loss as the fused step reports it (moe/aux_loss: pre-pass)
-                vec[0] = vec[0] + (aux_coef * (aux * aux_w).sum()).reshape((1,))
-            return ops.concat(vec, 0)
+                loss = loss + aux_coef * (aux * aux_w).sum()
+            return loss, tuple(ops.stop_gradient(v) for v in metrics)
 
-        return step
+        return run

@@ -118,12 +118,12 @@ class CompiledStepMixin:
         self._train_fns[key] = ms.jit(step)
         return self._train_fns[key]
 
-    def _step_fn(self, kind: str, flags, update: bool):
+    def _step_fn(self, kind: str, flags, update: bool, chunk: int = 0):
         if kind == "sft":
-            return self._sft_fn(update)
+            return self._sft_fn(update, chunk)
         if kind == "pref":
-            return self._pref_fn(*flags, update=update)
-        return self._train_fn(*flags, update=update)
+            return self._pref_fn(*flags, update=update, chunk=chunk)
+        return self._train_fn(*flags, update=update, chunk=chunk)
 
     STEP_NAMES = {"rl": ("train_step", "accumulate_step"),
                   "sft": ("sft_step", "sft_accumulate_step"),
@@ -136,15 +136,13 @@ class CompiledStepMixin:
         or updated by the failed compile. Returns (output vector, metric keys, whether the
         update ran in the graph)."""
         # the LM head in chunks (train.logprob_chunk_tokens): its own step, update outside
-        chunk = self._head_chunk(shape[0] * shape[2]) if kind == "rl" else 0
+        # (preference: the chosen and the rejected rows of ``shape[0]`` pairs)
+        chunk = self._head_chunk(shape[0] * shape[2] * (2 if kind == "pref" else 1))
         # a large flat vector (optimizer.sliced): the update runs slice by slice after the step
         sliced = getattr(self.optimizer, "sliced", False)
         fused_update = hyper is not None and not chunk and not sliced and (
             kind != "rl" or self.train_mode == "fused")
-        if chunk:
-            fn, keys = self._train_fn(*flags, chunk=chunk)
-        else:
-            fn, keys = self._step_fn(kind, flags, fused_update)
+        fn, keys = self._step_fn(kind, flags, fused_update, chunk)
         name = self.STEP_NAMES[kind][0 if hyper is not None else 1]
         mode = "chunked" if chunk else self.train_mode if kind == "rl" else "fused"
         extra = (hyper,) if fused_update else ()

@@ -115,8 +115,8 @@ class RLStepMixin:
         if chunk:
             key = ("rl", has_old, has_ref, has_roll, has_teach, has_pick, "chunked", chunk)
             if key not in self._train_fns:
-                self._train_fns[key] = self._chunked_rl_step(chunk, loss_from, ent_grad,
-                                                             inv_temp, aux_coef)
+                self._train_fns[key] = self._chunked_rl_step(
+                    chunk, loss_from, ent_grad, inv_temp, aux_coef, inv_t_temp if full else None)
             return self._train_fns[key], keys
         if self.train_mode == "fused" and full:
             def loss_fn(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
@@ -195,6 +195,42 @@ class RLStepMixin:
 
         self._train_fns[key] = step
         return step, keys
+
+    def _chunked_rl_step(self, chunk: int, loss_from, ent_grad: bool, inv_temp: float,
+                         aux_coef: float, inv_t_temp=None):
+        """The RL micro-batch step with the head in chunks
+        (:meth:`~mindrl.backends.mindspore.chunked_head.ChunkedHeadMixin._chunked_step`): the
+        same inputs and outputs as the fused step without update. ``loss_from`` is the fused
+        step's loss (``rl_loss``); ``inv_t_temp`` not None: the exact distillation KL to the
+        teacher at that inverse temperature, a chunk at a time beside the log-probs."""
+        from mindrl.backends.mindspore.compiled import step_vector
+
+        full = inv_t_temp is not None
+        if full:
+            def loss_kl(logp, entropy, kl, mask, adv, old, ref, roll, teach, pick, inv_norm,
+                        ent_coef):
+                return loss_from(logp, entropy, mask, adv, old, ref, roll, teach, pick,
+                                 inv_norm, ent_coef, kl)
+        loss_grad = ms.value_and_grad(loss_kl if full else loss_from,
+                                      (0, 1, 2) if full else (0, 1), None, has_aux=True)
+
+        def loss_grads(*args):
+            (loss, metrics), grads = loss_grad(*args)
+            return (loss, metrics) + grads
+
+        run = self._chunked_step(chunk, loss_grads, entropy=True, ent_grad=ent_grad,
+                                 inv_temp=inv_temp, trunc=self.truncation, aux_coef=aux_coef,
+                                 teacher=self.teacher if full else None,
+                                 inv_t_temp=inv_t_temp if full else 1.0)
+
+        def step(ids, pos, att, targets, mask, adv, old, ref, roll, teach, pick, inv_norm,
+                 ent_coef, aux_w):
+            loss, metrics = run(ids, pos, att, targets, mask,
+                                (mask, adv, old, ref, roll, teach, pick, inv_norm, ent_coef),
+                                aux_w)
+            return step_vector(loss, metrics)
+
+        return step
 
     def _rl_inputs(self, micro_batches: List[TrainBatch], norm: LossNormalizers):
         from algorithms.is_correction import needs_rollout_logp
