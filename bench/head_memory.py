@@ -9,7 +9,9 @@ script also checks the chunked head against full logits on a 64-token row (log-p
 head's gradient). tests/backends/torch/test_chunked_head.py runs the 8,192-token row.
 ``--backend mindspore``: the RL gradient of the compiled MindSpore step instead (decoder, head,
 loss, backward), checked against full logits on a 64-token row in chunks of 16;
-tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row.
+tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row. ``--step sft`` /
+``--step dpo``: the SFT step, or the DPO step of one pair (two responses of half the tokens,
+the reference pass included); tests/backends/mindspore/test_ms_chunked_sft_pref.py runs both.
 """
 
 from __future__ import annotations
@@ -76,8 +78,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-# backend=mindspore: the RL gradient of one row (the compiled step: decoder, head, rl_loss,
-# backward into the optimizer's accumulator), GRPO defaults with a KL to old log-probs
+# backend=mindspore: the gradient of one row through a compiled step (decoder, head, loss,
+# backward into the optimizer's accumulator). step "rl": GRPO defaults with a KL to old
+# log-probs; "sft": the mean NLL of the row; "dpo": one pair of T/2-token responses, the
+# reference model's log-probs of both included in the measurement.
 SCRIPT_MS = textwrap.dedent("""
     import dataclasses, json, os, sys
     os.environ.setdefault("GLOG_v", "3")
@@ -86,12 +90,13 @@ SCRIPT_MS = textwrap.dedent("""
     from mindrl.backends.mindspore import MindSporeBackend
     from mindrl.types import LossNormalizers, TrainBatch, pad_token_batch
 
-    T, chunk, cache = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    T, chunk, cache, step = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     os.environ["MINDRL_CACHE"] = cache
     be = MindSporeBackend(load_config(None, [
         "backend=mindspore", "model.path=builtin:tiny-vocab152k", "train.micro_batch_size=1",
         "data.max_prompt_len=16", f"rollout.max_new_tokens={max(T, 64)}",
-        "algorithm.entropy_coef=0.01", f"train.logprob_chunk_tokens={chunk}"]))
+        "algorithm.entropy_coef=0.01", "preference.loss=dpo",
+        f"train.logprob_chunk_tokens={chunk}"]), with_reference=step == "dpo")
     V = be.spec.vocab_size
 
     def set_chunk(n):
@@ -100,33 +105,52 @@ SCRIPT_MS = textwrap.dedent("""
 
     rng = np.random.default_rng(0)
 
+    def tokens(n):
+        return pad_token_batch([rng.integers(3, 1000, 16).tolist()],
+                               [rng.integers(3, V, n).tolist()], 0)
+
     def row(n):
-        tb = pad_token_batch([rng.integers(3, 1000, 16).tolist()],
-                             [rng.integers(3, V, n).tolist()], 0)
+        # (micro-batches, normaliser, gradient kind) of n scored tokens
+        if step == "dpo":
+            prompt = rng.integers(3, 1000, 16).tolist()
+            pair = [pad_token_batch([prompt], [rng.integers(3, V, n // 2).tolist()], 0)
+                    for _ in range(2)]
+            return pair, 1.0, "pref"
+        tb = tokens(n)
         m = tb.response_mask
+        norm = LossNormalizers(float(m.sum()), 1.0, n)
+        if step == "sft":
+            return [tb], norm, "sft"
         adv = (rng.normal(size=m.shape) * m).astype(np.float32)
         old = ((rng.normal(size=m.shape) * 0.1 - 12.0) * m).astype(np.float32)
-        return TrainBatch(tb, adv, old, None, None), LossNormalizers(float(m.sum()), 1.0, n)
+        return [TrainBatch(tb, adv, old, None, None)], norm, "rl"
 
-    out = {"vocab": V, "tokenizer": len(be.tokenizer)}
+    def gradients(mbs, norm, kind):
+        if kind == "pref":          # the reference pass, then the DPO gradient
+            ref = [be.logprobs(tb, temperature=1.0, reference=True, micro_batch_size=1)
+                   for tb in mbs]
+            mbs = [(mbs[0], mbs[1], ref[0] - 0.5 * mbs[0].response_mask, ref[1])]
+        return be.gradients(mbs, norm, kind=kind)
+
+    out = {"vocab": V, "tokenizer": len(be.tokenizer), "step": step}
     # equality with full logits on a short row (64 tokens, chunks of 16)
-    mb, norm = row(64)
+    mb, norm, kind = row(64)
     res = {}
     for n in (0, 16):
         set_chunk(n)
-        res[n] = be.gradients([mb], norm)
+        res[n] = gradients(mb, norm, kind)
     head = "lm_head.weight" if "lm_head.weight" in res[0] else "model.embed_tokens.weight"
     out["short_grad_rel"] = max(float(np.abs(res[16][k] - res[0][k]).max()
                                       / max(np.abs(res[0][k]).max(), 1e-30)) for k in res[0])
     out["short_chunked"] = be._head_chunk(64) == 16
     set_chunk(chunk)
     del res
-    mb, norm = row(T)
+    mb, norm, kind = row(T)
 
     before = reset_peak()
-    grads = be.gradients([mb], norm)
+    grads = gradients(mb, norm, kind)
     out["peak_delta"] = rss()["VmHWM"] - before
-    out["tokens"] = int(mb.tokens.response_mask.sum())
+    out["tokens"] = int(sum((m if kind != "rl" else m.tokens).response_mask.sum() for m in mb))
     out["chunk"] = be._head_chunk(T)
     out["finite"] = bool(all(np.isfinite(g).all() for g in grads.values()))
     out["head_grad"] = float(np.abs(grads[head]).sum())
@@ -148,16 +172,18 @@ PEAK = textwrap.dedent("""
 """)
 
 
-def measure(tokens: int, chunk: int, cache: str, backend: str = "torch") -> dict:
+def measure(tokens: int, chunk: int, cache: str, backend: str = "torch",
+            step: str = "rl") -> dict:
     """Run :data:`SCRIPT` (:data:`SCRIPT_MS` for ``backend`` mindspore) in a fresh process: the
     RSS peak of log-probs + backward of one row of ``tokens`` response tokens at
-    ``train.logprob_chunk_tokens=chunk``."""
+    ``train.logprob_chunk_tokens=chunk`` (MindSpore: of the ``step`` "rl", "sft" or "dpo")."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
                OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
                HF_HUB_DISABLE_PROGRESS_BARS="1")
     script = PEAK + (SCRIPT_MS if backend == "mindspore" else SCRIPT)
-    proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache)],
+    proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache),
+                           step],
                           capture_output=True, text=True, env=env, timeout=1800)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -174,6 +200,9 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="torch", choices=("torch", "mindspore"),
                     help="torch: log-probs + backward of -sum(logp); mindspore: the RL "
                          "gradient of the compiled step (decoder, head, loss, backward)")
+    ap.add_argument("--step", default="rl", choices=("rl", "sft", "dpo"),
+                    help="with --backend mindspore: the RL step, SFT, or DPO (one pair of "
+                         "responses of half the tokens each, with its reference pass)")
     args = ap.parse_args(argv)
     from mindrl.models.tiny import default_cache_dir
 
@@ -182,7 +211,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     for t in (int(x) for x in args.tokens.split(",")):
         for c in (int(x) for x in args.chunks.split(",")):
-            out = measure(t, c, cache, args.backend)
+            out = measure(t, c, cache, args.backend, args.step)
             gb = out["peak_delta"] / 1e9
             print(f"| {t:,} | {c} | {gb:.2f} | {out['peak_delta'] / t / 1e6:.2f} MB |",
                   flush=True)

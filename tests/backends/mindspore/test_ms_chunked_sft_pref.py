@@ -168,8 +168,9 @@ def _bench():
 @pytest.mark.parametrize("step", ["sft", "dpo"])
 def test_sft_and_dpo_at_the_real_vocabulary_train_in_bounded_memory(tmp_path_factory, step):
     # One 1,024-token SFT row; one DPO pair of 512-token responses (1,024 scored tokens), its
-    # reference pass included. Full logits: +4.5 GB (SFT) / +5.2 GB (DPO) (the Benchmarks
-    # page); chunked: one chunk's head work, the decoder and the compiled graphs.
+    # reference pass included. Full logits (train.logprob_chunk_tokens=0, the only path these
+    # steps had): +2.19 GB (SFT) / +2.18 GB (DPO); chunked: +0.43 / +0.36 GB (the Benchmarks
+    # page): one chunk's head work, the decoder and the compiled graphs.
     cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
     out = _bench().measure(1024, -1, cache, backend="mindspore", step=step)
     print(f"{step}, 1024 tokens, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
