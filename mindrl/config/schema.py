@@ -523,18 +523,18 @@ class TrainConfig:
                                           "bucket) and pads each micro-batch to its own. Loss "
                                           "normalisers stay global (0 = off).")
     logprob_chunk_tokens: int = opt(-1, "backend=torch and backend=mindspore (a count is "
-                                    "refused on mindformers): compute log-probs and entropies "
-                                    "(torch: and the exact distillation KL) from the final "
-                                    "hidden states a chunk of this many tokens at a time, so "
-                                    "the LM head holds O(chunk x vocabulary) floats instead of "
+                                    "refused on mindformers): compute log-probs, entropies "
+                                    "and the exact distillation KL from the final hidden "
+                                    "states a chunk of this many tokens at a time, so the LM "
+                                    "head holds O(chunk x vocabulary) floats instead of "
                                     "full-vocabulary logits for every token (same numbers; "
                                     "torch recomputes a chunk in the backward unless all "
-                                    "chunks' log-softmax fits half the head's budget). "
-                                    "MindSpore chunks the RL update and the log-prob passes; "
-                                    "its SFT / DPO / SimPO steps build full logits. -1 = "
-                                    "automatic (about 512 MB of head work per chunk: 110 "
-                                    "tokens on torch, 44 on MindSpore at a 151,936 "
-                                    "vocabulary), 0 = off (full logits).")
+                                    "chunks' log-softmax fits half the head's budget). Both "
+                                    "backends chunk the RL update, the log-prob passes, SFT "
+                                    "and DPO / IPO / SimPO. -1 = automatic (about 512 MB of "
+                                    "head work per chunk: 110 tokens on torch, 44 on "
+                                    "MindSpore at a 151,936 vocabulary), 0 = off (full "
+                                    "logits).")
 
 
 # Keys that may differ from a checkpoint's config on resume without checkpoint.allow_changes:
