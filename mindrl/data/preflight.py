@@ -483,9 +483,9 @@ def no_prompt_fits(limit: int, scanned: str, lengths: Sequence[int]) -> str:
 def check_prompt_lengths(rows: Sequence[Dict], cfg, tokenizer, job: str = "") -> List[str]:
     """Count the prompts of ``rows`` longer than ``data.max_prompt_len`` (the trainer skips
     them); raise :class:`DataError` (:func:`no_prompt_fits`) when none fits. Rows the run's
-    memory plan encoded for ``job`` (:func:`mindrl.trainer.lengths.measured`) are not encoded
+    memory plan encoded for ``job`` (:func:`mindrl.data.measured.measured`) are not encoded
     again."""
-    from mindrl.trainer.lengths import measured  # noqa: PLC0415
+    from mindrl.data.measured import measured  # noqa: PLC0415
 
     rows = [r for r in rows if r.get("problem") is not None]
     if not rows:

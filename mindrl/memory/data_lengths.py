@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from mindrl.trainer.lengths import first_rows, remember_measured
+from mindrl.data.measured import remember_measured
+from mindrl.trainer.lengths import first_rows
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def measure_data(cfg, job: str) -> DataLengths:
     sft) or preference (dpo, simpo, pref) run, read and encoded as its trainer does with the
     model's tokenizer alone; when the tokenizer or the data cannot be read here, an empty one
     whose ``why_not`` says why (the run's own data checks report data errors). What it measured
-    is left for the same run's checks (:func:`mindrl.trainer.lengths.remember_measured`)."""
+    is left for the same run's checks (:func:`mindrl.data.measured.remember_measured`)."""
     import dataclasses
 
     from mindrl.data.io import DataError

@@ -11,43 +11,18 @@ the end-of-run summary reports).
 The memory plan measures the same rows before anything loads
 (:func:`mindrl.memory.data_lengths.measure_data`: the model's tokenizer alone, the rows read and
 encoded by the trainers' own ``row_lengths``) and leaves what it measured here
-(:func:`remember_measured`): the same run's data preflight (prompt lengths) and the check
+(:mod:`mindrl.data.measured`): the same run's data preflight (prompt lengths) and the check
 before the first step take it for those rows instead of encoding them again.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Sequence
+
+from mindrl.data.measured import measured
 
 log = logging.getLogger("mindrl.data")
-
-# What the memory plan measured on a run's first data.preflight_rows rows, by (job kind: sft,
-# pref; the run's configuration with model.path resolved, as the trainer holds it): each row
-# (by its repr) -> (prompt tokens as Trainer.encode makes them, the trainer's row_lengths)
-_MEASURED: Dict[Tuple[str, str], Dict[str, Tuple[int, Tuple[int, int]]]] = {}
-
-
-def remember_measured(kind: str, cfg, rows: Sequence, prompts: Sequence[int],
-                      sizes: Sequence[Tuple[int, int]]) -> None:
-    """Keep the plan's measurement of ``rows`` for the same run's checks (:func:`measured`)."""
-    _MEASURED[(kind, repr(cfg))] = {repr(r): (n, tuple(s))
-                                    for r, n, s in zip(rows, prompts, sizes)}
-
-
-def measured(kind: str, cfg, rows: Sequence, take: bool = False
-             ) -> Optional[List[Tuple[int, Tuple[int, int]]]]:
-    """(prompt tokens, row_lengths) of each of ``rows`` as the plan measured them for a run of
-    ``kind`` under ``cfg``, or None unless it measured every one of them; ``take``: forget the
-    measurement (the last check that reads it)."""
-    key = (kind, repr(cfg))
-    known = _MEASURED.get(key)
-    if not known or not rows:
-        return None
-    out = [known.get(repr(r)) for r in rows]
-    if take:
-        _MEASURED.pop(key, None)
-    return None if any(x is None for x in out) else out
 
 
 def check_response_lengths(lengths: Sequence[int], cfg, what: str = "rows") -> str:
