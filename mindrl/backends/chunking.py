@@ -23,3 +23,21 @@ def chunk_tokens(setting: int, vocab: int, budget_bytes: int = HEAD_BUDGET_BYTES
     if setting >= 0:
         return setting
     return max(MIN_CHUNK, budget_bytes // (live_copies * 4 * vocab))
+
+
+def saved_copies(grad_entropy: bool, truncated: bool, teacher: bool) -> int:
+    """(c, V) float32 tensors the torch chunked head counts as kept per token for the backward
+    when it does not recompute a chunk: the log-softmax output (plus its float32 cast's input
+    when the head is in a lower precision); a differentiable entropy, the rollout's truncation
+    mask or a teacher's exact KL keep more (counted as :data:`LIVE_COPIES`)."""
+    return LIVE_COPIES if grad_entropy or truncated or teacher else 2
+
+
+def recomputes_chunks(tokens: int, chunk: int, vocab: int, copies: int,
+                      budget_bytes: int = HEAD_BUDGET_BYTES) -> bool:
+    """With gradients, whether the torch chunked head recomputes each chunk's logits in the
+    backward (True) or keeps every chunk's log-softmax from the forward (False): it recomputes
+    when the ``tokens`` scored tokens span more than one ``chunk`` and keeping ``copies``
+    float32 (tokens, ``vocab``) tensors would exceed half of ``budget_bytes`` (the other half
+    is one chunk's backward working set)."""
+    return tokens > chunk > 0 and tokens * vocab * 4 * copies > budget_bytes // 2

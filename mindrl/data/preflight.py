@@ -480,15 +480,21 @@ def no_prompt_fits(limit: int, scanned: str, lengths: Sequence[int]) -> str:
             f"or use shorter prompts")
 
 
-def check_prompt_lengths(rows: Sequence[Dict], cfg, tokenizer) -> List[str]:
+def check_prompt_lengths(rows: Sequence[Dict], cfg, tokenizer, job: str = "") -> List[str]:
     """Count the prompts of ``rows`` longer than ``data.max_prompt_len`` (the trainer skips
-    them); raise :class:`DataError` (:func:`no_prompt_fits`) when none fits."""
+    them); raise :class:`DataError` (:func:`no_prompt_fits`) when none fits. Rows the run's
+    memory plan encoded for ``job`` (:func:`mindrl.data.measured.measured`) are not encoded
+    again."""
+    from mindrl.data.measured import measured  # noqa: PLC0415
+
     rows = [r for r in rows if r.get("problem") is not None]
     if not rows:
         return []
     limit = cfg.data.max_prompt_len
+    known = measured(job, cfg, rows)
     try:
-        lengths = [len(prompt_ids(r["problem"], cfg, tokenizer)) for r in rows]
+        lengths = [n for n, _ in known] if known is not None else \
+            [len(prompt_ids(r["problem"], cfg, tokenizer)) for r in rows]
     except ValueError as e:          # a template that cannot render this row: shown elsewhere
         return [f"prompt lengths: not checked ({e})"]
     long = sum(L > limit for L in lengths)
@@ -575,7 +581,7 @@ def preflight(cfg, job: str, plan, rows: Sequence[Dict], check: bool = True,
         lines += show_lines(check_batch_size(cfg, count, plan), logging.WARNING)
     if check and job in ("rl", "sft", "pref"):
         if tokenizer is not None:
-            lines += show_lines(check_prompt_lengths(head, cfg, tokenizer))
+            lines += show_lines(check_prompt_lengths(head, cfg, tokenizer, job))
         else:
             lines += show_lines([f"prompt lengths: not checked before the model loads (no "
                                  f"tokenizer in '{cfg.model.path}')"])

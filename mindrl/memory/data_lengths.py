@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from mindrl.data.measured import remember_measured
 from mindrl.trainer.lengths import first_rows
 
 
@@ -52,7 +53,10 @@ def measure_data(cfg, job: str) -> DataLengths:
     """The :class:`DataLengths` of the first ``data.preflight_rows`` rows of an SFT (``job``
     sft) or preference (dpo, simpo, pref) run, read and encoded as its trainer does with the
     model's tokenizer alone; when the tokenizer or the data cannot be read here, an empty one
-    whose ``why_not`` says why (the run's own data checks report data errors)."""
+    whose ``why_not`` says why (the run's own data checks report data errors). What it measured
+    is left for the same run's checks (:func:`mindrl.data.measured.remember_measured`)."""
+    import dataclasses
+
     from mindrl.data.io import DataError
     from mindrl.data.preflight import load_tokenizer
     from mindrl.errors import ConfigError
@@ -63,6 +67,8 @@ def measure_data(cfg, job: str) -> DataLengths:
         path = resolve_model_path(cfg.model.path)
     except (ConfigError, OSError, ValueError) as e:
         return DataLengths(why_not=f"model.path={cfg.model.path!r}: {_first_line(e)}")
+    # the configuration as the trainer holds it (model.path resolved): the key of what is left
+    run_cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, path=path))
     tok = load_tokenizer(path, cfg.model.trust_remote_code)
     if tok is None:
         return DataLengths(why_not=f"no tokenizer at model.path={cfg.model.path!r} here")
@@ -70,15 +76,18 @@ def measure_data(cfg, job: str) -> DataLengths:
         from mindrl.trainer.sft import SFTTrainer as cls
     else:
         from mindrl.trainer.preference import PreferenceTrainer as cls
-    enc = cls.for_tokens(cfg, tok)
+    enc = cls.for_tokens(run_cfg, tok)
     limit = cfg.data.max_prompt_len
     try:
         stream, _ = enc.build_streams(check=False)
         rows = first_rows(stream, cfg.data.preflight_rows)
-        sizes = [enc.row_lengths(r) for r in rows if len(enc.encode(r["problem"])) <= limit]
+        prompts = [len(enc.encode(r["problem"])) for r in rows]
+        every = [enc.row_lengths(r) for r in rows]
     except (DataError, ConfigError, ValueError, TypeError, OSError, KeyError) as e:
         return DataLengths(why_not=f"data.train_file={cfg.data.train_file!r} not read here "
                                    f"({_first_line(e)})")
+    remember_measured(cls.kind, run_cfg, rows, prompts, every)
+    sizes = [s for n, s in zip(prompts, every) if n <= limit]
     if not sizes:
         return DataLengths(why_not=f"no row of data.train_file={cfg.data.train_file!r} has a "
                                    f"prompt within data.max_prompt_len={limit}")

@@ -69,7 +69,11 @@ With recompute (model.gradient_checkpointing; mindformers.recompute) each layer 
 input (b h per token) and one layer's activations exist at a time in the backward. The padded
 layout adds a (rows, S, S) boolean attention mask. With a chunked head
 (``train.logprob_chunk_tokens``, where the trainer has it; automatic on torch: 110 tokens at
-V = 151,936) r becomes min(r, chunk).
+V = 151,936) r becomes min(r, chunk). Torch keeps every chunk's log-softmax for the backward
+when the micro-batch's rows x response tokens of it fit half the head's budget (the backend's
+own test, :func:`mindrl.backends.chunking.recomputes_chunks`; 2 float32 copies of V per token,
+8 with a differentiable entropy, the rollout's truncation or a teacher's exact KL): fwd then
+adds them all, bwd all but one chunk's (at V = 151,936: up to 220 tokens).
 mindformers: V / tensor-parallel per head token, on the last pipeline stage; the first stage
 holds ``pipeline_stages`` micro-batches of activations (1F1B).
 
@@ -89,6 +93,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
+from mindrl.backends.chunking import recomputes_chunks, saved_copies
 from mindrl.backends.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
 from mindrl.backends.shard_layout import gather_peak_values
 
@@ -161,6 +166,8 @@ class Setup:
     entropy: bool = True            # the RL step computes the entropy metric from the logits
     head_chunk: int = 0             # LM head tokens at a time (0 = all at once)
     chunk_key: str = ""             # the key that sets head_chunk, where this version has one
+    head_copies: int = 2            # torch: float32 copies of V a chunk keeps per scored token
+                                    # for the backward (chunking.saved_copies)
     trainable: Optional[int] = None  # LoRA: trainable parameters (None = all)
     reference: bool = False
     teacher: Optional[ModelShape] = None
@@ -447,6 +454,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     chunked = 0 < s.head_chunk < head_tokens          # the head runs in more than one chunk
     if chunked:
         head_tokens = s.head_chunk
+    # torch keeps every chunk's log-softmax for the backward when it fits half the head's budget
+    # (the backend's own test, chunking.recomputes_chunks, on its rows x response tokens): then
+    # the forward ends holding them all, and the backward's second chunk (where the head's
+    # gradient sum reaches 3 copies) still holds all but the first chunk's
+    scored = s.rows * s.response_len
+    kept = chunked and s.backend == "torch" and not recomputes_chunks(
+        scored, s.head_chunk, m.vocab, s.head_copies)
+    kept_bytes = scored * 4 * m.vocab * s.head_copies if kept else 0.0
     masked = not s.padding_free
     if mf:
         tokens_dev = tokens / s.tp           # sequence parallel splits the saved activations
@@ -470,10 +485,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         head = head_tokens * head_bytes_per_token(m, s.job == "train" and s.entropy)
     pairs = 2 if s.job in ("dpo", "simpo", "pref") else 1
     act *= pairs
-    head_fwd = head * pairs
+    head_fwd = (head + kept_bytes) * pairs
     # the backward of log-softmax holds its output, the incoming gradient and the gradient it
     # returns: 3 float32 copies of the head's logits (measured on CPU; in chunks, of a chunk's)
     head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
+    if kept:
+        head_bwd += kept_bytes * pairs - s.head_chunk * 4 * m.vocab * s.head_copies
     gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
@@ -510,7 +527,8 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
                       "fwd|bwd", akeys))
     hkeys = ", ".join(k for k in (s.chunk_key, "train.micro_batch_size") if k) if not mf else \
         "mindformers.tensor_parallel, mindformers.micro_batch_num"
-    parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab})", head_fwd,
+    kept_text = f", {scored} kept" if kept else ""
+    parts.append(Part(f"log-prob head ({head_tokens} tokens x {m.vocab}{kept_text})", head_fwd,
                       "fwd", hkeys))
     trainable_head = s.trainable is None
     # FSDP computes a unit's gradients unsharded, then reduce-scatters them: full size here.
@@ -520,7 +538,8 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     head_grad *= 3 if chunked and s.backend == "torch" else 1
     parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
                       hkeys, "3 float32 copies of the logits (of a chunk) and the head's weight "
-                      "gradient (3 copies when chunked)"))
+                      "gradient (3 copies when chunked)" + (
+                          "; the log-softmax the chunks kept" if kept else "")))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
         # through one more temporary; under gradient accumulation (torch) the new gradient is
@@ -715,6 +734,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         rows=rows, prompt_len=prompt, response_len=resp,
         accumulation=accumulation,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
+        head_copies=_head_copies(cfg) if rl else saved_copies(False, False, False),
         chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
         trainable=trainable, reference=ref, teacher=teacher if rl else None,
         rewards=model_rewards(cfg) if rl else (),
@@ -726,6 +746,18 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         kv_cache_gib=float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", 0) or 1.0),
         device_bytes=device_memory_bytes(cfg),
         host_bytes=cfg.plan.host_memory_gb * GB, lengths=lengths)
+
+
+def _head_copies(cfg) -> int:
+    """What the torch chunked head keeps per token in the RL update (``token_stats``'s
+    arguments there): a differentiable entropy (algorithm.entropy_coef, entropy_control), the
+    rollout's top-k / min-p / top-p, or the exact KL to a teacher keep more."""
+    from algorithms.truncation import Truncation
+
+    a = cfg.algorithm
+    return saved_copies(bool(a.entropy_coef or a.entropy_control.enabled),
+                        Truncation.from_rollout(cfg.rollout) is not None,
+                        bool(a.distill.teacher) and a.distill.estimator == "full")
 
 
 _REWARD_ENGINES = {"judge": "native", "reward_model": "classifier"}

@@ -10,13 +10,17 @@ the end-of-run summary reports).
 
 The memory plan measures the same rows before anything loads
 (:func:`mindrl.memory.data_lengths.measure_data`: the model's tokenizer alone, the rows read and
-encoded by the trainers' own ``row_lengths``).
+encoded by the trainers' own ``row_lengths``) and leaves what it measured here
+(:mod:`mindrl.data.measured`): the same run's data preflight (prompt lengths) and the check
+before the first step take it for those rows instead of encoding them again.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import List, Sequence
+
+from mindrl.data.measured import measured
 
 log = logging.getLogger("mindrl.data")
 
@@ -74,11 +78,15 @@ class CutCounter:
 def check_before_first_step(trainer, response_len, what: str) -> str:
     """Before the first step of an SFT or preference ``trainer``: its first
     ``data.preflight_rows`` rows, each measured by ``response_len(row)`` (tokens, as the steps
-    encode it), checked by :func:`check_response_lengths`, whose line is returned for the caller
-    to log. A refusal closes what the trainer started (engine, reward workers) and propagates."""
+    encode it; rows the memory plan measured are not encoded again), checked by
+    :func:`check_response_lengths`, whose line is returned for the caller to log. A refusal
+    closes what the trainer started (engine, reward workers) and propagates."""
     try:
         rows = first_rows(trainer.train_stream, trainer.cfg.data.preflight_rows)
-        return check_response_lengths([response_len(r) for r in rows], trainer.cfg, what)
+        known = measured(trainer.kind, trainer.cfg, rows, take=True)
+        lengths = [s[1] for _, s in known] if known is not None else \
+            [response_len(r) for r in rows]
+        return check_response_lengths(lengths, trainer.cfg, what)
     except Exception:
         trainer.close()
         raise

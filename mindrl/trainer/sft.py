@@ -60,19 +60,22 @@ class SFTTrainer(Trainer):
 
         refuse_rl_only_options(cfg, "SFT")
         super().__init__(cfg)
-        rows = getattr(self.train_stream, "rows", None)
-        if rows is None:
-            rows = []
-        elif not isinstance(rows, list):    # a FileStream: read its first rows
-            rows = rows.get(range(min(len(rows), TEMPLATE_CHECK_ROWS)))
-        for row in rows[:TEMPLATE_CHECK_ROWS]:
-            if "messages" in row:
-                self.chat_ids(row)
         self.cuts = CutCounter()
-        # responses over data.max_response_len counted before the first step
+        # responses over data.max_response_len counted before the first step: the first
+        # data.preflight_rows rows encoded as the steps encode them (conversations through the
+        # chat template, which stops here when it cannot render one), or as the memory plan did
         line = check_before_first_step(self, lambda r: self.row_lengths(r)[1], "rows")
         if self.is_main:
             log.info("%s", line)
+        checked = self.cfg.data.preflight_rows       # the template check: the rows past those
+        rows = getattr(self.train_stream, "rows", None)
+        if rows is None or checked >= TEMPLATE_CHECK_ROWS:
+            rows = []
+        elif not isinstance(rows, list):    # a FileStream: read its first rows
+            rows = rows.get(range(min(len(rows), TEMPLATE_CHECK_ROWS)))
+        for row in rows[checked:TEMPLATE_CHECK_ROWS]:
+            if "messages" in row:
+                self.chat_ids(row)
 
     # ----------------------------------------------------------------- data
     def build_streams(self, check: bool = True):

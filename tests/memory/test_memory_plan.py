@@ -346,3 +346,25 @@ def test_mindspore_plans_its_chunked_head_for_rl_only():
     assert set_.head_chunk == 300
     heads = [p.name for p in plan_memory(m, rl).parts if p.name.startswith("log-prob head (")]
     assert heads == ["log-prob head (44 tokens x 151936)"]
+
+
+def test_torch_plan_keeps_the_chunks_log_softmax_by_the_heads_own_count():
+    # 1 row x 60 response tokens in chunks of 32 at V = 151,936: the RL update's head keeps 2
+    # float32 copies of V per token (60 x 151,936 x 8 = 73 MB, within half of 512 MiB), but 8
+    # with a differentiable entropy or the rollout's truncation (292 MB: recomputed instead)
+    from mindrl.memory.plan import setup_from_config
+
+    m = known_shape("Qwen2.5-0.5B")
+    over = ["data.max_prompt_len=16", "rollout.max_new_tokens=60", "train.micro_batch_size=1",
+            "train.logprob_chunk_tokens=32", "plan.device_memory_gb=100"]
+    heads = {}
+    for extra in ([], ["algorithm.entropy_coef=0.01"], ["rollout.top_k=20"]):
+        s = setup_from_config(load_config(None, over + extra), "train", m)
+        plan = plan_memory(m, s)
+        head = [p for p in plan.parts if p.name.startswith("log-prob head (")][0]
+        heads[tuple(extra)] = (s.head_copies, head.name, head.bytes)
+    V = 151_936
+    assert heads[()] == (2, f"log-prob head (32 tokens x {V}, 60 kept)",
+                         32 * 5 * 4 * V + 60 * 8 * V)
+    for extra in (("algorithm.entropy_coef=0.01",), ("rollout.top_k=20",)):
+        assert heads[extra] == (8, f"log-prob head (32 tokens x {V})", 32 * 5 * 4 * V)

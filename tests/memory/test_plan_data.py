@@ -5,6 +5,8 @@ loads) instead of the worst row data.max_prompt_len + data.max_response_len."""
 import json
 from pathlib import Path
 
+import pytest
+
 from mindrl.cli import main
 from mindrl.config.loader import load_config
 from mindrl.config.stages import Stage
@@ -203,7 +205,9 @@ def test_a_chunked_head_backward_holds_three_weight_gradients():
     # 2 rows x (8 + 1) = 18 head tokens; V 1000, h 64, float32
     assert head_bwd(0) == 18 * 3 * 4 * 1000 + 1000 * 64 * 4          # whole: 1 weight gradient
     assert head_bwd(18) == head_bwd(0)                                 # one chunk is the whole
-    assert head_bwd(4) == 4 * 3 * 4 * 1000 + 3 * 1000 * 64 * 4        # 5 chunks of 4
+    # 5 chunks of 4; the 16 scored tokens' log-softmax (2 float32 copies of V each) is far
+    # within the torch head's budget: kept, and all but one chunk's still held in the backward
+    assert head_bwd(4) == 4 * 3 * 4 * 1000 + 3 * 1000 * 64 * 4 + (16 - 4) * 2 * 4 * 1000
     # measured on torch only: other backends keep one weight gradient
     assert head_bwd(4, "mindspore") == 4 * 3 * 4 * 1000 + 1000 * 64 * 4
 
@@ -244,3 +248,65 @@ def test_sft_and_preference_accumulate_only_past_one_micro_batch_per_rank():
                            "train.micro_batch_size=4", "distributed.nproc=2")
     assert not accumulates("dpo", "dpo_seed_smoke", *one)
     assert accumulates("dpo", "dpo_seed_smoke", *two)
+
+
+# ---------------------------------------------------------------------- one encode per row
+@pytest.mark.parametrize("job", ["sft", "simpo"])
+def test_the_plan_and_the_trainers_checks_encode_each_preflight_row_once(
+        job, tmp_path, monkeypatch, caplog):
+    # The plan (check_fits) measures the first data.preflight_rows rows; the trainer's data
+    # preflight (prompt lengths) and its check before the first step (response lengths) then
+    # take those numbers: the real tokenizer, wrapped to count, encodes each prompt and each
+    # response once in all, and the trainer's line holds the hand-counted longest response.
+    import logging
+    from collections import Counter
+
+    from transformers import PreTrainedTokenizerBase
+
+    from mindrl.data import preflight
+
+    counts = Counter()
+
+    def counting(cls):
+        real = cls.encode
+
+        def encode(self, text, *args, **kwargs):
+            counts[text] += 1
+            return real(self, text, *args, **kwargs)
+        monkeypatch.setattr(cls, "encode", encode)
+
+    counting(PreTrainedTokenizerBase)
+    counting(preflight._FastTokenizer)
+    data = tmp_path / "rows.jsonl"
+    if job == "sft":
+        rows = [{"prompt": f"{i} + {i} =", "completion": f"{2 * i} " * (i + 1)}
+                for i in range(5)]
+        responses = [[r["completion"]] for r in rows]
+        from mindrl.trainer.sft import SFTTrainer as cls
+    else:
+        rows = [{"prompt": f"What is {i} + {i}?", "chosen": f"It is {2 * i}." * (i + 1),
+                 "rejected": f"Maybe {i}."} for i in range(5)]
+        responses = [[r["chosen"], r["rejected"]] for r in rows]
+        from mindrl.trainer.preference import PreferenceTrainer as cls
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    over = ["model.path=builtin:tiny", "model.chat_template=none", f"data.train_file={data}",
+            "train.steps=1", "train.prompts_per_step=4", "train.micro_batch_size=2",
+            "reward.num_workers=0", "reward.functions=[{name: arithmetic}]",
+            "logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false",
+            f"logging.output_dir={tmp_path / 'run'}", "data.max_response_len=30"]
+    if job == "simpo":
+        over.append("preference.loss=simpo")
+    cfg = load_config(None, over)
+    (plan,) = check_fits([Stage(1, "", job, cfg, 1)])
+    with caplog.at_level(logging.INFO):
+        trainer = cls(cfg)
+    trainer.close()
+    texts = [r["prompt"] for r in rows] + [t for pair in responses for t in pair]
+    assert {t: counts[t] for t in texts} == {t: 1 for t in texts}
+    tok = _tokenizer()
+    longest = max(len(tok.encode(t, add_special_tokens=False)) + 1
+                  for pair in responses for t in pair)
+    assert plan.setup.response_len == longest
+    what = "rows" if job == "sft" else "pairs"
+    assert (f"response lengths: all of the first 5 {what} fit data.max_response_len=30 "
+            f"(longest {longest} tokens)") in caplog.messages

@@ -32,6 +32,7 @@ from typing import Callable, Iterator, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
+from mindrl.backends import chunking
 from mindrl.backends.chunking import (  # noqa: F401  (re-exported)
     HEAD_BUDGET_BYTES, LIVE_COPIES, MIN_CHUNK, chunk_tokens)
 
@@ -40,13 +41,8 @@ PLAIN_HEAD_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "llama", "mistra
 
 
 def saved_copies(entropy: Optional[str], truncate, teacher) -> int:
-    """(c, V) float32 tensors autograd keeps per chunk for the backward when the chunk is not
-    recomputed: the log-softmax output (plus its float32 cast's input when the head is in a
-    lower precision); a differentiable entropy, a truncation mask or a teacher's KL keep more
-    (counted as :data:`LIVE_COPIES`)."""
-    if entropy == "grad" or truncate is not None or teacher is not None:
-        return LIVE_COPIES
-    return 2
+    """:func:`mindrl.backends.chunking.saved_copies` for :func:`token_stats`'s arguments."""
+    return chunking.saved_copies(entropy == "grad", truncate is not None, teacher is not None)
 
 
 def plain_head(model, fsdp: bool = False) -> Tuple[Optional[torch.nn.Linear], str]:
@@ -131,8 +127,9 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
     # exceeds half the head's budget (the other half: one chunk's backward working set): the
     # recompute is a second forward of the head, a quarter of the head's training FLOPs (at
     # V = 151,936 the head is most of a small model's work).
-    recompute = grad and N > step and \
-        N * W.shape[0] * 4 * saved_copies(entropy, truncate, teacher) > HEAD_BUDGET_BYTES // 2
+    # (the memory plan makes the same decision: mindrl.memory.plan)
+    recompute = grad and chunking.recomputes_chunks(
+        N, step, W.shape[0], saved_copies(entropy, truncate, teacher), HEAD_BUDGET_BYTES)
     parts = []
     for s in range(0, N, step):
         args = [hidden[s:s + step], targets[s:s + step]]

@@ -272,3 +272,36 @@ def test_the_head_is_recomputed_only_when_its_saved_logits_exceed_the_budget(mon
     for got in (fits, over):
         for a, b in zip(got[:3], ref[:3]):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("tokens", [220, 221])
+def test_the_memory_plan_keeps_the_log_softmax_exactly_when_the_head_does(tokens, monkeypatch):
+    # At V = 151,936 and the automatic chunk (110 tokens) the head keeps its 2 float32 copies
+    # of V per token within half of 512 MiB up to 268,435,456 / (151,936 x 8) = 220.9 tokens:
+    # 220 tokens run 2 head products (kept), 221 tokens 3 chunks x 2 (recomputed). The plan of
+    # one row of that many response tokens (SFT) makes the same call, and counts the kept
+    # log-softmax by hand: all of it in the forward, all but one chunk's in the backward.
+    from mindrl.backends.chunking import HEAD_BUDGET_BYTES, chunk_tokens
+    from mindrl.memory.plan import Setup, plan_memory
+    from mindrl.memory.shapes import known_shape
+
+    V = 151_936
+    chunk = chunk_tokens(-1, V)
+    torch.manual_seed(0)
+    head = torch.nn.Linear(2, V, bias=False)
+    hidden, targets = torch.randn(tokens, 2), torch.randint(0, V, (tokens,))
+    products = _head_products(hidden, head, targets, chunk, HEAD_BUDGET_BYTES, monkeypatch)[3]
+    chunks = -(-tokens // chunk)
+    assert products == {220: chunks, 221: 2 * chunks}[tokens]
+    keeps = products == chunks
+
+    m = known_shape("Qwen2.5-0.5B")
+    s = Setup(backend="torch", job="sft", rows=1, prompt_len=16, response_len=tokens,
+              head_chunk=chunk, engine="none", device_bytes=100e9)
+    parts = {p.name: p for p in plan_memory(m, s).parts}
+    kept = tokens * V * 4 * 2 if keeps else 0
+    name = f"log-prob head ({chunk} tokens x {V}{f', {tokens} kept' if keeps else ''})"
+    assert parts[name].bytes == chunk * 2 * 4 * V + kept
+    grad = 3 * V * m.hidden * 4             # the tied head's weight gradient, 3 copies
+    bwd = chunk * 3 * 4 * V + grad + (kept - chunk * V * 4 * 2 if keeps else 0)
+    assert parts["log-prob head in the backward"].bytes == bwd
