@@ -53,7 +53,7 @@ def test_packed_copy_runs_only_while_the_weight_is_the_packed_one(dtype):
         packer.pack()
         lin.weight.data.mul_(0.5)                        # unseen by the version counter
         torch.testing.assert_close(lin(x), before)       # the packed copy ran
-        lin.weight.mul_(2.0)                              # an optimizer-style in-place update
+        lin.weight.mul_(3.0)                              # an optimizer-style in-place update
         assert torch.equal(lin(x), F.linear(x, lin.weight))
     packer.close()
     with torch.no_grad():
