@@ -28,7 +28,7 @@ def test_packed_layer_equals_linear_at_every_row_count(dtype):
     lin = _layer(dtype)
     model = torch.nn.Sequential(lin)
     with torch.no_grad(), PackedLinears(model) as packer:
-        assert packer.pack() == 1 and "forward" in vars(lin)
+        assert packer.pack() == 1 and "forward" in vars(lin) and packer.packed_bytes() == 0
         for rows in (1, 2, 3, 4, 7, 16, 33):
             x = torch.randn(rows, 1, 72).to(dtype)             # (batch, step, hidden)
             got, want = model(x), F.linear(x, lin.weight, lin.bias)
@@ -37,6 +37,9 @@ def test_packed_layer_equals_linear_at_every_row_count(dtype):
                 assert torch.equal(got, want)        # the same kernel / MKL's own at one row
             else:
                 torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            if rows == 1:          # float32: one row is MKL's matrix-vector product, unpacked
+                assert packer.packed_bytes() == (300 * 72 * 2 if dtype == torch.bfloat16 else 0)
+        assert packer.packed_bytes() == 300 * 72 * lin.weight.element_size()
     assert "forward" not in vars(lin) and packer.layers == []       # its own forward back
 
 
@@ -51,6 +54,7 @@ def test_packed_copy_runs_only_while_the_weight_is_the_packed_one(dtype):
         before = F.linear(x, lin.weight)
         packer = PackedLinears(lin)
         packer.pack()
+        lin(x)                                           # packs the weight
         lin.weight.data.mul_(0.5)                        # unseen by the version counter
         torch.testing.assert_close(lin(x), before)       # the packed copy ran
         lin.weight.mul_(3.0)                              # an optimizer-style in-place update
@@ -63,6 +67,7 @@ def test_packed_copy_runs_only_while_the_weight_is_the_packed_one(dtype):
     packer.close()
     with torch.no_grad():
         packer.pack()
+        lin(x)
         lin.weight.data.mul_(0.5)
     y = lin(x)                                                         # grad on
     assert y.requires_grad and torch.equal(y.detach(), F.linear(x, lin.weight).detach())
@@ -87,7 +92,7 @@ def test_gradient_layers_and_other_devices_are_left_alone():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), Scaled(8, 8),
                                 torch.nn.Linear(8, 8).to(torch.float64), torch.nn.Embedding(4, 8))
     with PackedLinears(model) as packer:
-        assert packer.pack() == 1 and packer.layers == [model[0]]
+        assert packer.pack() == 1 and [m for m, _ in packer.layers] == [model[0]]
         assert packer.pack() == 1                                      # once
 
 

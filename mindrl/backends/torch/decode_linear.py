@@ -15,7 +15,7 @@ default CPU kernels lose much of that bandwidth at these shapes (``bench/decode_
 :class:`PackedLinears` packs each ``torch.nn.Linear`` weight of a model once into oneDNN's
 blocked layout (``torch.ops.mkldnn._reorder_linear_weight``) and, while open, sends those
 layers' no-grad forwards through ``torch.ops.mkldnn._linear_pointwise`` on the packed copy:
-one read of the weight per step. Measured per weight shape and row count (1-64 rows, the
+one read of the weight per step (each weight is packed at its first such call). Measured per weight shape and row count (1-64 rows, the
 vocabulary head and a decoder layer's linears): packed / ``F.linear`` time 0.5-0.9 in bfloat16
 at every row count, 0.3-0.6 for the float32 head at 2-64 rows; at one float32 row MKL's
 matrix-vector product is as fast on the head and up to 3x faster on the small body matrices,
@@ -74,22 +74,23 @@ def packed_linear(x, packed, bias):
 
 class PackedLinears:
     """The ``torch.nn.Linear`` layers of ``model`` sent through packed weights between
-    :meth:`pack` and :meth:`close` (a no-op where packing is not supported, for weights not on
-    the CPU, of another dtype than float32 / bfloat16, or not plain tensors)."""
+    :meth:`pack` and :meth:`close`. A layer's weight is packed at its first call that would use
+    the packed copy (so a float32 decode that stays at one row packs nothing). Layers left
+    alone: subclasses, weights not on the CPU, of another dtype than float32 / bfloat16 (or
+    bfloat16 without the CPU's support), or not plain tensors."""
 
     def __init__(self, model):
         self.model = model
-        self.layers: List = []
-        self.packed = False
+        self.layers: List = []              # (module, its _Packed)
+        self.routed = False
 
     def pack(self) -> int:
-        """Pack every eligible layer (once; later calls do nothing); returns the number packed."""
-        if self.packed:
+        """Route every eligible layer (once; later calls do nothing); returns their number."""
+        if self.routed:
             return len(self.layers)
         import torch
 
-        self.packed = True
-
+        self.routed = True
         owner = threading.get_ident()
         for mod in self.model.modules():
             w = getattr(mod, "weight", None)
@@ -97,15 +98,21 @@ class PackedLinears:
                     or type(w.data) is not torch.Tensor or w.device.type != "cpu" \
                     or w.dim() != 2 or not packing_supported(w.dtype):
                 continue
-            mod.forward = _packed_forward(mod, pack_weight(w), owner)
-            self.layers.append(mod)
+            state = _Packed(mod, owner)
+            mod.forward = state.forward
+            self.layers.append((mod, state))
         return len(self.layers)
+
+    def packed_bytes(self) -> int:
+        """Bytes of the packed copies made so far (the plain weights' size)."""
+        return sum(st.weight.numel() * st.weight.element_size()
+                   for _, st in self.layers if st.packed is not None)
 
     def close(self) -> None:
         """Give every layer its own forward back and free the packed copies."""
-        for mod in self.layers:
+        for mod, _ in self.layers:
             del mod.forward
-        self.layers, self.packed = [], False
+        self.layers, self.routed = [], False
 
     def __enter__(self) -> "PackedLinears":
         return self
@@ -114,19 +121,24 @@ class PackedLinears:
         self.close()
 
 
-def _packed_forward(mod, packed, owner: int):
-    import torch
-    import torch.nn.functional as F
+class _Packed:
+    """One layer's packed copy (made at its first eligible call) and its forward."""
 
-    weight = mod.weight
-    version = weight._version
-    min_rows = MIN_ROWS[str(weight.dtype).replace("torch.", "")]
+    def __init__(self, mod, owner: int):
+        self.mod, self.owner = mod, owner
+        self.weight = mod.weight
+        self.min_rows = MIN_ROWS[str(self.weight.dtype).replace("torch.", "")]
+        self.packed = self.version = None
 
-    def forward(x):
-        if torch.is_grad_enabled() or x.dtype != packed.dtype or mod.weight is not weight \
-                or weight._version != version or threading.get_ident() != owner \
-                or x.numel() < min_rows * x.shape[-1]:
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+
+        mod, w = self.mod, self.weight
+        if torch.is_grad_enabled() or x.dtype != w.dtype or mod.weight is not w \
+                or threading.get_ident() != self.owner or x.numel() < self.min_rows * x.shape[-1] \
+                or (self.packed is not None and w._version != self.version):
             return F.linear(x, mod.weight, mod.bias)
-        return packed_linear(x, packed, mod.bias)
-
-    return forward
+        if self.packed is None:
+            self.packed, self.version = pack_weight(w), w._version
+        return packed_linear(x, self.packed, mod.bias)
