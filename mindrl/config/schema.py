@@ -894,6 +894,9 @@ FEATURE_KEYS = [
      ("rollout.engine", "model.lora.enabled")),
     (("rollout.ascend_plugin",), lambda c: _VLLM(c) and c.device == "ascend",
      "with rollout.engine=vllm and device=ascend", ("rollout.engine", "device")),
+    (("rollout.native_packed_weights",),
+     lambda c: c.rollout.engine == "native" and c.backend == "torch",
+     "with rollout.engine=native and backend=torch", ("rollout.engine", "backend")),
 ]
 
 
