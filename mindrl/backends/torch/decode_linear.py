@@ -15,13 +15,15 @@ default CPU kernels lose much of that bandwidth at these shapes (``bench/decode_
 :class:`PackedLinears` packs each ``torch.nn.Linear`` weight of a model once into oneDNN's
 blocked layout (``torch.ops.mkldnn._reorder_linear_weight``) and, while open, sends those
 layers' no-grad forwards through ``torch.ops.mkldnn._linear_pointwise`` on the packed copy:
-one read of the weight per step (each weight is packed at its first such call). Measured per weight shape and row count (1-64 rows, the
-vocabulary head and a decoder layer's linears): packed / ``F.linear`` time 0.5-0.9 in bfloat16
-at every row count, 0.3-0.6 for the float32 head at 2-64 rows; at one float32 row MKL's
-matrix-vector product is as fast on the head and up to 3x faster on the small body matrices,
-so float32 goes packed from :data:`MIN_ROWS` rows up. bfloat16 results equal ``F.linear``'s bit
-for bit (the same oneDNN kernel, float32 accumulation); float32 results differ from MKL's by
-summation order (~1e-6 relative). The packed copies cost as much memory as the packed weights
+one read of the weight per step (each weight is packed at its first such call). Measured per
+weight shape and row count (1-64 rows, the vocabulary head and a decoder layer's linears,
+under load): packed / ``F.linear`` time 0.5-0.9 in bfloat16 at every row count, 0.3-0.6 for
+the float32 head at 2-64 rows; at one float32 row MKL's matrix-vector product is as fast on the
+head and up to 3x faster on the small body matrices, so float32 goes packed from
+:data:`MIN_ROWS` rows up. bfloat16 results equal ``F.linear``'s bit for bit wherever
+``F.linear`` itself calls oneDNN (every product above 16^3 multiply-adds: the same kernel,
+float32 accumulation); float32 results differ from MKL's by summation order (~1e-6 relative).
+The packed copies cost as much memory as the packed weights
 and live until :meth:`PackedLinears.close`.
 
 A layer keeps its own forward (the plain product on its current weight) for a call with
