@@ -376,6 +376,11 @@ def _machine_worker(a) -> None:
                 "tokens_per_s": rows * (new - 1) / max(full - one, 1e-9),
                 "prefill_s": one, "call_s": full}
     out["decode"] = decode
+    from mindrl.backends.torch.decode_linear import pack_weight, packing_supported
+
+    if packing_supported(dt):                     # what packing costs a call (included above)
+        linears = [m.weight for m in backend.model.modules() if type(m) is torch.nn.Linear]
+        out["pack_s"] = _median_time(lambda: [pack_weight(w) for w in linears], reps)
     out["elt"] = torch.tensor([], dtype=dt).element_size()
     emit(out)
 
@@ -399,7 +404,7 @@ def machine_rows(res: list, a) -> list:
                          decode1=d1, decode_frac=d1 / bound1,
                          decode_verdict=verdict(d1 / bound1, TARGETS["decode"], True),
                          decode_batch={k: v for k, v in r["decode"].items() if k != "1"},
-                         by_shape=r["gemm"]["by_shape"] if upd else {},
+                         by_shape=r["gemm"]["by_shape"] if upd else {}, pack_s=r.get("pack_s"),
                          load=r.get("load", "")))
     return rows
 
@@ -676,6 +681,9 @@ def render(raw: dict, a, head: str) -> str:
         for rows, d in m["decode_batch"].items():
             lines.append(f"- {m['dtype']} decode at batch {rows}: {d['tokens_per_s']:.1f} "
                          f"tok/s (prefill {d['prefill_s']:.2f} s of a {d['call_s']:.2f} s call)")
+        if m.get("pack_s") is not None:
+            lines.append(f"- {m['dtype']} packing every linear weight: {m['pack_s']:.2f} s, once "
+                         "per call that packs (float32 packs from 2 live rows up)")
     return "\n".join(lines)
 
 
