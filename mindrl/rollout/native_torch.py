@@ -249,6 +249,7 @@ def make_native_engine(cfg, *, backend=None, model_path: Optional[str] = None):
         if sampling_model is None:
             return backend.native_engine()
         model, shared = sampling_model()
+        packed = cfg.rollout.native_packed_weights if cfg is not None else True
         return NativeTorchEngine(model, backend.tokenizer, device=backend.device, shared=shared,
-                                 packed_weights=cfg.rollout.native_packed_weights)
+                                 packed_weights=packed)
     return NativeTorchEngine.from_config(cfg, model_path)
