@@ -53,7 +53,8 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
 
     ``packed_weights`` (CPU): the decode steps (not the prefill) run the model's linear layers
     on weights packed once for the call (:class:`mindrl.backends.torch.decode_linear.
-    PackedLinears`), packed before the first decode step and freed when the call returns."""
+    PackedLinears`: each weight packed at its first decode-step call that uses it, the copies
+    freed when the call returns)."""
     import contextlib
 
     import torch

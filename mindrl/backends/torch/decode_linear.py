@@ -142,5 +142,9 @@ class _Packed:
                 or (self.packed is not None and w._version != self.version):
             return F.linear(x, mod.weight, mod.bias)
         if self.packed is None:
-            self.packed, self.version = pack_weight(w), w._version
+            try:
+                self.packed, self.version = pack_weight(w), w._version
+            except RuntimeError:          # oneDNN refused this weight: the plain product
+                self.min_rows = float("inf")
+                return F.linear(x, mod.weight, mod.bias)
         return packed_linear(x, self.packed, mod.bias)
