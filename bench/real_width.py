@@ -10,6 +10,7 @@ subset of the vocabulary); sampled ids above it decode to nothing, on both sides
     python bench/real_width.py                       # the full run (~10 min on 1 core a side)
     python bench/real_width.py --quick               # a smoke run of every part (~2 min)
     python bench/real_width.py --parts grpo --dtypes bfloat16 --repeats 3
+    python bench/real_width.py --parts decode        # decode against the bandwidth bound
     python bench/real_width.py --device cuda         # the GPU variant (see below)
 
 Parts (``--parts``, comma-separated):
@@ -29,7 +30,12 @@ Parts (``--parts``, comma-separated):
   (6 x body parameters x tokens + 6 x head parameters x response tokens + 12 x layers x hidden
   x mean context x tokens) / time, over (a) (target >= 60%), (d) mindrl's decode loop at batch 1:
   tokens/s over the memory-bandwidth bound (bandwidth / weight bytes read per decode step,
-  target >= 50%), and at the rollout's batch for reference.
+  target >= 50%), and at the rollout's batch for reference; steady state (a call less a
+  2-token call: prefill, first token and the packing of the weights left out, the packing
+  timed apart), each on packed weights (the engine's default on CPU,
+  ``rollout.native_packed_weights``) and, in the same process interleaved, on the plain ones
+  ("unpacked").
+* ``decode``: (b) and (d) of ``machine`` alone.
 * ``mindspore``: MindSpore vs torch at this width, float32 (MindSpore has no bf16 MatMul on
   CPU): compiled train step vs torch eager step, and the native MindSpore sampler vs mindrl's
   torch decode loop (targets <= 1.0x).
@@ -303,7 +309,9 @@ def _machine_worker(a) -> None:
     R, P, T, M = u["rows"], u["prompt"], u["response"], u["micro"]
     micro_tokens, micro_resp = M * (P + T), M * T
     out = {"dtype": a.dtype, "config": c}
-    out["gemm"] = gemm_rate(c, micro_tokens, micro_resp, dt, device, reps)
+    decode_only = a.worker == "decode"                     # (b) and (d) only
+    if not decode_only:
+        out["gemm"] = gemm_rate(c, micro_tokens, micro_resp, dt, device, reps)
     out["bandwidth"] = read_bandwidth(device, reps, 0.25 if a.quick else 1.0)
 
     # (c) the update: mindrl's train_step on R rows of P + T tokens in micro-batches of M
@@ -325,9 +333,10 @@ def _machine_worker(a) -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    out["update_s"] = _median_time(step, reps)
-    out["update_flops"] = update_flops(c, R * (P + T), R * T, (P + T) / 2)
-    out["update_tokens"] = R * (P + T)
+    if not decode_only:
+        out["update_s"] = _median_time(step, reps)
+        out["update_flops"] = update_flops(c, R * (P + T), R * T, (P + T) / 2)
+        out["update_tokens"] = R * (P + T)
 
     # (d) decode: the torch native engine on the backend's own model, every row exactly
     # ``new`` tokens (EOS suppressed), batch 1 and the rollout's batch
@@ -346,17 +355,35 @@ def _machine_worker(a) -> None:
         n = 1 if rows == 1 else g["n"]
         prompts = [list(rng.integers(10, 1000, P)) for _ in range(rows // n)]
 
-        def gen(max_new):
+        def gen(max_new, packed):
+            engine.packed_weights = packed
             sp = SamplingParams(n=n, temperature=1.0, max_new_tokens=max_new, seed=0)
             r = engine.generate(prompts, sp)
             assert all(len(x) == max_new for x in r.response_ids), r.response_ids
 
-        # the call's prefill (and first token) is timed apart with a 1-token call
-        full = _median_time(lambda: gen(new), reps)
-        one = _median_time(lambda: gen(1), reps)
-        decode[str(rows)] = {"tokens_per_s": rows * (new - 1) / max(full - one, 1e-9),
-                             "prefill_s": one, "call_s": full}
+        # steady-state decode: a call of ``new`` tokens less a 2-token call, which holds the
+        # prefill, the first token and the first decode step (where the engine packs its
+        # weights: the cost per call is reported apart, "packing"); on packed weights (the
+        # engine's default on CPU) and, interleaved in the same process, on the plain ones
+        t = {}
+        gen(new, True), gen(new, False), gen(2, True)                   # warm-up
+        for _ in range(reps):
+            for packed in (True, False):
+                for m in (new, 2):
+                    t0 = time.perf_counter()
+                    gen(m, packed)
+                    t.setdefault((m, packed), []).append(time.perf_counter() - t0)
+        for packed in (True, False):
+            full, two = (statistics.median(t[m, packed]) for m in (new, 2))
+            decode[str(rows) + ("" if packed else " unpacked")] = {
+                "tokens_per_s": rows * (new - 2) / max(full - two, 1e-9),
+                "prefill_s": two, "call_s": full}
     out["decode"] = decode
+    from mindrl.backends.torch.decode_linear import pack_weight, packing_supported
+
+    if packing_supported(dt):                     # what packing costs a call (included above)
+        linears = [m.weight for m in backend.model.modules() if type(m) is torch.nn.Linear]
+        out["pack_s"] = _median_time(lambda: [pack_weight(w) for w in linears], reps)
     out["elt"] = torch.tensor([], dtype=dt).element_size()
     emit(out)
 
@@ -366,19 +393,22 @@ def machine_rows(res: list, a) -> list:
     for r in res:
         c = r["config"]
         p = param_counts(c)
-        achieved = r["update_flops"] / r["update_s"]
-        mfu = achieved / r["gemm"]["flops_per_s"]
+        upd = "update_s" in r                                     # not in --parts decode
+        achieved = r["update_flops"] / r["update_s"] if upd else None
+        mfu = achieved / r["gemm"]["flops_per_s"] if upd else None
         weight_bytes = (p["body"] + p["head"]) * r["elt"]
         bound1 = r["bandwidth"] / weight_bytes                     # tokens/s at batch 1
         d1 = r["decode"]["1"]["tokens_per_s"]
-        rows.append(dict(dtype=r["dtype"], achieved=achieved, gemm=r["gemm"]["flops_per_s"],
-                         mfu=mfu, mfu_verdict=verdict(mfu, TARGETS["mfu"], True),
-                         update_s=r["update_s"], tokens=r["update_tokens"],
+        rows.append(dict(dtype=r["dtype"], achieved=achieved,
+                         gemm=r["gemm"]["flops_per_s"] if upd else None, mfu=mfu,
+                         mfu_verdict=verdict(mfu, TARGETS["mfu"], True) if upd else None,
+                         update_s=r.get("update_s"), tokens=r.get("update_tokens"),
                          bandwidth=r["bandwidth"], weight_bytes=weight_bytes, bound1=bound1,
                          decode1=d1, decode_frac=d1 / bound1,
                          decode_verdict=verdict(d1 / bound1, TARGETS["decode"], True),
                          decode_batch={k: v for k, v in r["decode"].items() if k != "1"},
-                         by_shape=r["gemm"]["by_shape"], load=r.get("load", "")))
+                         by_shape=r["gemm"]["by_shape"] if upd else {}, pack_s=r.get("pack_s"),
+                         load=r.get("load", "")))
     return rows
 
 
@@ -513,7 +543,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        {"grpo": _grpo_worker, "machine": _machine_worker,
+        {"grpo": _grpo_worker, "machine": _machine_worker, "decode": _machine_worker,
          "mindspore": _mindspore_worker}[a.worker](a)
         return 0
 
@@ -523,9 +553,11 @@ def main(argv=None) -> int:
     if a.quick:
         a.repeats, a.steps, a.warmup = 1, 1, 1
     parts = [p for p in a.parts.split(",") if p]
-    unknown = set(parts) - {"grpo", "machine", "mindspore"}
+    unknown = set(parts) - {"grpo", "machine", "decode", "mindspore"}
     if unknown:
-        ap.error(f"--parts: unknown {sorted(unknown)}; known: grpo, machine, mindspore")
+        ap.error(f"--parts: unknown {sorted(unknown)}; known: grpo, machine, decode, mindspore")
+    if "machine" in parts and "decode" in parts:
+        parts.remove("decode")                    # the machine part holds the decode figures
     if a.device == "cuda" and "mindspore" in parts:
         parts.remove("mindspore")                 # the MindSpore comparison is the CPU one
     if "grpo" in parts and not (trl_dir() / "trl").is_dir():
@@ -557,12 +589,14 @@ def main(argv=None) -> int:
         if "grpo" in parts:
             raw["grpo"] = run_grpo(a, model_dir, work)
             save()
-        if "machine" in parts:
+        for part in ("machine", "decode"):
+            if part not in parts:
+                continue
             raw["machine"] = []
             for dtype in a.dtypes:
-                print(f"[bench] machine {dtype} ... load {loadavg():.2f}", file=sys.stderr,
+                print(f"[bench] {part} {dtype} ... load {loadavg():.2f}", file=sys.stderr,
                       flush=True)
-                cmd = [sys.executable, __file__, "--worker", "machine", "--model",
+                cmd = [sys.executable, __file__, "--worker", part, "--model",
                        str(model_dir), "--dtype", dtype, "--device", a.device]
                 r = run_worker(cmd + (["--quick"] if a.quick else []), what=f"machine {dtype}",
                                cwd=work, timeout=a.timeout, env=env, repo=REPO)
@@ -601,11 +635,12 @@ def render(raw: dict, a, head: str) -> str:
             f"**{g['ratio']:.2f}x** | <= {TARGETS['grpo']}x | {g['verdict']} | {g['load']} |")
     mach = machine_rows(raw["machine"], a) if raw.get("machine") else []
     for m in mach:
-        lines.append(
-            f"| update FLOP/s, {m['dtype']} ({m['tokens']} tokens, {m['update_s']:.2f} s) | "
-            f"{m['achieved'] / 1e9:.1f} GFLOP/s | GEMM at the model's shapes "
-            f"{m['gemm'] / 1e9:.1f} GFLOP/s | **{m['mfu']:.0%}** | >= 60% | "
-            f"{m['mfu_verdict']} | {m['load']} |")
+        if m["mfu"] is not None:
+            lines.append(
+                f"| update FLOP/s, {m['dtype']} ({m['tokens']} tokens, {m['update_s']:.2f} s) | "
+                f"{m['achieved'] / 1e9:.1f} GFLOP/s | GEMM at the model's shapes "
+                f"{m['gemm'] / 1e9:.1f} GFLOP/s | **{m['mfu']:.0%}** | >= 60% | "
+                f"{m['mfu_verdict']} | {m['load']} |")
         lines.append(
             f"| decode tokens/s, batch 1, {m['dtype']} | {m['decode1']:.1f} tok/s | "
             f"bandwidth bound {m['bound1']:.1f} tok/s ({m['bandwidth'] / 1e9:.1f} GB/s over "
@@ -643,11 +678,16 @@ def render(raw: dict, a, head: str) -> str:
                          f"{g[f'cpu_{side}']:.2f} s; " +
                          ", ".join(f"{k[5:]} {ph[k]:.2f}" for k in keys))
     for m in mach:
-        lines.append(f"- {m['dtype']} GEMM GFLOP/s by shape (fwd + 2 bwd matmuls): " +
-                     ", ".join(f"{k} {v / 1e9:.0f}" for k, v in m["by_shape"].items()))
+        if m["by_shape"]:
+            lines.append(f"- {m['dtype']} GEMM GFLOP/s by shape (fwd + 2 bwd matmuls): " +
+                         ", ".join(f"{k} {v / 1e9:.0f}" for k, v in m["by_shape"].items()))
         for rows, d in m["decode_batch"].items():
-            lines.append(f"- {m['dtype']} decode at batch {rows}: {d['tokens_per_s']:.0f} "
-                         f"tok/s (prefill {d['prefill_s']:.2f} s of a {d['call_s']:.2f} s call)")
+            lines.append(f"- {m['dtype']} decode at batch {rows}: {d['tokens_per_s']:.1f} "
+                         f"tok/s (2-token call {d['prefill_s']:.2f} s, {d['call_s']:.2f} s "
+                         "for all)")
+        if m.get("pack_s") is not None:
+            lines.append(f"- {m['dtype']} packing every linear weight: {m['pack_s']:.2f} s, once "
+                         "per call that packs (float32 packs from 2 live rows up)")
     return "\n".join(lines)
 
 

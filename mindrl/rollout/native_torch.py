@@ -78,8 +78,10 @@ class NativeTorchEngine:
     name = "native"
     takes_tensors = True       # load_weights accepts torch tensors
 
-    def __init__(self, model, tokenizer, *, device=None, shared: bool = False):
+    def __init__(self, model, tokenizer, *, device=None, shared: bool = False,
+                 packed_weights: bool = True):
         self.model = model
+        self.packed_weights = packed_weights      # rollout.native_packed_weights (CPU decode)
         self.tokenizer = tokenizer
         self.device = device if device is not None else next(model.parameters()).device
         self.shared = shared
@@ -106,7 +108,8 @@ class NativeTorchEngine:
         model = AutoModelForCausalLM.from_pretrained(
             path, local_files_only=True, dtype=DTYPES[cfg.model.dtype],
             trust_remote_code=cfg.model.trust_remote_code).to(device).eval()
-        return cls(model, tok, device=device)
+        return cls(model, tok, device=device,
+                   packed_weights=cfg.rollout.native_packed_weights)
 
     # ------------------------------------------------------------------ generate
     def generate(self, prompt_ids: List[List[int]], sampling: SamplingParams,
@@ -157,7 +160,7 @@ class NativeTorchEngine:
                         self.model, prompt_ids, n, sampling.max_new_tokens, eos, self.pad_id,
                         sampling.temperature, trunc, device=self.device,
                         on_group_done=on_group_done, routes_out=routes, interrupt=interrupt,
-                        done_tokens=done_tokens)
+                        done_tokens=done_tokens, packed_weights=self.packed_weights)
         finally:
             self.model.train(was_training)
         self.calls += 1
@@ -246,5 +249,7 @@ def make_native_engine(cfg, *, backend=None, model_path: Optional[str] = None):
         if sampling_model is None:
             return backend.native_engine()
         model, shared = sampling_model()
-        return NativeTorchEngine(model, backend.tokenizer, device=backend.device, shared=shared)
+        packed = cfg.rollout.native_packed_weights if cfg is not None else True
+        return NativeTorchEngine(model, backend.tokenizer, device=backend.device, shared=shared,
+                                 packed_weights=packed)
     return NativeTorchEngine.from_config(cfg, model_path)

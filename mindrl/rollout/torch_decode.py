@@ -35,7 +35,7 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
            stop_ids: Sequence[int], pad_id: int, temperature: float, trunc=None,
            device=None, on_group_done: Optional[Callable[[int, List[List[int]]], None]] = None,
            routes_out: Optional[list] = None, interrupt: Optional[Callable[[], bool]] = None,
-           done_tokens: Optional[Sequence[int]] = None
+           done_tokens: Optional[Sequence[int]] = None, packed_weights: bool = False
            ) -> Tuple[List[List[int]], List[np.ndarray], List[str]]:
     """Sample ``n`` responses for each prompt: (response ids per row, log-probs per row, finish
     reason per row), rows prompt-major (prompt 0's n samples first). ``temperature <= 0`` is
@@ -49,7 +49,12 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
     ``interrupt`` (partial rollouts): called after each decode step; when it returns True the
     rows still decoding end there with reason ``"interrupted"`` (their tokens and log-probs kept,
     to be continued later). ``done_tokens`` (per prompt): tokens a continued generation already
-    has; they only shift the position a ``model.mindrl_logits_hook`` sees."""
+    has; they only shift the position a ``model.mindrl_logits_hook`` sees.
+
+    ``packed_weights`` (CPU): the decode steps (not the prefill) run the model's linear layers
+    on weights packed once for the call (:class:`mindrl.backends.torch.decode_linear.
+    PackedLinears`: each weight packed at its first decode-step call that uses it, the copies
+    freed when the call returns)."""
     import contextlib
 
     import torch
@@ -73,20 +78,25 @@ def decode(model, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int,
         ids[i, P - len(p):] = torch.tensor(list(p), dtype=torch.long)
         att[i, P - len(p):] = 1
     ids, att = ids.to(device), att.to(device)
-    hooks = None
+    hooks = packer = None
     if routes_out is not None:
         from mindrl.backends.torch.moe_replay import RouterHooks
 
         hooks = RouterHooks.of(model)
-    with hooks.recording() if hooks is not None else contextlib.nullcontext():
+    if packed_weights and device.type == "cpu":
+        from mindrl.backends.torch.decode_linear import PackedLinears
+
+        packer = PackedLinears(model)
+    with hooks.recording() if hooks is not None else contextlib.nullcontext(), \
+            packer if packer is not None else contextlib.nullcontext():
         return _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trunc,
                        device, on_group_done, ids, att, responses, logps, reasons, hooks,
-                       routes_out, interrupt, done_tokens)
+                       routes_out, interrupt, done_tokens, packer)
 
 
 def _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trunc, device,
             on_group_done, ids, att, responses, logps, reasons, hooks, routes_out, interrupt,
-            done_tokens):
+            done_tokens, packer):
     import torch
     from transformers import DynamicCache
 
@@ -154,6 +164,8 @@ def _decode(model, prompts, n, max_new_tokens, stop, pad_id, greedy, inv_t, trun
             cache.batch_select_indices(keep)
             live, tok, att, next_pos = live[keep], tok[keep], att[keep], next_pos[keep]
         att = torch.cat([att, att.new_ones((att.shape[0], 1))], dim=1)
+        if packer is not None:
+            packer.pack()                                  # once, before the first decode step
         out = model(input_ids=tok.unsqueeze(-1), attention_mask=att,
                     position_ids=next_pos.unsqueeze(-1), past_key_values=cache, use_cache=True)
         if hooks is not None:

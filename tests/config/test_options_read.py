@@ -60,13 +60,13 @@ NOT_READ_BY_RL = {
 NOT_READ_BY_ENGINE = {
     "native": {"vLLM options": ["rollout.gpu_memory_utilization",
                                 "rollout.tensor_parallel_size"]},
-    "vllm": {},
+    "vllm": {"the torch native engine's option": ["rollout.native_packed_weights"]},
 }
 NOT_READ_BY_BACKEND = {
     # the MindSpore RL step reads it when it builds the step (a constant of the graph)
     "torch": {"on-policy distillation": ["algorithm.distill.teacher_temperature"],
               "MindSpore's own log level (GLOG_v)": ["logging.verbose"]},
-    "mindspore": {},
+    "mindspore": {"the torch native engine's option": ["rollout.native_packed_weights"]},
 }
 # Keys a backend does not implement: each must be refused at load time with these overrides.
 REFUSED = {
