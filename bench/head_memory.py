@@ -9,7 +9,9 @@ script also checks the chunked head against full logits on a 64-token row (log-p
 head's gradient). tests/backends/torch/test_chunked_head.py runs the 8,192-token row.
 ``--backend mindspore``: the RL gradient of the compiled MindSpore step instead (decoder, head,
 loss, backward), checked against full logits on a 64-token row in chunks of 16;
-tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row.
+tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row and
+tests/backends/mindspore/test_ms_long_rows.py an 8,192-token one (the decoder's attention in
+query blocks past ``--long-rows``).
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ SCRIPT_MS = textwrap.dedent("""
 
     T, chunk, cache = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     os.environ["MINDRL_CACHE"] = cache
+    if len(sys.argv) > 4:       # the portable attention's long-row threshold (0 = never blocked)
+        from mindrl.backends.mindspore import kernels
+        kernels.PORTABLE = dataclasses.replace(kernels.PORTABLE, long_rows=int(sys.argv[4]))
     be = MindSporeBackend(load_config(None, [
         "backend=mindspore", "model.path=builtin:tiny-vocab152k", "train.micro_batch_size=1",
         "data.max_prompt_len=16", f"rollout.max_new_tokens={max(T, 64)}",
@@ -128,6 +133,7 @@ SCRIPT_MS = textwrap.dedent("""
     out["peak_delta"] = rss()["VmHWM"] - before
     out["tokens"] = int(mb.tokens.response_mask.sum())
     out["chunk"] = be._head_chunk(T)
+    out["long_rows"] = be.model.kernels.long_rows
     out["finite"] = bool(all(np.isfinite(g).all() for g in grads.values()))
     out["head_grad"] = float(np.abs(grads[head]).sum())
     print("RESULT " + json.dumps(out))
@@ -148,16 +154,20 @@ PEAK = textwrap.dedent("""
 """)
 
 
-def measure(tokens: int, chunk: int, cache: str, backend: str = "torch") -> dict:
+def measure(tokens: int, chunk: int, cache: str, backend: str = "torch",
+            long_rows: int | None = None) -> dict:
     """Run :data:`SCRIPT` (:data:`SCRIPT_MS` for ``backend`` mindspore) in a fresh process: the
     RSS peak of log-probs + backward of one row of ``tokens`` response tokens at
-    ``train.logprob_chunk_tokens=chunk``."""
+    ``train.logprob_chunk_tokens=chunk``. ``long_rows`` (mindspore): the portable attention's
+    ``Kernels.long_rows`` instead of its default (0: the full-bias kernel at every length)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
                OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
                HF_HUB_DISABLE_PROGRESS_BARS="1")
     script = PEAK + (SCRIPT_MS if backend == "mindspore" else SCRIPT)
-    proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache)],
+    extra = [str(long_rows)] if long_rows is not None and backend == "mindspore" else []
+    proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache)]
+                          + extra,
                           capture_output=True, text=True, env=env, timeout=1800)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -174,6 +184,9 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="torch", choices=("torch", "mindspore"),
                     help="torch: log-probs + backward of -sum(logp); mindspore: the RL "
                          "gradient of the compiled step (decoder, head, loss, backward)")
+    ap.add_argument("--long-rows", type=int, default=None,
+                    help="mindspore: rows longer than this attend in query blocks (default: "
+                         "the portable kernels' own threshold; 0 = never)")
     args = ap.parse_args(argv)
     from mindrl.models.tiny import default_cache_dir
 
@@ -182,7 +195,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     for t in (int(x) for x in args.tokens.split(",")):
         for c in (int(x) for x in args.chunks.split(",")):
-            out = measure(t, c, cache, args.backend)
+            out = measure(t, c, cache, args.backend, args.long_rows)
             gb = out["peak_delta"] / 1e9
             print(f"| {t:,} | {c} | {gb:.2f} | {out['peak_delta'] / t / 1e6:.2f} MB |",
                   flush=True)

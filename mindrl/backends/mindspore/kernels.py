@@ -2,7 +2,9 @@
 ops with CPU kernels.
 
 ``select_kernels(device_target)`` returns a :class:`Kernels` namespace; the model calls only its
-four functions. On ``CPU`` (and ``GPU``) it returns the portable path, built from ops that have
+four functions, and for the causal self-attention of a row longer than ``Kernels.long_rows``
+(portable path only) :class:`BlockedCausalAttention`, which works in query blocks and holds no
+(S, S) tensor in either pass. On ``CPU`` (and ``GPU``) it returns the portable path, built from ops that have
 CPU kernels in both PyNative and graph mode (see PLATFORM.md: no ``ops.rms_norm``,
 ``ops.swiglu``, ``ops.rotary_position_embedding`` or ``ops.flash_attention_score`` on CPU). On
 ``Ascend`` it returns the fused path.
@@ -21,6 +23,8 @@ import mindspore as ms
 from mindspore import nn, ops
 
 NEG_INF = -1e9   # additive mask value: finite, so a fully masked (pad) query row stays NaN-free
+LONG_ROWS = 1024    # portable path: longer rows attend in query blocks (BlockedCausalAttention)
+QUERY_BLOCK = 512
 
 
 # --- portable path (CPU kernels) -------------------------------------------------------------
@@ -191,10 +195,15 @@ class Kernels:
     rope: Callable
     attention: Callable
     swiglu: Callable
+    # causal self-attention of more than ``long_rows`` queries runs in blocks of ``query_block``
+    # queries (:class:`BlockedCausalAttention`) from the key mask, never building the (S, S)
+    # bias; 0 = always ``attention`` with the full bias
+    long_rows: int = 0
+    query_block: int = 512
 
 
 PORTABLE = Kernels("portable", rms_norm_portable, rope_portable, attention_portable,
-                   swiglu_portable)
+                   swiglu_portable, long_rows=LONG_ROWS, query_block=QUERY_BLOCK)
 FUSED = Kernels("ascend-fused", rms_norm_fused, rope_fused, attention_fused, swiglu_fused)
 
 
