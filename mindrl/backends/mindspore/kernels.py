@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 import mindspore as ms
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 
 NEG_INF = -1e9   # additive mask value: finite, so a fully masked (pad) query row stays NaN-free
 LONG_ROWS = 1024    # portable path: longer rows attend in query blocks (BlockedCausalAttention)
-QUERY_BLOCK = 512
+QUERY_BLOCK = 128   # measured at 8K: the attention adds ~0.3 GB (512: ~0.85 GB), same speed
 
 
 # --- portable path (CPU kernels) -------------------------------------------------------------
@@ -68,22 +68,20 @@ def attention_portable(q, k, v, bias, scale: float):
 
 
 # --- long rows: causal attention in query blocks (portable) -------------------------------------
-def _block_end(i0: int, block: int, S: int) -> int:
-    # not min(): MindSpore 2.10's graph mode fails to compile min() of two ints
-    end = i0 + block
-    if end > S:
-        end = S
-    return end
+class _QueryBlocks(nn.Cell):
+    """The loops of :class:`BlockedCausalAttention`: graph ``while`` loops over query blocks, so
+    one block's buffers serve every block (unrolled blocks each keep their own: a compiled
+    MindSpore graph on CPU does not reuse one kernel output's memory for another's).
 
+    q (B, Nq, nb*Bq, D), k/v (B, Nk, S, D), key_mask (B, S) float32, slots (S,) int32 =
+    0..S-1, first (Bq,) int32 = 0..Bq-1, blocks (nb,) int32 = 0..nb-1 -> (B, Nq, nb*Bq, D).
+    Query q_i sits at slot i and sees the real keys at slots <= i. Every input a tensor and
+    every op a primitive: MindSpore 2.10 fails to compile ``ops.arange``, ``ops.softmax`` and
+    other functions with Python branches inside ``bprop``.
 
-class _QueryBlockAttention(nn.Cell):
-    """One query block's attention with a backward that recomputes its probabilities.
-
-    qb (B, Nq, Bq, D) the block's queries, k/v (B, Nk, Sk, D) the keys it may see, key_mask
-    (B, Sk), q_slots (Bq,) / k_slots (Sk,) int32 the queries' and keys' slots -> (B, Nq, Bq, D).
-    Backward, with P = softmax(scale q k^T + bias) recomputed and dO the output's gradient:
-    dV = P^T dO; dP = dO V^T; dS = P (dP - rowsum(dO * O)); dQ = scale dS K; dK = scale dS^T Q.
-    (The slots are inputs: MindSpore 2.10 fails to compile ``ops.arange`` inside ``bprop``.)
+    Backward, per block with P = softmax(scale q k^T + bias) recomputed and dO the output's
+    gradient: dV += P^T dO; dP = dO V^T; dS = P (dP - rowsum(dO * O)); dQ = scale dS K;
+    dK += scale dS^T Q.
     """
 
     def __init__(self, scale: float):
@@ -92,74 +90,101 @@ class _QueryBlockAttention(nn.Cell):
         self.bmm = ops.BatchMatMul()
         self.bmm_nt = ops.BatchMatMul(transpose_b=True)
         self.bmm_tn = ops.BatchMatMul(transpose_a=True)
-        # primitives, not ops.softmax / ops.zeros_like / Tensor.sum: MindSpore 2.10 fails to
-        # compile a ``bprop`` that calls a function with Python branches
         self.softmax = ops.Softmax(-1)
         self.row_sum = ops.ReduceSum(keep_dims=True)
         self.zeros_like = ops.ZerosLike()
+        self.gather = ops.Gather()
+        self.select = ops.Select()
+        self.masked = Tensor(NEG_INF, ms.float32)
 
-    def probs(self, qb, k, key_mask, q_slots, k_slots):
-        """(B, Nk, rep*Bq, Sk) float32 probabilities and the grouped queries (B, Nk, rep*Bq, D):
-        the rows of ``attention_portable`` with the bias of ``Qwen2ForCausalLM.attn_bias``."""
-        B, Nq, Bq, D = qb.shape
-        Nk, Sk = k.shape[1], k.shape[2]
-        qg = qb.reshape(B, Nk, (Nq // Nk) * Bq, D)
-        s = self.bmm_nt(qg, k) * self.scale                                   # (B, Nk, rep*Bq, Sk)
-        causal = (k_slots.reshape(1, -1) <= q_slots.reshape(-1, 1)).astype(ms.float32)       # (Bq, Sk)
-        allowed = causal.reshape(1, 1, Bq, Sk) * \
-            key_mask.astype(ms.float32).reshape(B, 1, 1, Sk)
-        s = s.reshape(B, Nq, Bq, Sk).astype(ms.float32) + (1.0 - allowed) * NEG_INF
-        return self.softmax(s).reshape(B, Nk, (Nq // Nk) * Bq, Sk), qg
+    def _rows(self, x, idx, nk: int):
+        """x (B, N, Sq, E) -> rows ``idx`` grouped as (B, nk, N/nk * Bq, E)."""
+        xb = self.gather(x, idx, 2)
+        return xb.reshape(x.shape[0], nk, (x.shape[1] // nk) * idx.shape[0], x.shape[3])
 
-    def construct(self, qb, k, v, key_mask, q_slots, k_slots):
-        B, Nq, Bq, D = qb.shape
-        p, _ = self.probs(qb, k, key_mask, q_slots, k_slots)
-        return self.bmm(p.astype(v.dtype), v).reshape(B, Nq, Bq, D)
+    def _probs(self, qg, k, key_mask, idx, slots):
+        """Block probabilities (B, Nk, rep*Bq, S) float32 of grouped queries qg at slots idx."""
+        B, Nk, n, _ = qg.shape
+        Bq, S = idx.shape[0], k.shape[2]
+        s = self.bmm_nt(qg, k) * self.scale                                   # (B, Nk, n, S)
+        causal = slots.reshape(1, 1, 1, S) <= idx.reshape(1, 1, Bq, 1)
+        allowed = ops.logical_and(causal, key_mask.reshape(B, 1, 1, S) > 0.5)  # (B, 1, Bq, S)
+        # select, not + bias: one (Bq, S) buffer less; the same values where a key is allowed
+        # (s + 0) and, after the softmax, exactly 0 where it is not
+        s = self.select(allowed, s.reshape(B, Nk * (n // Bq), Bq, S).astype(ms.float32),
+                        self.masked)
+        return self.softmax(s).reshape(B, Nk, n, S)
 
-    def bprop(self, qb, k, v, key_mask, q_slots, k_slots, out, dout):
-        B, Nq, Bq, D = qb.shape
-        Nk = k.shape[1]
-        n = (Nq // Nk) * Bq
-        p, qg = self.probs(qb, k, key_mask, q_slots, k_slots)                          # (B, Nk, n, Sk)
-        do = dout.reshape(B, Nk, n, D)
-        dv = self.bmm_tn(p.astype(v.dtype), do)                               # (B, Nk, Sk, D)
+    def _place(self, blocks, j, xb):
+        """xb (B, N, Bq, D) as block j of a (B, N, nb, Bq, D) tensor, zeros elsewhere."""
+        here = (blocks == j).astype(xb.dtype).reshape(1, 1, blocks.shape[0], 1, 1)
+        return here * xb.reshape(xb.shape[0], xb.shape[1], 1, xb.shape[2], xb.shape[3])
+
+    def construct(self, q, k, v, key_mask, slots, first, blocks):
+        B, Nq, Sq, D = q.shape
+        Nk, nb, Bq = k.shape[1], blocks.shape[0], first.shape[0]
+        out = self.zeros_like(q).reshape(B, Nq, nb, Bq, D)
+        j = blocks[0]
+        while j < nb:
+            idx = j * Bq + first
+            p = self._probs(self._rows(q, idx, Nk), k, key_mask, idx, slots)
+            o = self.bmm(p.astype(v.dtype), v).reshape(B, Nq, Bq, D)
+            out = out + self._place(blocks, j, o)
+            j = j + 1
+        return out.reshape(B, Nq, Sq, D)
+
+    def bprop(self, q, k, v, key_mask, slots, first, blocks, out, dout):
+        B, Nq, Sq, D = q.shape
+        Nk, nb, Bq = k.shape[1], blocks.shape[0], first.shape[0]
         delta = self.row_sum(dout.astype(ms.float32) * out.astype(ms.float32), -1)
-        dp = self.bmm_nt(do, v).astype(ms.float32)                            # (B, Nk, n, Sk)
-        ds = (p * (dp - delta.reshape(B, Nk, n, 1)) * self.scale).astype(qb.dtype)
-        dq = self.bmm(ds, k).reshape(B, Nq, Bq, D)
-        dk = self.bmm_tn(ds, qg)                                              # (B, Nk, Sk, D)
-        return dq, dk, dv, self.zeros_like(key_mask), self.zeros_like(q_slots), \
-            self.zeros_like(k_slots)
+        dq = self.zeros_like(q).reshape(B, Nq, nb, Bq, D)
+        dk = self.zeros_like(k)
+        dv = self.zeros_like(v)
+        j = blocks[0]
+        while j < nb:
+            idx = j * Bq + first
+            qg = self._rows(q, idx, Nk)                                         # (B, Nk, n, D)
+            p = self._probs(qg, k, key_mask, idx, slots)                        # (B, Nk, n, S)
+            dog = self._rows(dout, idx, Nk)
+            dv = dv + self.bmm_tn(p.astype(v.dtype), dog)                       # P^T dO
+            dp = self.bmm_nt(dog, v).astype(ms.float32)
+            ds = (p * (dp - self._rows(delta, idx, Nk)) * self.scale).astype(q.dtype)
+            dq = dq + self._place(blocks, j, self.bmm(ds, k).reshape(B, Nq, Bq, D))
+            dk = dk + self.bmm_tn(ds, qg)
+            j = j + 1
+        return (dq.reshape(B, Nq, Sq, D), dk, dv, self.zeros_like(key_mask),
+                self.zeros_like(slots), self.zeros_like(first), self.zeros_like(blocks))
 
 
 class BlockedCausalAttention(nn.Cell):
-    """Causal self-attention of a long row in blocks of ``block`` queries, each with a backward
-    that recomputes its probabilities (:class:`_QueryBlockAttention`), so neither pass holds an
-    (S, S) tensor or bias.
+    """Causal self-attention of a long row in blocks of ``block`` queries, each block's
+    probabilities recomputed in the backward, so neither pass holds an (S, S) tensor or bias:
+    the largest tensors are one block's (B, Nq, block, S) float32 scores and probabilities.
 
     q (B, Nq, S, D), k/v (B, Nk, S, D) at slots 0..S-1, key_mask (B, S) (1 = a real token)
     -> (B, Nq, S, D), equal to ``attention_portable`` with the bias of
-    ``Qwen2ForCausalLM.attn_bias`` (GQA grouped the same way). Query block [i0, i1) sees keys
-    [0, i1) only (the later ones are masked by causality), so the work and the largest tensor,
-    (B, Nq, block, i1) float32, are about half of a full pass's. A query with no key allowed
-    (a left-pad slot) averages the keys up to its block's end instead of all keys: its output
-    is arbitrary in both and reaches no real token.
+    ``Qwen2ForCausalLM.attn_bias`` (GQA grouped the same way). The queries are padded to a
+    whole number of blocks (the padding's outputs are dropped).
     """
 
     def __init__(self, scale: float, block: int):
         super().__init__()
         self.block = block
-        self.attend = _QueryBlockAttention(scale)
+        self.blocks = _QueryBlocks(scale)
 
     def construct(self, q, k, v, key_mask):
-        S = q.shape[2]
-        slots = ops.arange(0, S, 1, dtype=ms.int32)
-        outs = ()
-        for i0 in range(0, S, self.block):
-            i1 = _block_end(i0, self.block, S)
-            outs = outs + (self.attend(q[:, :, i0:i1], k[:, :, :i1], v[:, :, :i1],
-                                       key_mask[:, :i1], slots[i0:i1], slots[:i1]),)
-        return ops.concat(outs, 2)
+        B, Nq, S, D = q.shape
+        nb = (S + self.block - 1) // self.block
+        pad = nb * self.block - S
+        if pad > 0:
+            q = ops.concat((q, ops.zeros((B, Nq, pad, D), q.dtype)), 2)
+        o = self.blocks(q, k, v, key_mask.astype(ms.float32),
+                        ops.arange(0, S, 1, dtype=ms.int32),
+                        ops.arange(0, self.block, 1, dtype=ms.int32),
+                        ops.arange(0, nb, 1, dtype=ms.int32))
+        if pad > 0:
+            o = o[:, :, :S]
+        return o
 
 def swiglu_portable(gate, up):
     return ops.silu(gate) * up
@@ -199,7 +224,7 @@ class Kernels:
     # queries (:class:`BlockedCausalAttention`) from the key mask, never building the (S, S)
     # bias; 0 = always ``attention`` with the full bias
     long_rows: int = 0
-    query_block: int = 512
+    query_block: int = QUERY_BLOCK
 
 
 PORTABLE = Kernels("portable", rms_norm_portable, rope_portable, attention_portable,
