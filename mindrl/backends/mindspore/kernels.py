@@ -163,8 +163,10 @@ class BlockedCausalAttention(nn.Cell):
 
     q (B, Nq, S, D), k/v (B, Nk, S, D) at slots 0..S-1, key_mask (B, S) (1 = a real token)
     -> (B, Nq, S, D), equal to ``attention_portable`` with the bias of
-    ``Qwen2ForCausalLM.attn_bias`` (GQA grouped the same way). The queries are padded to a
-    whole number of blocks (the padding's outputs are dropped).
+    ``Qwen2ForCausalLM.attn_bias`` (GQA grouped the same way; a query with no key allowed
+    averages all values, as there). Every block scores all S keys (static shapes in the loop):
+    the same work as the full kernel. The queries are padded to a whole number of blocks (the
+    padding's outputs are dropped).
     """
 
     def __init__(self, scale: float, block: int):
