@@ -39,11 +39,17 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients():
     bias = Tensor(_full_bias(mask))
     blocked = K.BlockedCausalAttention(scale, 16)
 
+    def full_out(q, k, v, m):
+        return K.attention_portable(q, k, v, bias, scale)
+
+    def blocked_out(q, k, v, m):
+        return blocked(q, k, v, m)
+
     def full_loss(q, k, v, m):
-        return (K.attention_portable(q, k, v, bias, scale) * w).sum()
+        return (full_out(q, k, v, m) * w).sum()
 
     def blocked_loss(q, k, v, m):
-        return (blocked(q, k, v, m) * w).sum()
+        return (blocked_out(q, k, v, m) * w).sum()
 
     args = [Tensor(a) for a in (q, k, v, mask)]
     want = ms.jit(ms.value_and_grad(full_loss, (0, 1, 2)))(*args)
@@ -53,8 +59,8 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients():
         g, gw = g.asnumpy(), gw.asnumpy()
         assert np.abs(gw).max() > 1e-2
         assert np.abs(g - gw).max() <= 1e-5 * np.abs(gw).max(), name
-    out = blocked(*args).asnumpy()
-    ref = K.attention_portable(args[0], args[1], args[2], bias, scale).asnumpy()
+    out = ms.jit(blocked_out)(*args).asnumpy()
+    ref = ms.jit(full_out)(*args).asnumpy()
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
     # against an independent reference: softmax in float64 (real queries: a query with no
     # key allowed averages all values in both kernels)
