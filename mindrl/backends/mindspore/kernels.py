@@ -4,8 +4,8 @@ ops with CPU kernels.
 ``select_kernels(device_target)`` returns a :class:`Kernels` namespace; the model calls only its
 four functions, and for the causal self-attention of a row longer than ``Kernels.long_rows``
 (portable path only) :class:`BlockedCausalAttention`, which works in query blocks and holds no
-(S, S) tensor in either pass. On ``CPU`` (and ``GPU``) it returns the portable path, built from ops that have
-CPU kernels in both PyNative and graph mode (see PLATFORM.md: no ``ops.rms_norm``,
+(S, S) tensor in either pass. On ``CPU`` (and ``GPU``) it returns the portable path, built from
+ops that have CPU kernels in both PyNative and graph mode (see PLATFORM.md: no ``ops.rms_norm``,
 ``ops.swiglu``, ``ops.rotary_position_embedding`` or ``ops.flash_attention_score`` on CPU). On
 ``Ascend`` it returns the fused path.
 

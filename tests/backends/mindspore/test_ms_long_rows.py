@@ -73,7 +73,7 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients():
     np.testing.assert_allclose(out * real, o64 * real, rtol=0, atol=1e-5)
 
 
-def _backend(path, kernels=None, *over):
+def _backend(path, *over):
     from mindrl.backends.mindspore import MindSporeBackend
     from mindrl.config.loader import load_config
 
