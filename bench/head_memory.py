@@ -9,9 +9,11 @@ script also checks the chunked head against full logits on a 64-token row (log-p
 head's gradient). tests/backends/torch/test_chunked_head.py runs the 8,192-token row.
 ``--backend mindspore``: the RL gradient of the compiled MindSpore step instead (decoder, head,
 loss, backward), checked against full logits on a 64-token row in chunks of 16;
-tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row. ``--step sft`` /
-``--step dpo``: the SFT step, or the DPO step of one pair (two responses of half the tokens,
-the reference pass included); tests/backends/mindspore/test_ms_chunked_sft_pref.py runs both.
+tests/backends/mindspore/test_ms_chunked_head.py runs a 1,024-token row and
+tests/backends/mindspore/test_ms_long_rows.py an 8,192-token one (the decoder's attention in
+query blocks past ``--long-rows``). ``--step sft`` / ``--step dpo``: the SFT step, or the DPO
+step of one pair (two responses of half the tokens, the reference pass included);
+tests/backends/mindspore/test_ms_chunked_sft_pref.py runs both.
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ SCRIPT_MS = textwrap.dedent("""
 
     T, chunk, cache, step = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     os.environ["MINDRL_CACHE"] = cache
+    if len(sys.argv) > 5:       # the portable attention's long-row threshold (0 = never blocked)
+        from mindrl.backends.mindspore import kernels
+        kernels.PORTABLE = dataclasses.replace(kernels.PORTABLE, long_rows=int(sys.argv[5]))
     be = MindSporeBackend(load_config(None, [
         "backend=mindspore", "model.path=builtin:tiny-vocab152k", "train.micro_batch_size=1",
         "data.max_prompt_len=16", f"rollout.max_new_tokens={max(T, 64)}",
@@ -152,6 +157,7 @@ SCRIPT_MS = textwrap.dedent("""
     out["peak_delta"] = rss()["VmHWM"] - before
     out["tokens"] = int(sum((m if kind != "rl" else m.tokens).response_mask.sum() for m in mb))
     out["chunk"] = be._head_chunk(T)
+    out["long_rows"] = be.model.kernels.long_rows
     out["finite"] = bool(all(np.isfinite(g).all() for g in grads.values()))
     out["head_grad"] = float(np.abs(grads[head]).sum())
     print("RESULT " + json.dumps(out))
@@ -173,17 +179,20 @@ PEAK = textwrap.dedent("""
 
 
 def measure(tokens: int, chunk: int, cache: str, backend: str = "torch",
-            step: str = "rl") -> dict:
+            step: str = "rl", long_rows: int | None = None) -> dict:
     """Run :data:`SCRIPT` (:data:`SCRIPT_MS` for ``backend`` mindspore) in a fresh process: the
     RSS peak of log-probs + backward of one row of ``tokens`` response tokens at
-    ``train.logprob_chunk_tokens=chunk`` (MindSpore: of the ``step`` "rl", "sft" or "dpo")."""
+    ``train.logprob_chunk_tokens=chunk`` (MindSpore: of the ``step`` "rl", "sft" or "dpo").
+    ``long_rows`` (mindspore): the portable attention's ``Kernels.long_rows`` instead of its
+    default (0: the full-bias kernel at every length)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
                OMP_NUM_THREADS="1", TRANSFORMERS_VERBOSITY="error",
                HF_HUB_DISABLE_PROGRESS_BARS="1")
     script = PEAK + (SCRIPT_MS if backend == "mindspore" else SCRIPT)
+    extra = [str(long_rows)] if long_rows is not None and backend == "mindspore" else []
     proc = subprocess.run([sys.executable, "-c", script, str(tokens), str(chunk), str(cache),
-                           step],
+                           step] + extra,
                           capture_output=True, text=True, env=env, timeout=1800)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -203,6 +212,9 @@ def main(argv=None) -> int:
     ap.add_argument("--step", default="rl", choices=("rl", "sft", "dpo"),
                     help="with --backend mindspore: the RL step, SFT, or DPO (one pair of "
                          "responses of half the tokens each, with its reference pass)")
+    ap.add_argument("--long-rows", type=int, default=None,
+                    help="mindspore: rows longer than this attend in query blocks (default: "
+                         "the portable kernels' own threshold; 0 = never)")
     args = ap.parse_args(argv)
     from mindrl.models.tiny import default_cache_dir
 
@@ -211,7 +223,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     for t in (int(x) for x in args.tokens.split(",")):
         for c in (int(x) for x in args.chunks.split(",")):
-            out = measure(t, c, cache, args.backend, args.step)
+            out = measure(t, c, cache, args.backend, args.step, args.long_rows)
             gb = out["peak_delta"] / 1e9
             print(f"| {t:,} | {c} | {gb:.2f} | {out['peak_delta'] / t / 1e6:.2f} MB |",
                   flush=True)

@@ -2,8 +2,10 @@
 ops with CPU kernels.
 
 ``select_kernels(device_target)`` returns a :class:`Kernels` namespace; the model calls only its
-four functions. On ``CPU`` (and ``GPU``) it returns the portable path, built from ops that have
-CPU kernels in both PyNative and graph mode (see PLATFORM.md: no ``ops.rms_norm``,
+four functions, and for the causal self-attention of a row longer than ``Kernels.long_rows``
+(portable path only) :class:`BlockedCausalAttention`, which works in query blocks and holds no
+(S, S) tensor in either pass. On ``CPU`` (and ``GPU``) it returns the portable path, built from
+ops that have CPU kernels in both PyNative and graph mode (see PLATFORM.md: no ``ops.rms_norm``,
 ``ops.swiglu``, ``ops.rotary_position_embedding`` or ``ops.flash_attention_score`` on CPU). On
 ``Ascend`` it returns the fused path.
 
@@ -18,9 +20,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import Tensor, nn, ops
 
 NEG_INF = -1e9   # additive mask value: finite, so a fully masked (pad) query row stays NaN-free
+LONG_ROWS = 1024    # portable path: longer rows attend in query blocks (BlockedCausalAttention)
+QUERY_BLOCK = 128   # measured at 8K: the attention adds ~0.3 GB (512: ~0.85 GB), same speed
 
 
 # --- portable path (CPU kernels) -------------------------------------------------------------
@@ -63,6 +67,127 @@ def attention_portable(q, k, v, bias, scale: float):
     return out.reshape(B, Nq, Sq, D)
 
 
+# --- long rows: causal attention in query blocks (portable) -------------------------------------
+class _QueryBlocks(nn.Cell):
+    """The loops of :class:`BlockedCausalAttention`: graph ``while`` loops over query blocks, so
+    one block's buffers serve every block (unrolled blocks each keep their own: a compiled
+    MindSpore graph on CPU does not reuse one kernel output's memory for another's).
+
+    q (B, Nq, nb*Bq, D), k/v (B, Nk, S, D), key_mask (B, S) float32, slots (S,) int32 =
+    0..S-1, first (Bq,) int32 = 0..Bq-1, blocks (nb,) int32 = 0..nb-1 -> (B, Nq, nb*Bq, D).
+    Query q_i sits at slot i and sees the real keys at slots <= i. Every input a tensor and
+    every op a primitive: MindSpore 2.10 fails to compile ``ops.arange``, ``ops.softmax`` and
+    other functions with Python branches inside ``bprop``.
+
+    Backward, per block with P = softmax(scale q k^T + bias) recomputed and dO the output's
+    gradient: dV += P^T dO; dP = dO V^T; dS = P (dP - rowsum(dO * O)); dQ = scale dS K;
+    dK += scale dS^T Q.
+    """
+
+    def __init__(self, scale: float):
+        super().__init__()
+        self.scale = scale
+        self.bmm = ops.BatchMatMul()
+        self.bmm_nt = ops.BatchMatMul(transpose_b=True)
+        self.bmm_tn = ops.BatchMatMul(transpose_a=True)
+        self.softmax = ops.Softmax(-1)
+        self.row_sum = ops.ReduceSum(keep_dims=True)
+        self.zeros_like = ops.ZerosLike()
+        self.gather = ops.Gather()
+        self.select = ops.Select()
+        self.masked = Tensor(NEG_INF, ms.float32)
+
+    def _rows(self, x, idx, nk: int):
+        """x (B, N, Sq, E) -> rows ``idx`` grouped as (B, nk, N/nk * Bq, E)."""
+        xb = self.gather(x, idx, 2)
+        return xb.reshape(x.shape[0], nk, (x.shape[1] // nk) * idx.shape[0], x.shape[3])
+
+    def _probs(self, qg, k, key_mask, idx, slots):
+        """Block probabilities (B, Nk, rep*Bq, S) float32 of grouped queries qg at slots idx."""
+        B, Nk, n, _ = qg.shape
+        Bq, S = idx.shape[0], k.shape[2]
+        s = self.bmm_nt(qg, k) * self.scale                                   # (B, Nk, n, S)
+        causal = slots.reshape(1, 1, 1, S) <= idx.reshape(1, 1, Bq, 1)
+        allowed = ops.logical_and(causal, key_mask.reshape(B, 1, 1, S) > 0.5)  # (B, 1, Bq, S)
+        # select, not + bias: one (Bq, S) buffer less; the same values where a key is allowed
+        # (s + 0) and, after the softmax, exactly 0 where it is not
+        s = self.select(allowed, s.reshape(B, Nk * (n // Bq), Bq, S).astype(ms.float32),
+                        self.masked)
+        return self.softmax(s).reshape(B, Nk, n, S)
+
+    def _place(self, blocks, j, xb):
+        """xb (B, N, Bq, D) as block j of a (B, N, nb, Bq, D) tensor, zeros elsewhere."""
+        here = (blocks == j).astype(xb.dtype).reshape(1, 1, blocks.shape[0], 1, 1)
+        return here * xb.reshape(xb.shape[0], xb.shape[1], 1, xb.shape[2], xb.shape[3])
+
+    def construct(self, q, k, v, key_mask, slots, first, blocks):
+        B, Nq, Sq, D = q.shape
+        Nk, nb, Bq = k.shape[1], blocks.shape[0], first.shape[0]
+        out = self.zeros_like(q).reshape(B, Nq, nb, Bq, D)
+        j = blocks[0]
+        while j < nb:
+            idx = j * Bq + first
+            p = self._probs(self._rows(q, idx, Nk), k, key_mask, idx, slots)
+            o = self.bmm(p.astype(v.dtype), v).reshape(B, Nq, Bq, D)
+            out = out + self._place(blocks, j, o)
+            j = j + 1
+        return out.reshape(B, Nq, Sq, D)
+
+    def bprop(self, q, k, v, key_mask, slots, first, blocks, out, dout):
+        B, Nq, Sq, D = q.shape
+        Nk, nb, Bq = k.shape[1], blocks.shape[0], first.shape[0]
+        delta = self.row_sum(dout.astype(ms.float32) * out.astype(ms.float32), -1)
+        dq = self.zeros_like(q).reshape(B, Nq, nb, Bq, D)
+        dk = self.zeros_like(k)
+        dv = self.zeros_like(v)
+        j = blocks[0]
+        while j < nb:
+            idx = j * Bq + first
+            qg = self._rows(q, idx, Nk)                                         # (B, Nk, n, D)
+            p = self._probs(qg, k, key_mask, idx, slots)                        # (B, Nk, n, S)
+            dog = self._rows(dout, idx, Nk)
+            dv = dv + self.bmm_tn(p.astype(v.dtype), dog)                       # P^T dO
+            dp = self.bmm_nt(dog, v).astype(ms.float32)
+            ds = (p * (dp - self._rows(delta, idx, Nk)) * self.scale).astype(q.dtype)
+            dq = dq + self._place(blocks, j, self.bmm(ds, k).reshape(B, Nq, Bq, D))
+            dk = dk + self.bmm_tn(ds, qg)
+            j = j + 1
+        return (dq.reshape(B, Nq, Sq, D), dk, dv, self.zeros_like(key_mask),
+                self.zeros_like(slots), self.zeros_like(first), self.zeros_like(blocks))
+
+
+class BlockedCausalAttention(nn.Cell):
+    """Causal self-attention of a long row in blocks of ``block`` queries, each block's
+    probabilities recomputed in the backward, so neither pass holds an (S, S) tensor or bias:
+    the largest tensors are one block's (B, Nq, block, S) float32 scores and probabilities.
+
+    q (B, Nq, S, D), k/v (B, Nk, S, D) at slots 0..S-1, key_mask (B, S) (1 = a real token)
+    -> (B, Nq, S, D), equal to ``attention_portable`` with the bias of
+    ``Qwen2ForCausalLM.attn_bias`` (GQA grouped the same way; a query with no key allowed
+    averages all values, as there). Every block scores all S keys (static shapes in the loop):
+    the same work as the full kernel. The queries are padded to a whole number of blocks (the
+    padding's outputs are dropped).
+    """
+
+    def __init__(self, scale: float, block: int):
+        super().__init__()
+        self.block = block
+        self.blocks = _QueryBlocks(scale)
+
+    def construct(self, q, k, v, key_mask):
+        B, Nq, S, D = q.shape
+        nb = (S + self.block - 1) // self.block
+        pad = nb * self.block - S
+        if pad > 0:
+            q = ops.concat((q, ops.zeros((B, Nq, pad, D), q.dtype)), 2)
+        o = self.blocks(q, k, v, key_mask.astype(ms.float32),
+                        ops.arange(0, S, 1, dtype=ms.int32),
+                        ops.arange(0, self.block, 1, dtype=ms.int32),
+                        ops.arange(0, nb, 1, dtype=ms.int32))
+        if pad > 0:
+            o = o[:, :, :S]
+        return o
+
 def swiglu_portable(gate, up):
     return ops.silu(gate) * up
 
@@ -97,10 +222,15 @@ class Kernels:
     rope: Callable
     attention: Callable
     swiglu: Callable
+    # causal self-attention of more than ``long_rows`` queries runs in blocks of ``query_block``
+    # queries (:class:`BlockedCausalAttention`) from the key mask, never building the (S, S)
+    # bias; 0 = always ``attention`` with the full bias
+    long_rows: int = 0
+    query_block: int = QUERY_BLOCK
 
 
 PORTABLE = Kernels("portable", rms_norm_portable, rope_portable, attention_portable,
-                   swiglu_portable)
+                   swiglu_portable, long_rows=LONG_ROWS, query_block=QUERY_BLOCK)
 FUSED = Kernels("ascend-fused", rms_norm_fused, rope_fused, attention_fused, swiglu_fused)
 
 

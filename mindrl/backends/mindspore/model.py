@@ -32,7 +32,8 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindrl.backends.mindspore import arch
-from mindrl.backends.mindspore.kernels import NEG_INF, Kernels, select_kernels
+from mindrl.backends.mindspore.kernels import (NEG_INF, BlockedCausalAttention, Kernels,
+                                               select_kernels)
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,7 @@ class Attention(nn.Cell):
         self.scale = 1.0 / math.sqrt(D)
         self.rope = kernels.rope
         self.attend = kernels.attention
+        self.attend_long = BlockedCausalAttention(self.scale, kernels.query_block)
 
     def qkv(self, x, cos, sin):
         B, S = x.shape[0], x.shape[1]
@@ -199,8 +201,13 @@ class Attention(nn.Cell):
         return q, k, v
 
     def out(self, q, k, v, bias):
+        """``bias`` (B, 1, Sq, Sk) additive, or for a long row's causal self-attention the key
+        mask (B, S) (:meth:`Qwen2ForCausalLM.causal_mask`)."""
         B, S = q.shape[0], q.shape[2]
-        o = self.attend(q, k, v, bias, self.scale)                               # (B, Nq, S, D)
+        if len(bias.shape) == 2:
+            o = self.attend_long(q, k, v, bias)                                  # (B, Nq, S, D)
+        else:
+            o = self.attend(q, k, v, bias, self.scale)
         return self.o_proj(o.transpose(0, 2, 1, 3).reshape(B, S, self.nq * self.d))
 
     def construct(self, x, cos, sin, bias):
@@ -432,6 +439,15 @@ class Qwen2ForCausalLM(nn.Cell):
             key_mask.astype(ms.float32).reshape(key_mask.shape[0], 1, 1, key_mask.shape[1])
         return (1.0 - allowed) * NEG_INF
 
+    def causal_mask(self, key_mask):
+        """The attention input of a forward over slots 0..S-1: the bias of :meth:`attn_bias`, or
+        for a row longer than ``kernels.long_rows`` the key mask itself, from which the blocked
+        kernel builds each query block's bias (no (S, S) tensor)."""
+        S = key_mask.shape[1]
+        if 0 < self.kernels.long_rows < S:
+            return key_mask
+        return self.attn_bias(ops.arange(0, S, 1, dtype=ms.int32), key_mask)
+
     def head(self, h):
         """h (B, S, H) -> float32 logits (B, S, V)."""
         w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
@@ -452,9 +468,8 @@ class Qwen2ForCausalLM(nn.Cell):
         if len(position_ids.shape) == 3:            # replay: positions, then the routes
             routes = position_ids[:, :, 1:]
             position_ids = position_ids[:, :, 0]
-        S = input_ids.shape[1]
         cos, sin = self.rope_tables(position_ids)
-        bias = self.attn_bias(ops.arange(0, S, 1, dtype=ms.int32), key_mask)
+        bias = self.causal_mask(key_mask)
         x = self.model.embed_tokens(input_ids)
         k = self.spec.num_experts_per_tok
         used = ()

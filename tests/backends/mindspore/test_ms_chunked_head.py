@@ -173,8 +173,8 @@ def test_a_1k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_facto
     # The RL gradient of one 1,024-token row at V = 151,936 through the compiled step. Full
     # logits: one (1024, V) float32 copy is 0.62 GB and the compiled step keeps ~15 of them
     # (measured +9.2 GB, the Benchmarks page). Chunked: one chunk's head work (~0.5 GB with the
-    # automatic chunk), the decoder and the compiled graphs. 1,024 tokens, not 8,192: the portable attention kernel of the
-    # MindSpore decoder holds (S, S) scores, ~10 GB at 8K, whatever the head does.
+    # automatic chunk), the decoder and the compiled graphs. The 8,192-token row (attention in
+    # query blocks) is test_ms_long_rows.py's.
     out = _bench().measure(1024, -1, _cache(tmp_path_factory), backend="mindspore")
     print(f"1024-token row, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
     assert out["vocab"] == out["tokenizer"] == 151936 and out["tokens"] == 1024
