@@ -218,11 +218,38 @@ def _reference_run(tmp_path, env, base, two_extra=(), cwd=None):
     return one, two, r1, r2
 
 
-@pytest.mark.slow
-def test_torchrun_two_ranks_equal_one_process(tmp_path):
-    """2 torchrun ranks (gloo) on halves of the prompts == 1 process on the global batch."""
+@pytest.fixture(scope="module")
+def torch_one(tmp_path_factory):
+    """The 1-process torch run of BASE + DP, shared by the tests whose distributed runs
+    (torchrun, Ray) must equal it: (its run dir, the launch environment)."""
+    tmp = tmp_path_factory.mktemp("torch_one")
     env = _launch_env()
-    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP)
+    one, _, _, _ = _reference_run(tmp, env, BASE + DP)
+    return one, env
+
+
+@pytest.fixture(scope="module")
+def ms_one(tmp_path_factory):
+    """The 1-process MindSpore run of BASE + DP, shared by the two msrun tests (replicated and
+    sharded optimizer): (its run dir, the launch environment)."""
+    tmp = tmp_path_factory.mktemp("ms_one")
+    env = _launch_env()
+    one, _, _, _ = _reference_run(tmp, env, BASE + DP + ["backend=mindspore"], cwd=tmp)
+    return one, env
+
+
+def _two_recipe(tmp_path, base, two_extra=()):
+    """The distributed run's recipe (``two``, the caller launches it): (two dir, recipe)."""
+    two = tmp_path / "two"
+    return two, _write_recipe(tmp_path / "two.yaml", base + [f"logging.output_dir={two}",
+                                                             *two_extra])
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks_equal_one_process(tmp_path, torch_one):
+    """2 torchrun ranks (gloo) on halves of the prompts == 1 process on the global batch."""
+    one, env = torch_one
+    two, r2 = _two_recipe(tmp_path, BASE + DP)
     torchrun = Path(sys.executable).parent / "torchrun"
     res = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port",
                           str(_free_port()), "-m", "mindrl", "train", str(r2)], env=env,
@@ -314,11 +341,10 @@ def test_a_skipped_weight_sync_raises_the_gap_alarm(tmp_path, caplog, monkeypatc
 
 
 @pytest.mark.slow
-def test_msrun_two_workers_equal_one_process(tmp_path):
+def test_msrun_two_workers_equal_one_process(tmp_path, ms_one):
     """MindSpore backend: 2 msrun workers on halves of the prompts == 1 process."""
-    env = _launch_env()
-    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP + ["backend=mindspore"],
-                                     cwd=tmp_path)
+    one, env = ms_one
+    two, r2 = _two_recipe(tmp_path, BASE + DP + ["backend=mindspore"])
     msrun = Path(sys.executable).parent / "msrun"
     res = subprocess.run([str(msrun), "--worker_num", "2", "--local_worker_num", "2",
                           "--master_port", str(_free_port()), "--log_dir", str(tmp_path / "logs"),
@@ -332,7 +358,8 @@ def test_msrun_two_workers_equal_one_process(tmp_path):
 
 
 @pytest.mark.slow
-def test_msrun_sharded_optimizer_equals_one_process_and_checkpoints_every_slice(tmp_path):
+def test_msrun_sharded_optimizer_equals_one_process_and_checkpoints_every_slice(tmp_path,
+                                                                                  ms_one):
     """train.shard_optimizer=true under msrun: 2 workers == 1 process, and the trainer's
     checkpoint (written by rank 0 alone) holds both ranks' AdamW slices, which together are
     the 1-process run's moments."""
@@ -340,9 +367,9 @@ def test_msrun_sharded_optimizer_equals_one_process_and_checkpoints_every_slice(
 
     from mindrl.trainer.checkpoint import find_resumable
 
-    env = _launch_env()
-    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP + ["backend=mindspore"],
-                                     two_extra=["train.shard_optimizer=true"], cwd=tmp_path)
+    one, env = ms_one
+    two, r2 = _two_recipe(tmp_path, BASE + DP + ["backend=mindspore"],
+                          ["train.shard_optimizer=true"])
     msrun = Path(sys.executable).parent / "msrun"
     res = subprocess.run([str(msrun), "--worker_num", "2", "--local_worker_num", "2",
                           "--master_port", str(_free_port()), "--log_dir", str(tmp_path / "logs"),
@@ -373,11 +400,11 @@ def test_msrun_sharded_optimizer_equals_one_process_and_checkpoints_every_slice(
 
 
 @pytest.mark.slow
-def test_ray_two_nodes_equal_one_process(tmp_path, ray_two_nodes):
+def test_ray_two_nodes_equal_one_process(tmp_path, ray_two_nodes, torch_one):
     """launcher=ray: a torchrun per Ray node (nnodes=2, rendezvous on node 0's address, free port)
     trains exactly like 1 process on the global batch; each node's output is kept in a log."""
-    env = _launch_env()
-    one, two, _, r2 = _reference_run(tmp_path, env, BASE + DP)
+    one, env = torch_one
+    two, r2 = _two_recipe(tmp_path, BASE + DP)
     res = subprocess.run([sys.executable, "-m", "mindrl", "launch", str(r2),
                           "distributed.launcher=ray", "distributed.nnodes=2",
                           "distributed.master_port=0",

@@ -1,6 +1,6 @@
-"""One msrun worker of test_ms_shard_optimizer.py's critic tests. The PPO critic of a tiny Qwen2
-(``algorithm.adv_estimator=gae``), 4 value-loss steps on this rank's half of each global batch
-(rank 0 in 2 micro-batches, rank 1 in 3):
+"""The ``critic`` part of msrun_suite_worker.py (test_ms_shard_optimizer.py's critic tests).
+The PPO critic of a tiny Qwen2 (``algorithm.adv_estimator=gae``), 4 value-loss steps on this
+rank's half of each global batch (rank 0 in 2 micro-batches, rank 1 in 3):
 
 - ``replicated``: the critic's replicated AdamW (the unsharded 2-process run);
 - ``sharded``: ``train.shard_optimizer=true``, checkpointed after step 2 (the trainer's way:

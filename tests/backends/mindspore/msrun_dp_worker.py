@@ -1,6 +1,6 @@
-"""One msrun worker of test_ms_msrun.py: data-parallel train steps (then an SFT step) on this
-rank's half of a global batch, with global normalisers; rank 0 writes the resulting weights to
-OUT.npz."""
+"""The ``dp`` part of msrun_suite_worker.py (test_ms_shard_optimizer.py): data-parallel train
+steps (then an SFT step) on this rank's half of a global batch, with global normalisers; rank 0
+writes the resulting weights to OUT.npz."""
 
 import os
 import sys

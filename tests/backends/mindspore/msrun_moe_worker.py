@@ -1,7 +1,8 @@
-"""One msrun worker of test_ms_moe_replay.py's load-balancing test over 2 ranks: with
-``model.moe.aux_loss_coef`` each rank takes its half of a fixed mini-batch (two micro-batches);
-rank 0 writes the rank-summed gradient and one train step's metrics to OUT.npz. ``run`` is also
-called in-process by the test with the whole mini-batch on one process (the reference)."""
+"""The ``moe`` part of msrun_suite_worker.py (test_ms_shard_optimizer.py's load-balancing test
+over 2 ranks): with ``model.moe.aux_loss_coef`` each rank takes its half of a fixed
+mini-batch (two micro-batches); rank 0 writes the rank-summed gradient and one train step's
+metrics to OUT.npz. ``run`` is also called in-process by the test with the whole mini-batch on
+one process (the reference)."""
 
 import os
 import sys

@@ -1,4 +1,5 @@
-"""One msrun worker of test_ms_shard_optimizer.py. On this rank's half of 5 global batches:
+"""The ``zero`` part of msrun_suite_worker.py (test_ms_shard_optimizer.py). On this rank's
+half of 5 global batches:
 
 - ``replicated``: 5 RL train steps, replicated AdamW (the unsharded 2-process run);
 - ``sharded``: the same with ``train.shard_optimizer=true``, checkpointed after step 3;

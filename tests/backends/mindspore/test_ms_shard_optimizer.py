@@ -9,7 +9,12 @@ optimizer alone on float16 parameters, with 2 micro-batches per rank and step, k
 master slices equal to a NumPy AdamW; each rank holds half of the replicated run's gradient
 accumulator, moments and masters. The PPO critic (msrun_critic_zero_worker.py) sharded equals
 the replicated critic and resumes from its slices. Without msrun: the shard files re-slice to
-any number of ranks, reading only the bytes a rank owns."""
+any number of ranks, reading only the bytes a rank owns.
+
+The module's other msrun checks share the same launch (msrun_suite_worker.py runs each worker's
+part in the same 2 processes, so the cluster is built once): replicated data parallel
+(msrun_dp_worker.py: RL and SFT steps of 2 workers equal 1 process) and MoE load balancing over
+the ranks (msrun_moe_worker.py). The launch runs only the parts the selected tests need."""
 
 import json
 import os
@@ -22,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ms_helpers import ms_config, split
+from ms_helpers import ms_config, random_batch, split
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -36,7 +41,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _msrun(script, args, tmp_path):
+def _msrun(script, args, tmp_path, timeout=600):
     bindir = Path(sys.executable).parent
     msrun = bindir / "msrun"
     if not msrun.exists() and shutil.which("msrun") is None:
@@ -49,7 +54,7 @@ def _msrun(script, args, tmp_path):
            "--local_worker_num", "2", "--master_port", str(_free_port()),
            "--log_dir", str(tmp_path / "logs"), "--join", "True", str(HERE / script), *args]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=timeout)
     logs = "".join(p.read_text()[-3000:] for p in sorted((tmp_path / "logs").glob("*.log")))
     assert proc.returncode == 0, proc.stdout[-2000:] + logs
 
@@ -80,11 +85,33 @@ def _numpy_adamw(w0, grads, lr, wd=0.01, b1=0.9, b2=0.999, eps=1e-8, clip=1.0):
     return p
 
 
+# each part of msrun_suite_worker.py: the fixture its tests use
+PARTS = {"dp_run": "dp", "zero_run": "zero", "critic_run": "critic", "moe_run": "moe"}
+
+
 @pytest.fixture(scope="module")
-def zero_run(hf_tied, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("zero")
+def msrun_suite(request, hf_tied, tmp_path_factory):
+    """One msrun launch for the module: the parts the selected tests of this module need."""
+    mine = [item for item in request.session.items if item.module is request.module]
+    parts = [part for fixture, part in PARTS.items()
+             if any(fixture in getattr(item, "fixturenames", ()) for item in mine)]
+    tmp = tmp_path_factory.mktemp("msrun")
     directory, _ = hf_tied
-    _msrun("msrun_zero_worker.py", [directory, str(tmp)], tmp)
+    moe_dir = ""
+    if "moe" in parts:                                 # built once, here, not by 2 ranks
+        from mindrl.models.tiny import resolve_model_path
+
+        tiny = request.getfixturevalue("tiny_dir")
+        moe_dir = resolve_model_path("builtin:tiny-qwen3-moe", cache_dir=str(Path(tiny).parent))
+    # the separate launches' time limits added up: 10 min for the sharded runs, 5 for the rest
+    _msrun("msrun_suite_worker.py", [directory, moe_dir, str(tmp), ",".join(parts)], tmp,
+           timeout=300 * len(parts) + 300 * ("zero" in parts))
+    return directory, moe_dir, tmp
+
+
+@pytest.fixture(scope="module")
+def zero_run(msrun_suite):
+    directory, _, tmp = msrun_suite
     return directory, tmp, [dict(np.load(tmp / f"rank{r}.npz")) for r in (0, 1)]
 
 
@@ -253,10 +280,8 @@ def test_each_rank_holds_half_of_the_gradient_accumulator_and_optimizer_state(ze
 
 
 @pytest.fixture(scope="module")
-def critic_run(hf_tied, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("critic_zero")
-    directory, _ = hf_tied
-    _msrun("msrun_critic_zero_worker.py", [directory, str(tmp)], tmp)
+def critic_run(msrun_suite):
+    directory, _, tmp = msrun_suite
     return directory, tmp, [dict(np.load(tmp / f"critic_rank{r}.npz")) for r in (0, 1)]
 
 
@@ -305,6 +330,71 @@ def test_critic_sharded_equals_replicated_and_resumes_on_one_and_two_ranks(criti
         np.testing.assert_allclose(p.asnumpy(), sharded[p.name], atol=1e-5, err_msg=p.name)
     moved = max(np.abs(w - replicated[k]).max() for k, w in sharded.items())
     assert moved < 1e-5 < max(np.abs(sharded[k]).max() for k in sharded)
+
+
+@pytest.fixture(scope="module")
+def dp_run(msrun_suite):
+    directory, _, tmp = msrun_suite
+    return directory, dict(np.load(tmp / "dp.npz"))
+
+
+@pytest.mark.slow
+def test_msrun_two_workers_equal_one_process(dp_run):
+    """Replicated data parallel (msrun_dp_worker.py): 2 CPU workers on halves of a global batch
+    equal 1 process, for RL train steps and then an SFT step."""
+    from mindrl.backends.mindspore import MindSporeBackend
+    from mindrl.types import LossNormalizers
+
+    directory, dp = dp_run
+    be = MindSporeBackend(ms_config("train.lr=1e-2", "train.grad_clip=0.5"),
+                          model_path=directory)
+    batch = random_batch(np.random.default_rng(7), 8)
+    norm = LossNormalizers(float(batch.tokens.response_mask.sum()), 8.0, 16.0)
+    for _ in range(2):
+        metrics = be.train_step(split(batch, 4), norm)
+    sft = be.sft_step([mb.tokens for mb in split(batch, 4)], norm)
+    assert float(dp["grad_norm"]) == pytest.approx(metrics["grad_norm"], rel=1e-4)
+    assert float(dp["loss"]) == pytest.approx(metrics["loss"], rel=1e-4, abs=1e-6)
+    assert float(dp["sft_grad_norm"]) == pytest.approx(sft["grad_norm"], rel=1e-4)
+    assert float(dp["sft_loss"]) == pytest.approx(sft["loss"], rel=1e-4)
+    assert float(dp["sft_nll"]) == pytest.approx(sft["nll"], rel=1e-4)
+    for name, arr in be.named_weights():
+        np.testing.assert_allclose(dp[name], arr, atol=1e-5, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def moe_run(msrun_suite):
+    _, moe_dir, tmp = msrun_suite
+    return moe_dir, dict(np.load(tmp / "moe.npz"))
+
+
+@pytest.mark.slow
+def test_moe_load_balancing_over_two_msrun_workers_equals_one_process(moe_run):
+    """MoE data parallel (msrun_moe_worker.py): the pre-pass sums the expert shares over the
+    ranks, so 2 msrun workers (CPU) on halves of the mini-batch give the 1-process gradient of
+    the whole of it and the same ``moe/aux_loss`` (builtin:tiny-qwen3-moe,
+    ``model.moe.aux_loss_coef``)."""
+    from msrun_moe_worker import run
+
+    path, got = moe_run
+    grads, metrics, _ = run(path)
+    keys = sorted(grads)
+    assert got["keys"].tolist() == keys
+    want = np.concatenate([grads[k].ravel() for k in keys]).astype(np.float64)
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got["grads"], want, atol=1e-5 * scale, rtol=0)
+    at = 0
+    for k in keys:                # the routers' gradient (mostly the aux term's) on its own
+        n = grads[k].size
+        if k.endswith("mlp.gate.weight"):
+            g, w = got["grads"][at:at + n], want[at:at + n]
+            assert np.abs(w).max() > 1e-4, k
+            assert np.linalg.norm(g - w) <= 1e-5 * np.linalg.norm(w), k
+        at += n
+    assert 2.0 < metrics["moe/aux_loss"] < 4.0
+    assert float(got["metric:moe/aux_loss"]) == pytest.approx(metrics["moe/aux_loss"], rel=1e-6)
+    for key in ("loss", "grad_norm"):
+        assert float(got[f"metric:{key}"]) == pytest.approx(metrics[key], rel=1e-5), key
 
 
 def test_shard_files_reslice_to_any_number_of_ranks(tmp_path):

@@ -1,6 +1,7 @@
-"""torchrun worker for test_torchrun_equality: each rank trains on its half of a fixed global
-batch; rank 0 writes the updated parameters and metrics. ``run`` is also called in-process by
-the test with the whole batch (the 1-process reference)."""
+"""torchrun worker for test_torchrun_equality (the ``ddp`` part of torchrun_suite_worker.py):
+each rank trains on its half of a fixed global batch; rank 0 writes the updated parameters and
+metrics. ``run`` is also called in-process by the test with the whole batch (the 1-process
+reference)."""
 
 import dataclasses
 import json
@@ -48,8 +49,9 @@ def run(model_dir, rank=0, world=1):
     return params, metrics, be
 
 
-if __name__ == "__main__":
-    model_dir, out = sys.argv[1], sys.argv[2]
+def main(model_dir, out):
+    """Under torchrun (2 ranks): train on this rank's half; rank 0 writes OUT.npz (parameters)
+    and OUT.json (metrics)."""
     params, metrics, be = run(model_dir, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     assert be.world == 2, be.world
     summed = be.all_reduce_sum(np.array([1.0, be.rank]))
@@ -61,6 +63,10 @@ if __name__ == "__main__":
         np.savez(out + ".npz", **params)
         with open(out + ".json", "w") as f:
             json.dump(metrics, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
     import torch.distributed as dist
 
     dist.destroy_process_group()

@@ -1,8 +1,9 @@
-"""torchrun worker for test_master_weights: FSDP2 in bf16 (float32 sharded parameters,
-``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32)``) trains 3 steps at lr 1e-5,
-each rank on its half of a fixed batch; rank 0 writes the full float32 parameters (the
-masters). ``run`` without torchrun is the 1-process reference: the same bf16 model, its float32
-masters, every micro-batch of the global batch."""
+"""torchrun worker for test_master_weights (the ``fsdp`` part of torchrun_suite_worker.py):
+FSDP2 in bf16 (float32 sharded parameters, ``MixedPrecisionPolicy(param_dtype=bf16,
+reduce_dtype=float32)``) trains 3 steps at lr 1e-5, each rank on its half of a fixed batch;
+rank 0 writes the full float32 parameters (the masters). ``run`` without torchrun is the
+1-process reference: the same bf16 model, its float32 masters, every micro-batch of the global
+batch."""
 
 import dataclasses
 import os
@@ -56,8 +57,10 @@ def masters(be):
     return out
 
 
-if __name__ == "__main__":
-    model_dir, out = sys.argv[1], sys.argv[2]
+def main(model_dir, out):
+    """Under torchrun (2 ranks): 3 FSDP2 bf16 steps, the weights a rollout engine is sent, a
+    checkpoint (OUT_ckpt) resumed by a fresh sharded backend; rank 0 writes OUT.npz,
+    OUT_sent.npz, OUT_resumed.npz."""
     got, _, be = run(model_dir, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     assert be.world == 2 and be.fsdp, (be.world, be.fsdp)
     # the rollout engines' view: full tensors in bf16, the masters rounded
@@ -78,6 +81,10 @@ if __name__ == "__main__":
         np.savez(out + ".npz", **got)
         np.savez(out + "_sent.npz", **sent)
         np.savez(out + "_resumed.npz", **resumed)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
     import torch.distributed as dist
 
     dist.destroy_process_group()

@@ -1,7 +1,8 @@
-"""torchrun worker for test_moe_balance.py's 2-rank test: with ``model.moe.aux_loss_coef``
-each rank takes its half of a fixed mini-batch (two micro-batches); rank 0 writes the
-rank-summed gradient (padded, then packed), then the metrics of one train step. ``run`` is
-also called in-process by the test with the whole mini-batch on one process (the reference)."""
+"""torchrun worker for test_moe_balance.py's 2-rank test (the ``moe`` part of
+torchrun_suite_worker.py): with ``model.moe.aux_loss_coef`` each rank takes its half of a
+fixed mini-batch (two micro-batches); rank 0 writes the rank-summed gradient (padded, then
+packed), then the metrics of one train step. ``run`` is also called in-process by the test
+with the whole mini-batch on one process (the reference)."""
 
 import json
 import os
@@ -54,8 +55,9 @@ def run(cache_dir, rank=0, world=1):
     return grads, packed, metrics, be
 
 
-if __name__ == "__main__":
-    cache, out = sys.argv[1], sys.argv[2]
+def main(cache, out):
+    """Under torchrun (2 ranks): rank 0 writes OUT.npy (the rank-summed gradients, padded and
+    packed) and OUT.json (their keys, one train step's metrics)."""
     grads, packed, metrics, be = run(cache, int(os.environ["RANK"]),
                                      int(os.environ["WORLD_SIZE"]))
     assert be.world == 2, be.world
@@ -68,6 +70,10 @@ if __name__ == "__main__":
         with open(out + ".json", "w") as f:
             json.dump({"keys": keys, "metrics": metrics}, f)
     be.barrier()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
     import torch.distributed as dist
 
     dist.destroy_process_group()

@@ -74,27 +74,16 @@ def test_bf16_updates_at_lr_1e6_are_kept_by_float32_masters(tiny_dir, make_cfg):
 
 
 @pytest.mark.slow
-def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
+def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, fsdp_run):
     """train.fsdp in bf16: float32 shards, bf16 compute, float32 gradient reduce-scatter; 2 gloo
     ranks equal 1 process with float32 masters within 1e-4 of the update; the full weights
     handed to a rollout engine are the masters rounded to bf16; a checkpoint holds the model in
     bf16 and the masters in its state, and a fresh sharded backend resumes them exactly."""
     import importlib.util
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    torchrun = Path(sys.executable).with_name("torchrun")
-    out = tmp_path / "fsdp"
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": f"{here.parents[2]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node", "2",
-         str(here / "fsdp_bf16_worker.py"), tiny_dir, str(out)], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = fsdp_run                  # fsdp_bf16_worker.py under the one torchrun of conftest.py
     spec = importlib.util.spec_from_file_location("fsdp_bf16_worker", here / "fsdp_bf16_worker.py")
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
@@ -104,11 +93,11 @@ def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, tmp_path):
     resumed = np.load(str(out) + "_resumed.npz")
     from safetensors.torch import load_file
 
-    saved = load_file(str(tmp_path / "fsdp_ckpt" / "model" / "model.safetensors"))
+    saved = load_file(str(out.parent / "fsdp_ckpt" / "model" / "model.safetensors"))
     assert all(v.dtype == torch.bfloat16 for v in saved.values())
     import json
 
-    assert json.loads((tmp_path / "fsdp_ckpt" / "model" / "config.json").read_text())[
+    assert json.loads((out.parent / "fsdp_ckpt" / "model" / "config.json").read_text())[
         "dtype"] == "bfloat16"
     assert set(got.files) == set(ref)
     for k in ref:

@@ -136,34 +136,20 @@ def test_aux_loss_value_equals_an_independent_formula(moe_backend):
 
 
 @pytest.mark.slow
-def test_aux_loss_over_two_torchrun_ranks_equals_one_process(tiny_dir, tmp_path):
+def test_aux_loss_over_two_torchrun_ranks_equals_one_process(moe_ddp_run):
     """Data parallel: the expert shares are the mini-batch's over all ranks (the pre-pass
     all-reduces them), so 2 torchrun ranks (gloo) on halves of the mini-batch give the
     1-process gradient of the whole of it, padded or packed, and the same ``moe/aux_loss``
     and step metrics."""
     import importlib.util
     import json
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
-    from mindrl.models.tiny import resolve_model_path
-
     here = Path(__file__).resolve().parent
-    cache = str(Path(tiny_dir).parent)
     spec = importlib.util.spec_from_file_location("moe_ddp_worker", here / "moe_ddp_worker.py")
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
-    resolve_model_path("builtin:tiny-qwen3-moe", cache_dir=cache)   # built once, not by 2 ranks
-    out = tmp_path / "ranks"
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": f"{here.parents[2]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run(
-        [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node",
-         "2", str(here / "moe_ddp_worker.py"), cache, str(out)], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out, cache = moe_ddp_run        # moe_ddp_worker.py under the one torchrun of conftest.py
     meta = json.loads(Path(str(out) + ".json").read_text())
     both = np.load(str(out) + ".npy")
 

@@ -3,30 +3,18 @@ metrics as 1 process with the whole global batch."""
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
 
 
 @pytest.mark.slow
-def test_two_ranks_equal_one_process(tiny_dir, tmp_path):
-    torchrun = Path(sys.executable).with_name("torchrun")
-    out = tmp_path / "ddp"
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node", "2", str(HERE / "ddp_worker.py"),
-         tiny_dir, str(out)], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=180, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-
+def test_two_ranks_equal_one_process(tiny_dir, ddp_run):
+    """ddp_worker.py under torchrun (the ``ddp`` part of the one launch in conftest.py)."""
+    out = ddp_run
     spec = importlib.util.spec_from_file_location("ddp_worker", HERE / "ddp_worker.py")
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
