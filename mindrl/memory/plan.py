@@ -23,7 +23,10 @@ Held for the whole run (per device):
 - rollout engine: vLLM on an accelerator reserves ``rollout.gpu_memory_utilization`` of the
   device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
   VLLM_CPU_KVCACHE_SPACE).
-- runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`).
+- MindSpore's chunked RL head (``train.logprob_chunk_tokens``): the head weight's gradient
+  summed over the chunks, V h b (a parameter, held between steps).
+- runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`; MindSpore on CPU: its
+  compiled graphs and the memory pool they leave held, measured).
 - a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
   its weights in its own dtype; a vLLM judge on an accelerator: its ``gpu_memory_utilization``
   share. On the host beside an accelerator run: a host part; in a Ray actor of its own or on
@@ -106,8 +109,16 @@ HELD = "held"
 # what the framework holds beyond tensors: on CPU the allocator's retained heap and the library
 # pages a training step touches (measured: bench/memory_plan.py); on an accelerator the CUDA /
 # CANN context, the collective buffers and the caching allocator's slack (stated, not measured)
-RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0}
+# MindSpore on CPU holds more: its compiled graphs (the old-log-prob pass, the chunked head's
+# forward and backward, the decoder backward, the AdamW slice) and the compiler's heap, and its
+# memory pool never hands memory back to the system on CPU (``mindspore.runtime.empty_cache`` is
+# Ascend-only), so what the step's graphs took on their first call stays held: measured on
+# Qwen2.5-0.5B's width with 2 layers as the measured peak minus the tensors the plan counts
+# (bench/memory_plan.py --backend mindspore)
+RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 1.5}
 RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
+                ("mindspore", "cpu"): "compiled graphs and the memory pool they keep, measured "
+                "on CPU (bench/memory_plan.py --backend mindspore)",
                 "cuda": "CUDA context, NCCL and cuBLAS workspaces, allocator slack (estimate)",
                 "ascend": "CANN context, HCCL buffers, compiled graphs (estimate)"}
 
@@ -547,6 +558,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         emb = ((2 if m.tied else 1) + (1 if s.accumulation and s.backend == "torch" else 0)) \
             * m.vocab * m.hidden * gb
         parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
+    if s.backend == "mindspore" and chunked and trainable_head and not mf:
+        # the chunked step (RL, SFT, preference) adds each chunk's head-weight gradient into
+        # one (V, h) buffer that the decoder backward then adds to the head's (or the
+        # embedding's) gradient; the buffer is a parameter of the step, held between steps
+        parts.append(Part("chunked head's gradient accumulator", m.vocab * m.hidden * b, HELD,
+                          "", "the head's weight gradient summed over the chunks"))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.device == "cpu" and s.backend == "torch":
         temp = 2 * m.largest_tensor() * moment_bytes / 2     # single-tensor AdamW: 2 copies
@@ -562,7 +579,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     runtime = RUNTIME_GB.get((s.backend, s.device), RUNTIME_GB.get(s.device, 0.0)) * GB
     if runtime:
         parts.append(Part("runtime (allocator, kernels, context)", runtime, HELD, "",
-                          RUNTIME_NOTE[s.device]))
+                          RUNTIME_NOTE.get((s.backend, s.device), RUNTIME_NOTE[s.device])))
 
     # ---- model-based rewards (judge, reward model)
     for rw in s.rewards:
@@ -709,9 +726,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
     else:
         accumulation = max(1, t.prompts_per_step // max(1, world)) > max(1, t.micro_batch_size)
     chunk = int(_opt_attr(t, "logprob_chunk_tokens", 0))
-    if cfg.backend == "mindspore" and not rl:
-        chunk = 0                    # MindSpore chunks the RL update only
-    elif chunk == -1 and cfg.backend == "mindspore":
+    if chunk == -1 and cfg.backend == "mindspore":
         from mindrl.backends.chunking import MINDSPORE_LIVE_COPIES, chunk_tokens
 
         chunk = chunk_tokens(-1, shape.vocab, live_copies=MINDSPORE_LIVE_COPIES)

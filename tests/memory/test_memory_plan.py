@@ -305,11 +305,11 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
 
     (sharded,) = plan_stages(load_stages(recipe))
     assert sharded.fits() and check_fits(load_stages(recipe))
-    # by hand: held = bf16 weights + (float32 masters, moments, gradient slice) / 8 + runtime;
-    # the peak is at the backward's end: bf16 gradients, two float32 buckets, the embedding's
-    # bf16 gradient temporary
+    # by hand: held = bf16 weights + (float32 masters, moments, gradient slice) / 8 + the
+    # chunked head's bf16 (V, h) gradient buffer + runtime; the peak is at the backward's end:
+    # bf16 gradients, two float32 buckets, the embedding's bf16 gradient temporary
     N, V, h = plan.shape.params(), plan.shape.vocab, plan.shape.hidden
-    held = 2 * N + (4 + 8 + 4) * N / 8 + 3 * GB
+    held = 2 * N + (4 + 8 + 4) * N / 8 + V * h * 2 + 3 * GB
     assert sharded.peak_phase() == "bwd-end"
     assert sharded.peak() == pytest.approx(held + 2 * N + 2 * BUCKET_BYTES + V * h * 2)
     assert sharded.peak() == pytest.approx(plan.sharded_peak)
@@ -328,9 +328,9 @@ def test_qwen25_7b_mindspore_on_8x64gb_fits_sharded_and_the_plan_names_the_key(c
             f"{sharded.peak() / GB:.2f} (fits) |") in page
 
 
-def test_mindspore_plans_its_chunked_head_for_rl_only():
-    # backend=mindspore chunks the RL update's head (automatic: 44 tokens at V = 151,936, its
-    # measured ~20 (token, V) float32 copies per chunk in 512 MiB); SFT keeps full logits
+def test_mindspore_plans_its_chunked_head_for_rl_sft_and_preference():
+    # backend=mindspore chunks the head of the RL, SFT and preference updates (automatic: 44
+    # tokens at V = 151,936, its measured ~20 (token, V) float32 copies per chunk in 512 MiB)
     from mindrl.memory.plan import setup_from_config
 
     m = known_shape("Qwen2.5-0.5B")
@@ -338,9 +338,10 @@ def test_mindspore_plans_its_chunked_head_for_rl_only():
             "train.micro_batch_size=2"]
     rl = setup_from_config(load_config(None, over), "train", m)
     sft = setup_from_config(load_config(None, over), "sft", m)
+    dpo = setup_from_config(load_config(None, over), "dpo", m)
     off = setup_from_config(load_config(None, over + ["train.logprob_chunk_tokens=0"]),
                             "train", m)
-    assert (rl.head_chunk, sft.head_chunk, off.head_chunk) == (44, 0, 0)
+    assert (rl.head_chunk, sft.head_chunk, dpo.head_chunk, off.head_chunk) == (44, 44, 44, 0)
     set_ = setup_from_config(load_config(None, over + ["train.logprob_chunk_tokens=300"]),
                              "train", m)
     assert set_.head_chunk == 300
@@ -368,3 +369,26 @@ def test_torch_plan_keeps_the_chunks_log_softmax_by_the_heads_own_count():
                          32 * 5 * 4 * V + 60 * 8 * V)
     for extra in (("algorithm.entropy_coef=0.01",), ("rollout.top_k=20",)):
         assert heads[extra] == (8, f"log-prob head (32 tokens x {V})", 32 * 5 * 4 * V)
+
+
+def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
+    # backend=mindspore's chunked step (RL, SFT, preference) sums the head weight's gradient over the chunks in
+    # one (V, h) buffer held between steps; on CPU its compiled graphs keep more than torch's
+    # runtime (both measured at Qwen2.5-0.5B's width, bench/memory_plan.py)
+    from mindrl.memory.plan import RUNTIME_GB, setup_from_config
+
+    m = known_shape("Qwen2.5-0.5B")
+    over = ["data.max_prompt_len=64", "rollout.max_new_tokens=64", "train.micro_batch_size=4",
+            "algorithm.kl.coef=0", "plan.device_memory_gb=1000"]
+    plans = {}
+    for backend, job in (("mindspore", "train"), ("mindspore", "sft"), ("torch", "train")):
+        cfg = load_config(None, over + [f"backend={backend}"])
+        plans[backend, job] = plan_memory(m, setup_from_config(cfg, job, m))
+    parts = {k: {p.name: p for p in v.parts} for k, v in plans.items()}
+    acc = parts["mindspore", "train"]["chunked head's gradient accumulator"]
+    assert acc.phase == "held" and acc.bytes == 151936 * 896 * 4
+    assert parts["mindspore", "sft"]["chunked head's gradient accumulator"].bytes == acc.bytes
+    assert "chunked head's gradient accumulator" not in parts["torch", "train"]
+    run = "runtime (allocator, kernels, context)"
+    assert parts["mindspore", "train"][run].bytes == RUNTIME_GB["mindspore", "cpu"] * GB > \
+        parts["torch", "train"][run].bytes == RUNTIME_GB["cpu"] * GB

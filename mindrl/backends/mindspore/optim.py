@@ -38,9 +38,13 @@ with one host sync (see ``MindSporeBackend.train_step``).
 Sliced update: on CPU the compiled whole-vector update keeps its element-wise temporaries
 (measured: ~3 extra float32 vectors at 100M parameters, over 11 at 166M). A flat vector above
 ``SLICE_BYTES`` is therefore updated slice by slice (``sliced``; slices cut at whole rows of the
-parameters, ``slice_plan``), eagerly, after the compiled step rather than inside it, with the
-graph's float32 constants: the same bits, and about one vector of pool growth on the first
-update only.
+parameters, ``slice_plan``), after the compiled step rather than inside it: each slice's
+arithmetic is one compiled call (``adamw_math`` with the whole-vector graph's float32 constants,
+so the same bits), one graph for every slice (shorter slices padded to its length: each compiled
+length holds a few slices of pool memory), about one vector of pool growth on the first update
+only.
+The global gradient norm stays one compiled whole-vector call: on CPU it adds about a tenth of
+a vector (measured at 25M values), so slicing it saves nothing.
 """
 
 from __future__ import annotations
@@ -140,7 +144,11 @@ class AdamW:
         # ~3 whole vectors), outside the train step's graph (``sliced``)
         limit = max(1, int(SLICE_BYTES if slice_bytes is None else slice_bytes) // 4)
         self.sliced, self._limit = n > limit, limit
-        self._slices = slice_plan(self.shapes, self.sizes, limit) if self.sliced else []
+        # slices of a quarter of that: a compiled slice graph holds several slices of pool
+        # memory after its first call (measured on CPU, 100M values, 2 graphs: 0.26 GB in
+        # all at 16 MiB slices, 1.1-1.3 GB at 64 MiB)
+        self._slices = slice_plan(self.shapes, self.sizes, max(1, limit // 4)) \
+            if self.sliced else []
         self._build_graph_pieces()
         self._reduce_and_norm = ms.jit(self._reduce_and_norm_impl)
         self._update = ms.jit(self._update_impl)
@@ -200,8 +208,14 @@ class AdamW:
             ops.assign(grad_flat, ops.zeros_like(grad_flat))
             return norm, finite.astype(ms.float32)
 
+        def slice_update(g, m, v, p32, lr, coef, bc1, bc2_sqrt):
+            """``adamw_math`` on one slice, compiled: its Python float constants fold to
+            float32 as in the whole-vector graph."""
+            return adamw_math(g, m, v, p32, lr, coef, bc1, bc2_sqrt, b1, b2, eps, wd)
+
         self.flatten, self.accumulate_in_graph, self.update_in_graph = flatten, accumulate, update
         self._adamw, self._write_params = adamw, write_params
+        self._slice_update = ms.jit(slice_update)
 
     # --- compiled pieces of the separate (data-parallel / split) path --------------------------
     def _reduce_and_norm_impl(self):
@@ -248,20 +262,35 @@ class AdamW:
             self._update(*scalars)
         self.step += 1
 
-    def _apply_sliced(self, lr, coef, bc1, bc2_sqrt) -> None:
+    def _apply_sliced(self, lr, coef, bc1, bc2_sqrt, eager: bool = False) -> None:
         """The update of ``_update`` one slice at a time (``slice_plan``): each slice's AdamW
-        arithmetic (the same kernels, so the same bits) and its write-back into the flat
-        vectors and the parameters' rows (in place: compiled steps see it)."""
+        arithmetic (compiled, ``_slice_update``; ``eager``: in PyNative, ``_slice_math``: the
+        same kernels and constants, so the same bits) and its write-back into the flat vectors
+        and the parameters' rows (in place: compiled steps see it)."""
         f32 = ms.float32
+        width = max(hi - lo for lo, hi, _ in self._slices)
+
+        def math_fn(g, m, v, p32, *scalars):
+            if eager:
+                return self._slice_math(g, m, v, p32, *scalars)
+            n = int(g.shape[0])
+            if n == width:
+                return self._slice_update(g, m, v, p32, *scalars)
+            # a shorter slice, padded with zeros to the one compiled length (zeros step to
+            # zeros) and cut back: one graph for every slice
+            pad = ops.zeros((width - n,), f32)
+            outs = self._slice_update(*(ops.concat((x, pad), 0) for x in (g, m, v, p32)),
+                                      *scalars)
+            return tuple(x[:n] for x in outs)
+
         for lo, hi, pieces in self._slices:
             if self.master is not None:
                 p32 = self.master[lo:hi]
             else:
                 p32 = ops.concat(tuple(self._rows(i, r0, r1).reshape(-1).astype(f32)
                                        for i, r0, r1, _, _ in pieces), 0)
-            p_new, m_new, v_new = self._slice_math(self.grad_flat[lo:hi], self.m_flat[lo:hi],
-                                                   self.v_flat[lo:hi], p32, lr, coef, bc1,
-                                                   bc2_sqrt)
+            p_new, m_new, v_new = math_fn(self.grad_flat[lo:hi], self.m_flat[lo:hi],
+                                          self.v_flat[lo:hi], p32, lr, coef, bc1, bc2_sqrt)
             self.m_flat[lo:hi] = m_new
             self.v_flat[lo:hi] = v_new
             if self.master is not None:
@@ -278,8 +307,8 @@ class AdamW:
     def _slice_math(self, g, m, v, p32, lr, coef, bc1, bc2_sqrt):
         """``adamw_math`` in PyNative with the hyper-parameters as float32 tensors, so its
         constants (1 - b1, 1 - lr wd, ...) are float32 as a compiled graph folds them and the
-        bits match the compiled update (Python floats would make PyNative use doubles). Run
-        eagerly: a compiled function here kept ~3 vectors of pool memory (measured, CPU)."""
+        bits match the compiled update (Python floats would make PyNative use doubles). The
+        reference the compiled ``_slice_update`` is tested against."""
         f = lambda x: Tensor(np.float32(x))  # noqa: E731
         return adamw_math(g, m, v, p32, lr, coef, bc1, bc2_sqrt, f(self.b1), f(self.b2),
                           f(self.eps), f(self.wd))
