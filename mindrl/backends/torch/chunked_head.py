@@ -13,7 +13,10 @@ and :func:`token_stats` projects ``chunk`` hidden rows at a time::
 
 With gradients, when what autograd keeps for the backward of all N tokens (the (N, V)
 log-softmax, :func:`saved_copies`) fits half the head's budget (:data:`HEAD_BUDGET_BYTES`),
-the chunks run plainly and the head is computed once. Above it, each chunk runs under
+the chunks run plainly and the head is computed once; for the plain RL loss (no
+differentiable entropy, truncation or teacher) that is :class:`_TargetLogp`, which keeps the
+(N, V) logits (in the head's dtype) instead of log-softmax outputs and runs each of the head's
+three matmuls once over all N rows. Above it, each chunk runs under
 non-reentrant ``torch.utils.checkpoint``: the forward keeps only the chunk's inputs (hidden
 rows, targets), and the backward recomputes the chunk's logits and frees them before the next
 chunk, so the head's peak memory is O(chunk x V), not O(N x V), at the price of a second
