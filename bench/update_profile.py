@@ -5,6 +5,12 @@ one thread, after a warm-up step; prints the top ops by self CPU time per dtype.
 
     python bench/update_profile.py                       # float32 and bfloat16
     python bench/update_profile.py --dtypes float32 --top 25
+    python bench/update_profile.py --ab 3                # fused paths on / off, interleaved
+
+``--ab N``: no profile; the same backend's update timed with the update's fused paths on and
+off (chunked-head log-probs, the tied embedding's sparse gradient, fused AdamW: what
+``bench/real_width.py --update-baseline`` switches off), alternately, N times each after a
+warm-up pair; prints the medians.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ REPO = HERE.parent
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 
-def profile(model_dir: Path, dtype: str, top: int, steps: int) -> str:
+def profile(model_dir: Path, dtype: str, top: int, steps: int, ab: int = 0) -> str:
     import numpy as np
     import torch
     from torch.profiler import ProfilerActivity, profile as torch_profile
@@ -43,6 +49,8 @@ def profile(model_dir: Path, dtype: str, top: int, steps: int) -> str:
                        np.zeros((R, T), np.float32))
     micro = [batch.rows(np.arange(i, i + M)) for i in range(0, R, M)]
     norm = LossNormalizers(global_tokens=float(R * T), global_seqs=float(R), max_len=T)
+    if ab:
+        return _ab(backend, micro, norm, dtype, ab)
     backend.train_step(micro, norm)                                # warm-up
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(steps):
@@ -57,12 +65,36 @@ def profile(model_dir: Path, dtype: str, top: int, steps: int) -> str:
     return "\n".join(out)
 
 
+def _ab(backend, micro, norm, dtype: str, n: int) -> str:
+    import statistics
+    import time
+
+    from mindrl.backends.torch import chunked_head
+
+    emb = backend.model.get_input_embeddings()
+    times = {True: [], False: []}
+    for i in range(n + 1):
+        for on in (True, False):
+            chunked_head.FUSED_TARGET_LOGP = on
+            emb.sparse = on
+            for group in backend.optimizer.param_groups:
+                group["fused"] = on
+            t0 = time.perf_counter()
+            backend.train_step(micro, norm)
+            if i:
+                times[on].append(time.perf_counter() - t0)
+    on, off = statistics.median(times[True]), statistics.median(times[False])
+    return (f"{dtype}: update median {on:.2f} s with the fused paths, {off:.2f} s without "
+            f"({off / on:.2f}x); {n} steps each, interleaved")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--ab", type=int, default=0, help="time the fused paths on / off instead")
     a = ap.parse_args(argv)
     from bench.harness import torch_one_thread
 
@@ -73,7 +105,7 @@ def main(argv=None) -> int:
         model_dir = Path(tmp) / "model"
         build_model(model_dir, "Qwen2.5-0.5B", a.layers)
         for dtype in a.dtypes.split(","):
-            print(profile(model_dir, dtype, a.top, a.steps), "\n", flush=True)
+            print(profile(model_dir, dtype, a.top, a.steps, a.ab), "\n", flush=True)
     return 0
 
 
