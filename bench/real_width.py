@@ -150,6 +150,22 @@ def update_flops(c: dict, tokens: int, response_tokens: int, mean_ctx: float) ->
 
 
 # --------------------------------------------------------------------------- grpo (TRL) part
+BASE = "mindrl_base"       # --update-baseline: mindrl with the update's fused paths switched off
+
+
+def update_baseline() -> None:
+    """Switch off the torch update's fused paths in this worker: autograd log_softmax + gather
+    per head chunk, the tied embedding's dense gradient, torch's default (unfused) AdamW."""
+    from mindrl.backends.torch import chunked_head, optim
+
+    chunked_head.FUSED_TARGET_LOGP = chunked_head.SPARSE_TIED_EMBEDDING = False
+    optim.FUSED_ADAMW = False
+
+
+def sides(a) -> tuple:
+    return ("mindrl", "trl") + ((BASE,) if a.update_baseline else ())
+
+
 def _grpo_worker(a) -> None:
     import trl_compare
 
@@ -163,6 +179,8 @@ def _grpo_worker(a) -> None:
                             set=[f"model.dtype={a.dtype}", f"device={a.device}"]
                             + (["rollout.gpu_memory_utilization=0.3"] if a.device == "cuda"
                                else []))
+    if a.side == BASE:
+        update_baseline()
     if a.side == "trl":
         sys.path.insert(0, str(trl_dir()))
         trl_compare.TRL_DIR = trl_dir()
@@ -183,7 +201,7 @@ def run_grpo(a, model_dir: Path, work: Path) -> list:
     results = []
     for dtype in a.dtypes:
         for rep in range(a.repeats):
-            for side in ("mindrl", "trl"):
+            for side in sides(a):
                 print(f"[bench] grpo {dtype} #{rep + 1}: {side} ... load {loadavg():.2f}",
                       file=sys.stderr, flush=True)
                 cmd = [sys.executable, __file__, "--worker", "grpo", "--side", side,
@@ -211,16 +229,18 @@ def grpo_rows(results: list, a) -> list:
     out = []
     for dtype in a.dtypes:
         s = {side: pool_runs([r for r in results if r["dtype"] == dtype and r["side"] == side])
-             for side in ("mindrl", "trl")}
+             for side in sides(a)}
 
         def toks(side):
             ln = s[side]["phases"].get("response_length/mean")
             return forced if forced is not None else B * (ln or cfg["tokens"])
 
         ratio = s["mindrl"]["median"] / s["trl"]["median"]
+        base = s[BASE]["median"] / s["trl"]["median"] if BASE in s else None
         loads = [x for v in s.values() for pair in v["loads"] for x in pair]
         out.append(dict(
             dtype=dtype, ratio=ratio, verdict=verdict(ratio, TARGETS["grpo"], False),
+            base_ratio=base,
             load=f"{min(loads):.1f}-{max(loads):.1f}",
             **{f"{k}_{side}": v for side in s for k, v in (
                 ("s", s[side]["median"]), ("min", s[side]["min"]), ("max", s[side]["max"]),
@@ -292,6 +312,8 @@ def read_bandwidth(device, reps: int, gib: float = 1.0) -> float:
 
 def _machine_worker(a) -> None:
     torch_one_thread()
+    if a.side == BASE:
+        update_baseline()
     import numpy as np
     import torch
 
@@ -400,6 +422,7 @@ def machine_rows(res: list, a) -> list:
         bound1 = r["bandwidth"] / weight_bytes                     # tokens/s at batch 1
         d1 = r["decode"]["1"]["tokens_per_s"]
         rows.append(dict(dtype=r["dtype"], achieved=achieved,
+                         label=", update's fused paths off" if r.get("side") == BASE else "",
                          gemm=r["gemm"]["flops_per_s"] if upd else None, mfu=mfu,
                          mfu_verdict=verdict(mfu, TARGETS["mfu"], True) if upd else None,
                          update_s=r.get("update_s"), tokens=r.get("update_tokens"),
@@ -536,6 +559,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="", help="directory for cProfile dumps (grpo part)")
     ap.add_argument("--json", default="", help="also write the raw results here")
     ap.add_argument("--timeout", type=int, default=1200)
+    ap.add_argument("--update-baseline", action="store_true", help="also run mindrl with the "
+                    "update's fused paths off (grpo and machine parts), interleaved")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     ap.add_argument("--side", default="", help=argparse.SUPPRESS)
     ap.add_argument("--model", default="", help=argparse.SUPPRESS)
@@ -594,15 +619,18 @@ def main(argv=None) -> int:
                 continue
             raw["machine"] = []
             for dtype in a.dtypes:
-                print(f"[bench] {part} {dtype} ... load {loadavg():.2f}", file=sys.stderr,
-                      flush=True)
-                cmd = [sys.executable, __file__, "--worker", part, "--model",
-                       str(model_dir), "--dtype", dtype, "--device", a.device]
-                r = run_worker(cmd + (["--quick"] if a.quick else []), what=f"machine {dtype}",
-                               cwd=work, timeout=a.timeout, env=env, repo=REPO)
-                r["load"] = f"{r['load_before']:.1f}-{r['load_after']:.1f}"
-                raw["machine"].append(r)
-                save()
+                for side in ("mindrl",) + ((BASE,) if a.update_baseline else ()):
+                    print(f"[bench] {part} {dtype} {side} ... load {loadavg():.2f}",
+                          file=sys.stderr, flush=True)
+                    cmd = [sys.executable, __file__, "--worker", part, "--model",
+                           str(model_dir), "--dtype", dtype, "--device", a.device, "--side",
+                           side]
+                    r = run_worker(cmd + (["--quick"] if a.quick else []),
+                                   what=f"{part} {dtype}", cwd=work, timeout=a.timeout,
+                                   env=env, repo=REPO)
+                    r.update(load=f"{r['load_before']:.1f}-{r['load_after']:.1f}", side=side)
+                    raw["machine"].append(r)
+                    save()
         if "mindspore" in parts:
             print(f"[bench] mindspore vs torch ... load {loadavg():.2f}", file=sys.stderr,
                   flush=True)
@@ -633,14 +661,22 @@ def render(raw: dict, a, head: str) -> str:
             f"{g['s_mindrl']:.2f} s; {g['tps_mindrl']:.0f} tok/s; {g['rss_mindrl']:.0f} MB | "
             f"TRL {g['s_trl']:.2f} s; {g['tps_trl']:.0f} tok/s; {g['rss_trl']:.0f} MB | "
             f"**{g['ratio']:.2f}x** | <= {TARGETS['grpo']}x | {g['verdict']} | {g['load']} |")
+        if g["base_ratio"] is not None:
+            lines.append(
+                f"| GRPO step, {g['dtype']}, update's fused paths off | {g['s_' + BASE]:.2f} s "
+                f"| TRL {g['s_trl']:.2f} s | {g['base_ratio']:.2f}x | <= {TARGETS['grpo']}x | "
+                f"{verdict(g['base_ratio'], TARGETS['grpo'], False)} | {g['load']} |")
     mach = machine_rows(raw["machine"], a) if raw.get("machine") else []
     for m in mach:
         if m["mfu"] is not None:
             lines.append(
-                f"| update FLOP/s, {m['dtype']} ({m['tokens']} tokens, {m['update_s']:.2f} s) | "
+                f"| update FLOP/s, {m['dtype']}{m['label']} ({m['tokens']} tokens, "
+                f"{m['update_s']:.2f} s) | "
                 f"{m['achieved'] / 1e9:.1f} GFLOP/s | GEMM at the model's shapes "
                 f"{m['gemm'] / 1e9:.1f} GFLOP/s | **{m['mfu']:.0%}** | >= 60% | "
                 f"{m['mfu_verdict']} | {m['load']} |")
+        if m["label"]:                         # the decode loop is the same code
+            continue
         lines.append(
             f"| decode tokens/s, batch 1, {m['dtype']} | {m['decode1']:.1f} tok/s | "
             f"bandwidth bound {m['bound1']:.1f} tok/s ({m['bandwidth'] / 1e9:.1f} GB/s over "

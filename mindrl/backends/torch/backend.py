@@ -179,6 +179,10 @@ class TorchBackend:
             self.model, torch.float32 if self.fsdp else self.dtype, cfg, cfg.train.lr,
             cfg.train.weight_decay)
         self.params = self.masters.model_params           # what backward writes gradients to
+        if not self.fsdp:
+            from mindrl.backends.torch.chunked_head import sparse_tied_embedding
+
+            sparse_tied_embedding(self.model)
         self.optimizer_steps = 0
         self.skipped_steps = 0
         from mindrl.backends.torch.critic import build_critic

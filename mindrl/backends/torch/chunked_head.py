@@ -13,7 +13,10 @@ and :func:`token_stats` projects ``chunk`` hidden rows at a time::
 
 With gradients, when what autograd keeps for the backward of all N tokens (the (N, V)
 log-softmax, :func:`saved_copies`) fits half the head's budget (:data:`HEAD_BUDGET_BYTES`),
-the chunks run plainly and the head is computed once. Above it, each chunk runs under
+the chunks run plainly and the head is computed once; for the plain RL loss (no
+differentiable entropy, truncation or teacher) that is :class:`_TargetLogp`, which keeps the
+(N, V) logits (in the head's dtype) instead of log-softmax outputs and runs each of the head's
+three matmuls once over all N rows. Above it, each chunk runs under
 non-reentrant ``torch.utils.checkpoint``: the forward keeps only the chunk's inputs (hidden
 rows, targets), and the backward recomputes the chunk's logits and frees them before the next
 chunk, so the head's peak memory is O(chunk x V), not O(N x V), at the price of a second
@@ -130,6 +133,17 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
     # (the memory plan makes the same decision: mindrl.memory.plan)
     recompute = grad and chunking.recomputes_chunks(
         N, step, W.shape[0], saved_copies(entropy, truncate, teacher), HEAD_BUDGET_BYTES)
+    if FUSED_TARGET_LOGP and entropy != "grad" and truncate is None and teacher is None \
+            and not recompute:
+        want = entropy == "no_grad"
+        if grad:
+            logp, ent = _TargetLogp.apply(hidden, W, b, targets, scale, step, want)
+        else:
+            parts = [_stats(F.linear(hidden[s:s + step], W, b), targets[s:s + step], scale,
+                            want)[:2] for s in range(0, N, step)]
+            logp = torch.cat([p[0] for p in parts]) if parts else hidden.new_zeros(0).float()
+            ent = torch.cat([p[1] for p in parts]) if want and parts else None
+        return logp, (ent if want else None), None
     parts = []
     for s in range(0, N, step):
         args = [hidden[s:s + step], targets[s:s + step]]
@@ -148,3 +162,111 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
         return torch.cat([p[i] for p in parts]) if parts else hidden.new_zeros(0)
 
     return cat(0), cat(1), cat(2)
+
+
+# ---------------------------------------------------------------------------- the fused path
+# The plain RL loss (no differentiable entropy, no truncation, no teacher) with the logits kept:
+# log p(target) = z_t - logsumexp(z) with the backward written out, in place of autograd's
+# log_softmax + gather. Per chunk the forward keeps one (c, V) tensor (the logits, shifted by
+# their row maximum in float32; the raw bf16 logits otherwise) and the backward turns it into
+# the logits' gradient in place, so the head's two gradient matmuls run once over all N rows
+# (one weight-gradient GEMM, one (V, H) result) instead of once per chunk plus a sum. The float
+# arithmetic per element is log_softmax's (z - max - log sum exp, and its backward
+# g * onehot - exp(out) * g); only the GEMMs' summation order differs (measured: 1e-7 relative).
+FUSED_TARGET_LOGP = True
+
+
+def _stats(z: torch.Tensor, tgt: torch.Tensor, scale: float, entropy: bool):
+    """(logp (c,), entropy (c,) or None, row max (c, 1), log sum exp (c, 1), shifted logits)
+    of one chunk's (c, V) logits ``z``, float32; ``z`` is overwritten when it is float32 (its
+    shifted, tempered values: the returned tensor is then ``z`` itself)."""
+    zf = z if z.dtype == torch.float32 else z.float()
+    if scale != 1.0:
+        zf.div_(scale)
+    m = zf.amax(dim=-1, keepdim=True)
+    zf.sub_(m)                                                  # z - max, as log_softmax
+    ex = torch.exp(zf)
+    total = ex.sum(dim=-1, keepdim=True)
+    log_total = total.log()
+    logp = zf.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - log_total.squeeze(-1)
+    ent = None
+    if entropy:                     # H = log S - sum exp(z') z' / S  (z' = z - max)
+        ent = log_total.squeeze(-1) - ex.mul_(zf).sum(dim=-1) / total.squeeze(-1)
+    return logp, ent, m, log_total, zf
+
+
+class _TargetLogp(torch.autograd.Function):
+    """(N,) log p(targets) and (N,) entropy (no gradient) of ``F.linear(hidden, weight, bias)
+    / scale``, ``step`` rows at a time; differentiable in hidden, weight and bias."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, targets, scale, step, entropy):
+        Z = F.linear(hidden, weight, bias)                      # (N, V), one GEMM
+        N = Z.shape[0]
+        logps, ents, ms, logs = [], [], [], []
+        for s in range(0, N, step):
+            logp, ent, m, log_total, _ = _stats(Z[s:s + step], targets[s:s + step], scale,
+                                                entropy)
+            logps.append(logp), ms.append(m), logs.append(log_total)
+            if entropy:
+                ents.append(ent)
+        cat = (lambda xs: torch.cat(xs)) if N else (lambda xs: Z.new_zeros(0).float())
+        ctx.save_for_backward(hidden, weight, Z, targets, cat(ms), cat(logs))
+        ctx.scale, ctx.step, ctx.has_bias, ctx.used = scale, step, bias is not None, False
+        ent = cat(ents) if entropy else Z.new_zeros(0).float()
+        ctx.mark_non_differentiable(ent)
+        return cat(logps), ent
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g, _g_entropy):
+        if ctx.used:
+            raise RuntimeError("the chunked head's backward runs once (its logits are reused "
+                               "for their gradient): do not retain its graph")
+        ctx.used = True
+        hidden, weight, Z, targets, m, log_total = ctx.saved_tensors
+        scale, step = ctx.scale, ctx.step
+        g = g.float()
+        for s in range(0, Z.shape[0], step):
+            zc = Z[s:s + step]
+            if zc.dtype == torch.float32:       # z - max, tempered, from the forward
+                dz = zc.sub_(log_total[s:s + step])
+            else:
+                dz = zc.float()
+                if scale != 1.0:
+                    dz.div_(scale)
+                dz.sub_(m[s:s + step]).sub_(log_total[s:s + step])
+            gc = g[s:s + step].unsqueeze(-1)
+            dz.exp_().mul_(-gc)                                 # -softmax * g
+            dz.scatter_add_(-1, targets[s:s + step].unsqueeze(-1), gc)   # + onehot * g
+            if scale != 1.0:
+                dz.div_(scale)
+            if dz is not zc:
+                zc.copy_(dz)                                    # rounded to the head's dtype
+        dZ = Z                                                  # (N, V) d loss / d logits
+        d_hidden = dZ @ weight if ctx.needs_input_grad[0] else None
+        d_weight = dZ.t() @ hidden if ctx.needs_input_grad[1] else None
+        d_bias = dZ.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return d_hidden, d_weight, d_bias, None, None, None, None
+
+
+def sparse_tied_embedding(model) -> bool:
+    """When ``model``'s input embedding shares its trainable weight with the head (tied
+    embeddings), make the embedding's backward sparse: it then yields only the rows of the
+    tokens present (repeated tokens summed), which autograd adds in place into the head's dense
+    (V, H) gradient, instead of a dense (V, H) zero-filled gradient plus a (V, H) sum. The
+    parameter's gradient stays dense and the same sum. Returns whether it applied."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model   # peft
+    get_in = getattr(base, "get_input_embeddings", None)
+    get_out = getattr(base, "get_output_embeddings", None)
+    if not SPARSE_TIED_EMBEDDING or get_in is None or get_out is None:
+        return False
+    emb, head = get_in(), get_out()
+    if type(emb) is not torch.nn.Embedding or emb.max_norm is not None \
+            or getattr(head, "weight", None) is not emb.weight or not emb.weight.requires_grad:
+        return False
+    emb.sparse = True
+    return True
+
+
+SPARSE_TIED_EMBEDDING = True

@@ -141,7 +141,9 @@ def test_an_8k_row_at_the_real_vocabulary_scores_and_backpropagates_under_1_5_gb
     assert out["vocab"] == out["tokenizer"] == 151936 and out["tokens"] == 8192
     think, one, close = out["tags"]                  # whole tags, among the last ids
     assert min(think, close) >= 151932 and one < 1024
-    assert out["short_logp_diff"] <= 1e-6 and out["short_grad_rel"] <= 1e-5, out
+    # the full path's log_softmax kernel is itself ~2e-5 off float64 at this vocabulary (its
+    # sum of exponentials); the chunked head's log-sum-exp ~2e-6 (test_head_update.py)
+    assert out["short_logp_diff"] <= 3e-5 and out["short_grad_rel"] <= 1e-5, out
     assert out["finite"] and out["head_grad"] > 0
     assert out["peak_delta"] < 1.5e9, f"peak {out['peak_delta'] / 1e9:.2f} GB: {out}"
 
@@ -259,16 +261,17 @@ def _head_products(hidden, head, targets, chunk, budget, monkeypatch):
 def test_the_head_is_recomputed_only_when_its_saved_logits_exceed_the_budget(monkeypatch):
     # 40 tokens in chunks of 16 (3 chunks), V = 300: what autograd keeps without recompute is
     # 40 x 300 x 4 B x 2 copies = 96,000 bytes, allowed up to half the budget. Under a budget
-    # of 192,000 the head runs once per chunk (3 products of shape (c, V)); under a smaller
-    # one each chunk's forward is redone in the backward (6). Log-probs and gradients equal
-    # the full (unchunked) head's either way.
+    # of 192,000 the logits are kept and the head's forward is one (N, V) product over all
+    # chunks (the fused log-prob path); under a smaller one each of the 3 chunks' forward is
+    # redone in the backward (6). Log-probs and gradients equal the full (unchunked) head's
+    # either way.
     torch.manual_seed(0)
     head = torch.nn.Linear(12, 300, bias=False)
     hidden, targets = torch.randn(40, 12), torch.randint(0, 300, (40,))
     ref = _head_products(hidden, head, targets, 0, 10 ** 9, monkeypatch)
     fits = _head_products(hidden, head, targets, 16, 192_000, monkeypatch)
     over = _head_products(hidden, head, targets, 16, 191_998, monkeypatch)
-    assert ref[3] == 1 and fits[3] == 3 and over[3] == 6
+    assert ref[3] == 1 and fits[3] == 1 and over[3] == 6
     for got in (fits, over):
         for a, b in zip(got[:3], ref[:3]):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
