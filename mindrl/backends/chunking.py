@@ -25,15 +25,22 @@ def chunk_tokens(setting: int, vocab: int, budget_bytes: int = HEAD_BUDGET_BYTES
     return max(MIN_CHUNK, budget_bytes // (live_copies * 4 * vocab))
 
 
-def saved_copies(grad_entropy: bool, truncated: bool, teacher: bool) -> int:
+def saved_copies(grad_entropy: bool, truncated: bool, teacher: bool,
+                 fused_bytes: int = 0) -> float:
     """(c, V) float32 tensors the torch chunked head counts as kept per token for the backward
-    when it does not recompute a chunk: the log-softmax output (plus its float32 cast's input
-    when the head is in a lower precision); a differentiable entropy, the rollout's truncation
-    mask or a teacher's exact KL keep more (counted as :data:`LIVE_COPIES`)."""
-    return LIVE_COPIES if grad_entropy or truncated or teacher else 2
+    when it does not recompute a chunk. The plain loss (none of the three below) with
+    ``fused_bytes`` > 0 runs the fused log-prob path, which keeps only the logits in the head's
+    dtype (``fused_bytes`` per element): 1 copy in float32, 0.5 in bfloat16 (measured,
+    bench/chunked_head_memory.py). Without it, 2: the log-softmax output (plus its float32
+    cast's input when the head is in a lower precision). A differentiable entropy, the
+    rollout's truncation mask or a teacher's exact KL keep more (counted as
+    :data:`LIVE_COPIES`)."""
+    if grad_entropy or truncated or teacher:
+        return LIVE_COPIES
+    return fused_bytes / 4 if fused_bytes > 0 else 2
 
 
-def recomputes_chunks(tokens: int, chunk: int, vocab: int, copies: int,
+def recomputes_chunks(tokens: int, chunk: int, vocab: int, copies: float,
                       budget_bytes: int = HEAD_BUDGET_BYTES) -> bool:
     """With gradients, whether the torch chunked head recomputes each chunk's logits in the
     backward (True) or keeps every chunk's log-softmax from the forward (False): it recomputes

@@ -38,7 +38,8 @@ Working sets; the peak is the held parts plus the largest of them:
   (logits, log-softmax and the entropy metric's three temporaries), 2 for SFT / preference.
 - bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
   token, + the head's weight gradient V h b (3 V h b when torch runs the head in chunks:
-  autograd holds the chunks' sum so far, a chunk's gradient and their new sum).
+  autograd holds the chunks' sum so far, a chunk's gradient and their new sum; 1 on the fused
+  log-prob path, whose one GEMM over all the kept rows writes it once).
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
@@ -74,9 +75,11 @@ layout adds a (rows, S, S) boolean attention mask. With a chunked head
 (``train.logprob_chunk_tokens``, where the trainer has it; automatic on torch: 110 tokens at
 V = 151,936) r becomes min(r, chunk). Torch keeps every chunk's log-softmax for the backward
 when the micro-batch's rows x response tokens of it fit half the head's budget (the backend's
-own test, :func:`mindrl.backends.chunking.recomputes_chunks`; 2 float32 copies of V per token,
-8 with a differentiable entropy, the rollout's truncation or a teacher's exact KL): fwd then
-adds them all, bwd all but one chunk's (at V = 151,936: up to 220 tokens).
+own test, :func:`mindrl.backends.chunking.recomputes_chunks`): the plain loss's fused log-prob
+path keeps the logits in the model's dtype, 1 float32 copy of V per token in float32, 0.5 in
+bfloat16 (at V = 151,936: up to 441 / 883 tokens); a differentiable entropy, the rollout's
+truncation or a teacher's exact KL keep 8 (up to 110 tokens). fwd then adds them all, bwd all
+but one chunk's.
 mindformers: V / tensor-parallel per head token, on the last pipeline stage; the first stage
 holds ``pipeline_stages`` micro-batches of activations (1F1B).
 
@@ -177,8 +180,10 @@ class Setup:
     entropy: bool = True            # the RL step computes the entropy metric from the logits
     head_chunk: int = 0             # LM head tokens at a time (0 = all at once)
     chunk_key: str = ""             # the key that sets head_chunk, where this version has one
-    head_copies: int = 2            # torch: float32 copies of V a chunk keeps per scored token
-                                    # for the backward (chunking.saved_copies)
+    head_copies: Optional[float] = None  # torch: float32 copies of V a chunk keeps per scored
+                                    # token for the backward (chunking.saved_copies; < 2: the
+                                    # fused log-prob path, logits kept in the head's dtype;
+                                    # None: the plain loss's, in dtype_bytes)
     trainable: Optional[int] = None  # LoRA: trainable parameters (None = all)
     reference: bool = False
     teacher: Optional[ModelShape] = None
@@ -465,14 +470,17 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     chunked = 0 < s.head_chunk < head_tokens          # the head runs in more than one chunk
     if chunked:
         head_tokens = s.head_chunk
-    # torch keeps every chunk's log-softmax for the backward when it fits half the head's budget
+    # torch keeps every chunk's logits / log-softmax for the backward when they fit half the
+    # head's budget
     # (the backend's own test, chunking.recomputes_chunks, on its rows x response tokens): then
     # the forward ends holding them all, and the backward's second chunk (where the head's
     # gradient sum reaches 3 copies) still holds all but the first chunk's
     scored = s.rows * s.response_len
+    copies = s.head_copies if s.head_copies is not None else \
+        saved_copies(False, False, False, b)
     kept = chunked and s.backend == "torch" and not recomputes_chunks(
-        scored, s.head_chunk, m.vocab, s.head_copies)
-    kept_bytes = scored * 4 * m.vocab * s.head_copies if kept else 0.0
+        scored, s.head_chunk, m.vocab, copies)
+    kept_bytes = scored * 4 * m.vocab * copies if kept else 0.0
     masked = not s.padding_free
     if mf:
         tokens_dev = tokens / s.tp           # sequence parallel splits the saved activations
@@ -501,7 +509,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # returns: 3 float32 copies of the head's logits (measured on CPU; in chunks, of a chunk's)
     head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
     if kept:
-        head_bwd += kept_bytes * pairs - s.head_chunk * 4 * m.vocab * s.head_copies
+        head_bwd += kept_bytes * pairs - s.head_chunk * 4 * m.vocab * copies
     gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
@@ -546,10 +554,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # In chunks (torch), autograd sums the chunks' weight gradients: the sum so far, a chunk's
     # and their new sum exist at once (3 copies, measured on CPU)
     head_grad = m.vocab * m.hidden * gb / (s.tp if mf else 1) if trainable_head else 0.0
-    head_grad *= 3 if chunked and s.backend == "torch" else 1
+    # kept by the fused log-prob path (copies < 2), one GEMM over all rows: 1 copy (measured)
+    fused = kept and copies < 2
+    head_grad *= 3 if chunked and s.backend == "torch" and not fused else 1
     parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
                       hkeys, "3 float32 copies of the logits (of a chunk) and the head's weight "
-                      "gradient (3 copies when chunked)" + (
+                      "gradient (3 copies when chunked, 1 on the fused path)" + (
                           "; the log-softmax the chunks kept" if kept else "")))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
@@ -749,7 +759,7 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         rows=rows, prompt_len=prompt, response_len=resp,
         accumulation=accumulation,
         padding_free=bool(t.padding_free), entropy=rl, head_chunk=max(0, chunk),
-        head_copies=_head_copies(cfg) if rl else saved_copies(False, False, False),
+        head_copies=_head_copies(cfg, b) if rl else saved_copies(False, False, False, b),
         chunk_key="train.logprob_chunk_tokens" if hasattr(t, "logprob_chunk_tokens") else "",
         trainable=trainable, reference=ref, teacher=teacher if rl else None,
         rewards=model_rewards(cfg) if rl else (),
@@ -763,16 +773,17 @@ def setup_from_config(cfg, job: str, shape: ModelShape,
         host_bytes=cfg.plan.host_memory_gb * GB, lengths=lengths)
 
 
-def _head_copies(cfg) -> int:
+def _head_copies(cfg, dtype_bytes: int) -> float:
     """What the torch chunked head keeps per token in the RL update (``token_stats``'s
-    arguments there): a differentiable entropy (algorithm.entropy_coef, entropy_control), the
-    rollout's top-k / min-p / top-p, or the exact KL to a teacher keep more."""
+    arguments there): the fused log-prob path keeps the logits in the model's dtype; a
+    differentiable entropy (algorithm.entropy_coef, entropy_control), the rollout's top-k /
+    min-p / top-p, or the exact KL to a teacher keep more."""
     from algorithms.truncation import Truncation
 
     a = cfg.algorithm
     return saved_copies(bool(a.entropy_coef or a.entropy_control.enabled),
                         Truncation.from_rollout(cfg.rollout) is not None,
-                        bool(a.distill.teacher) and a.distill.estimator == "full")
+                        bool(a.distill.teacher) and a.distill.estimator == "full", dtype_bytes)
 
 
 _REWARD_ENGINES = {"judge": "native", "reward_model": "classifier"}

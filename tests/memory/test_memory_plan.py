@@ -350,25 +350,35 @@ def test_mindspore_plans_its_chunked_head_for_rl_sft_and_preference():
 
 
 def test_torch_plan_keeps_the_chunks_log_softmax_by_the_heads_own_count():
-    # 1 row x 60 response tokens in chunks of 32 at V = 151,936: the RL update's head keeps 2
-    # float32 copies of V per token (60 x 151,936 x 8 = 73 MB, within half of 512 MiB), but 8
-    # with a differentiable entropy or the rollout's truncation (292 MB: recomputed instead)
+    # 1 row x 300 response tokens in chunks of 32 at V = 151,936: the RL update's plain loss
+    # runs the fused log-prob path, which keeps the logits in the model's dtype: 1 float32 copy
+    # of V per token in float32 (300 x 151,936 x 4 = 182 MB), half of one in bfloat16 (91 MB),
+    # both within half of 512 MiB (2 copies, 365 MB, would not be); a differentiable entropy or
+    # the rollout's truncation keep 8 (1.46 GB: recomputed instead). Kept, the head's weight
+    # gradient is one GEMM's (1 copy), recomputed the chunks' sum (3 copies).
     from mindrl.memory.plan import setup_from_config
 
     m = known_shape("Qwen2.5-0.5B")
-    over = ["data.max_prompt_len=16", "rollout.max_new_tokens=60", "train.micro_batch_size=1",
+    over = ["data.max_prompt_len=16", "rollout.max_new_tokens=300", "train.micro_batch_size=1",
             "train.logprob_chunk_tokens=32", "plan.device_memory_gb=100"]
     heads = {}
-    for extra in ([], ["algorithm.entropy_coef=0.01"], ["rollout.top_k=20"]):
+    for extra in ([], ["model.dtype=bfloat16"], ["algorithm.entropy_coef=0.01"],
+                  ["rollout.top_k=20"]):
         s = setup_from_config(load_config(None, over + extra), "train", m)
-        plan = plan_memory(m, s)
-        head = [p for p in plan.parts if p.name.startswith("log-prob head (")][0]
-        heads[tuple(extra)] = (s.head_copies, head.name, head.bytes)
-    V = 151_936
-    assert heads[()] == (2, f"log-prob head (32 tokens x {V}, 60 kept)",
-                         32 * 5 * 4 * V + 60 * 8 * V)
+        parts = plan_memory(m, s).parts
+        head = [p for p in parts if p.name.startswith("log-prob head (")][0]
+        bwd = [p for p in parts if p.name == "log-prob head in the backward"][0]
+        heads[tuple(extra)] = (s.head_copies, head.name, head.bytes, bwd.bytes)
+    V, h, c = 151_936, m.hidden, 32
+    assert heads[()] == (1, f"log-prob head ({c} tokens x {V}, 300 kept)",
+                         c * 5 * 4 * V + 300 * 4 * V,
+                         c * 3 * 4 * V + 300 * 4 * V - c * 4 * V + V * h * 4)
+    assert heads[("model.dtype=bfloat16",)] == (
+        0.5, f"log-prob head ({c} tokens x {V}, 300 kept)", c * 5 * 4 * V + 300 * 2 * V,
+        c * 3 * 4 * V + 300 * 2 * V - c * 2 * V + V * h * 2)
     for extra in (("algorithm.entropy_coef=0.01",), ("rollout.top_k=20",)):
-        assert heads[extra] == (8, f"log-prob head (32 tokens x {V})", 32 * 5 * 4 * V)
+        assert heads[extra] == (8, f"log-prob head ({c} tokens x {V})", c * 5 * 4 * V,
+                                c * 3 * 4 * V + 3 * V * h * 4)
 
 
 def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():

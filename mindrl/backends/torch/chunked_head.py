@@ -11,7 +11,7 @@ and :func:`token_stats` projects ``chunk`` hidden rows at a time::
     z_c = (h_c W^T + b).float() / temperature      (c, V)   one chunk's logits
     logp_c = log_softmax(z_c)[target]              (c,)
 
-With gradients, when what autograd keeps for the backward of all N tokens (the (N, V)
+With gradients, when what the backward keeps for all N tokens (the (N, V) logits or
 log-softmax, :func:`saved_copies`) fits half the head's budget (:data:`HEAD_BUDGET_BYTES`),
 the chunks run plainly and the head is computed once; for the plain RL loss (no
 differentiable entropy, truncation or teacher) that is :class:`_TargetLogp`, which keeps the
@@ -43,9 +43,12 @@ from mindrl.backends.chunking import (  # noqa: F401  (re-exported)
 PLAIN_HEAD_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "llama", "mistral", "mixtral")
 
 
-def saved_copies(entropy: Optional[str], truncate, teacher) -> int:
-    """:func:`mindrl.backends.chunking.saved_copies` for :func:`token_stats`'s arguments."""
-    return chunking.saved_copies(entropy == "grad", truncate is not None, teacher is not None)
+def saved_copies(entropy: Optional[str], truncate, teacher, head_dtype: torch.dtype) -> float:
+    """:func:`mindrl.backends.chunking.saved_copies` for :func:`token_stats`'s arguments, with
+    the fused path (:data:`FUSED_TARGET_LOGP`) keeping logits of ``head_dtype``."""
+    fused = torch.empty(0, dtype=head_dtype).element_size() if FUSED_TARGET_LOGP else 0
+    return chunking.saved_copies(entropy == "grad", truncate is not None, teacher is not None,
+                                 fused)
 
 
 def plain_head(model, fsdp: bool = False) -> Tuple[Optional[torch.nn.Linear], str]:
@@ -132,7 +135,9 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
     # V = 151,936 the head is most of a small model's work).
     # (the memory plan makes the same decision: mindrl.memory.plan)
     recompute = grad and chunking.recomputes_chunks(
-        N, step, W.shape[0], saved_copies(entropy, truncate, teacher), HEAD_BUDGET_BYTES)
+        N, step, W.shape[0], saved_copies(entropy, truncate, teacher,
+                                     torch.promote_types(hidden.dtype, W.dtype)),
+        HEAD_BUDGET_BYTES)
     if FUSED_TARGET_LOGP and entropy != "grad" and truncate is None and teacher is None \
             and not recompute:
         want = entropy == "no_grad"

@@ -277,34 +277,41 @@ def test_the_head_is_recomputed_only_when_its_saved_logits_exceed_the_budget(mon
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("tokens", [220, 221])
-def test_the_memory_plan_keeps_the_log_softmax_exactly_when_the_head_does(tokens, monkeypatch):
-    # At V = 151,936 and the automatic chunk (110 tokens) the head keeps its 2 float32 copies
-    # of V per token within half of 512 MiB up to 268,435,456 / (151,936 x 8) = 220.9 tokens:
-    # 220 tokens run 2 head products (kept), 221 tokens 3 chunks x 2 (recomputed). The plan of
-    # one row of that many response tokens (SFT) makes the same call, and counts the kept
-    # log-softmax by hand: all of it in the forward, all but one chunk's in the backward.
+@pytest.mark.parametrize("dtype,tokens", [(torch.float32, 441), (torch.float32, 442),
+                                          (torch.bfloat16, 883), (torch.bfloat16, 884)])
+def test_the_memory_plan_keeps_the_log_softmax_exactly_when_the_head_does(dtype, tokens,
+                                                                          monkeypatch):
+    # At V = 151,936 and the automatic chunk (110 tokens) the plain loss's fused path keeps the
+    # (N, V) logits in the head's dtype: 1 float32 copy of V per token in float32, half of one
+    # in bfloat16, within half of 512 MiB up to 268,435,456 / (151,936 x 4) = 441.7 tokens in
+    # float32 and 883.4 in bfloat16 (the 2-copy rule stopped at 220). Kept, the head's forward
+    # is one (N, V) product; one token more, each chunk's is redone in the backward (2 per
+    # chunk). The plan of one row of that many response tokens (SFT) in that dtype makes the
+    # same call, and counts the kept logits by hand: all of them in the forward, all but one
+    # chunk's in the backward, and the head's weight gradient once (one GEMM over all rows)
+    # where kept, 3 times (the chunks' sum so far, a chunk's and their new sum) where not.
     from mindrl.backends.chunking import HEAD_BUDGET_BYTES, chunk_tokens
     from mindrl.memory.plan import Setup, plan_memory
     from mindrl.memory.shapes import known_shape
 
     V = 151_936
+    b = torch.empty(0, dtype=dtype).element_size()
     chunk = chunk_tokens(-1, V)
     torch.manual_seed(0)
-    head = torch.nn.Linear(2, V, bias=False)
-    hidden, targets = torch.randn(tokens, 2), torch.randint(0, V, (tokens,))
+    head = torch.nn.Linear(2, V, bias=False).to(dtype)
+    hidden, targets = torch.randn(tokens, 2, dtype=dtype), torch.randint(0, V, (tokens,))
     products = _head_products(hidden, head, targets, chunk, HEAD_BUDGET_BYTES, monkeypatch)[3]
     chunks = -(-tokens // chunk)
-    assert products == {220: chunks, 221: 2 * chunks}[tokens]
-    keeps = products == chunks
+    assert products == {441: 1, 442: 2 * chunks, 883: 1, 884: 2 * chunks}[tokens]
+    keeps = products == 1
 
     m = known_shape("Qwen2.5-0.5B")
     s = Setup(backend="torch", job="sft", rows=1, prompt_len=16, response_len=tokens,
-              head_chunk=chunk, engine="none", device_bytes=100e9)
+              head_chunk=chunk, engine="none", device_bytes=100e9, dtype_bytes=b)
     parts = {p.name: p for p in plan_memory(m, s).parts}
-    kept = tokens * V * 4 * 2 if keeps else 0
+    kept = tokens * V * b if keeps else 0
     name = f"log-prob head ({chunk} tokens x {V}{f', {tokens} kept' if keeps else ''})"
     assert parts[name].bytes == chunk * 2 * 4 * V + kept
-    grad = 3 * V * m.hidden * 4             # the tied head's weight gradient, 3 copies
-    bwd = chunk * 3 * 4 * V + grad + (kept - chunk * V * 4 * 2 if keeps else 0)
+    grad = (1 if keeps else 3) * V * m.hidden * b     # the tied head's weight gradient
+    bwd = chunk * 3 * 4 * V + grad + (kept - chunk * V * b if keeps else 0)
     assert parts["log-prob head in the backward"].bytes == bwd
