@@ -193,21 +193,25 @@ def test_the_plans_automatic_head_chunk_is_the_torch_backends():
         assert auto_chunk(vocab) == chunk_tokens(-1, vocab), vocab
 
 
-def test_a_chunked_head_backward_holds_three_weight_gradients():
+def test_a_chunked_head_backward_holds_three_weight_gradients_unless_fused():
     from mindrl.memory.plan import GB, Setup, plan_memory
 
-    def head_bwd(chunk, backend="torch"):
+    def head_bwd(chunk, backend="torch", copies=None):
         s = Setup(backend=backend, device="cpu", rows=2, prompt_len=8, response_len=8,
-                  engine="none", device_bytes=80 * GB, head_chunk=chunk)
+                  engine="none", device_bytes=80 * GB, head_chunk=chunk, head_copies=copies)
         return [p.bytes for p in plan_memory(_small(), s).parts
                 if p.name == "log-prob head in the backward"][0]
 
     # 2 rows x (8 + 1) = 18 head tokens; V 1000, h 64, float32
     assert head_bwd(0) == 18 * 3 * 4 * 1000 + 1000 * 64 * 4          # whole: 1 weight gradient
     assert head_bwd(18) == head_bwd(0)                                 # one chunk is the whole
-    # 5 chunks of 4; the 16 scored tokens' log-softmax (2 float32 copies of V each) is far
-    # within the torch head's budget: kept, and all but one chunk's still held in the backward
-    assert head_bwd(4) == 4 * 3 * 4 * 1000 + 3 * 1000 * 64 * 4 + (16 - 4) * 2 * 4 * 1000
+    # 5 chunks of 4; the 16 scored tokens' logits are far within the torch head's budget:
+    # kept, and all but one chunk's still held in the backward. The plain loss's fused path
+    # keeps 1 float32 copy of V per token and writes the weight gradient once (one GEMM)
+    assert head_bwd(4) == 4 * 3 * 4 * 1000 + 1000 * 64 * 4 + (16 - 4) * 1 * 4 * 1000
+    # a differentiable entropy (8 copies, kept): the chunks' gradients summed, 3 at once
+    assert head_bwd(4, copies=8) == \
+        4 * 3 * 4 * 1000 + 3 * 1000 * 64 * 4 + (16 - 4) * 8 * 4 * 1000
     # measured on torch only: other backends keep one weight gradient
     assert head_bwd(4, "mindspore") == 4 * 3 * 4 * 1000 + 1000 * 64 * 4
 

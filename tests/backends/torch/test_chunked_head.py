@@ -259,18 +259,18 @@ def _head_products(hidden, head, targets, chunk, budget, monkeypatch):
 
 
 def test_the_head_is_recomputed_only_when_its_saved_logits_exceed_the_budget(monkeypatch):
-    # 40 tokens in chunks of 16 (3 chunks), V = 300: what autograd keeps without recompute is
-    # 40 x 300 x 4 B x 2 copies = 96,000 bytes, allowed up to half the budget. Under a budget
-    # of 192,000 the logits are kept and the head's forward is one (N, V) product over all
-    # chunks (the fused log-prob path); under a smaller one each of the 3 chunks' forward is
-    # redone in the backward (6). Log-probs and gradients equal the full (unchunked) head's
+    # 40 tokens in chunks of 16 (3 chunks), V = 300: what the fused log-prob path keeps without
+    # recompute is the float32 logits, 40 x 300 x 4 B = 48,000 bytes, allowed up to half the
+    # budget. Under a budget of 96,000 the logits are kept and the head's forward is one (N, V)
+    # product over all chunks; under a smaller one each of the 3 chunks' forward is redone in
+    # the backward (6). Log-probs and gradients equal the full (unchunked) head's
     # either way.
     torch.manual_seed(0)
     head = torch.nn.Linear(12, 300, bias=False)
     hidden, targets = torch.randn(40, 12), torch.randint(0, 300, (40,))
     ref = _head_products(hidden, head, targets, 0, 10 ** 9, monkeypatch)
-    fits = _head_products(hidden, head, targets, 16, 192_000, monkeypatch)
-    over = _head_products(hidden, head, targets, 16, 191_998, monkeypatch)
+    fits = _head_products(hidden, head, targets, 16, 96_000, monkeypatch)
+    over = _head_products(hidden, head, targets, 16, 95_998, monkeypatch)
     assert ref[3] == 1 and fits[3] == 1 and over[3] == 6
     for got in (fits, over):
         for a, b in zip(got[:3], ref[:3]):
