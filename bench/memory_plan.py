@@ -42,8 +42,9 @@ CASES = {
     "bf16-long": ("bfloat16", True, 1, 32, 1024),
     "bf16": ("bfloat16", False, 4, 64, 64),
     "bf16-recompute": ("bfloat16", True, 4, 64, 64),
-    # 4 x 48 = 192 scored tokens: the torch chunked head keeps its log-softmax for the backward
-    # (up to 220 tokens at V = 151,936); the 256 of fp32 / bf16 are past it (recomputed)
+    # 4 x 48 = 192 scored tokens; the torch chunked head keeps the logits for the backward up
+    # to 441 tokens in float32, 883 in bf16 at V = 151,936 (the fused log-prob path): the 256
+    # of fp32 / bf16 keep them too, the 1,024 of the long cases are recomputed
     "fp32-short": ("float32", False, 4, 64, 48),
     "bf16-short": ("bfloat16", False, 4, 64, 48),
     # SFT: rows per micro-batch; micro-batches per optimizer step in SFT below
