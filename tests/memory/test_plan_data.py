@@ -167,10 +167,33 @@ def test_gradient_accumulation_adds_one_embedding_gradient_on_torch():
                 if p.name == "embedding gradient temporaries"][0]
 
     # tied: the embedding's dense gradient and its sum with the head's (2 x 1000 x 64 x 4 B);
-    # accumulating, the new one beside the gradient accumulated so far: a third
-    assert temporaries() == 2 * 1000 * 64 * 4
-    assert temporaries(accumulation=True) == 3 * 1000 * 64 * 4
+    # torch makes a tied embedding's backward sparse (one copy left, as measured);
+    # accumulating, the new one beside the gradient accumulated so far: one more
+    assert temporaries() == 1 * 1000 * 64 * 4
+    assert temporaries(accumulation=True) == 2 * 1000 * 64 * 4
+    assert temporaries(fsdp=True) == 2 * 1000 * 64 * 4
     assert temporaries(accumulation=True, backend="mindspore") == 2 * 1000 * 64 * 4
+
+
+def test_torch_fused_adamw_plans_no_step_temporaries():
+    # torch's fused AdamW (plain tensors on CPU / CUDA) updates in place; FSDP's DTensor shards
+    # keep the foreach step, one moment copy of the shard
+    from mindrl.memory.plan import GB, Setup, plan_memory
+    from mindrl.memory.shapes import shape_from_config
+
+    m = shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=1,
+                               intermediate_size=256, vocab_size=1000,
+                               tie_word_embeddings=True), "small")
+
+    def temp(**kw):
+        s = Setup(rows=2, prompt_len=8, response_len=8, engine="none", device_bytes=80 * GB,
+                  **{"backend": "torch", "device": "cpu", **kw})
+        return [p.bytes for p in plan_memory(m, s).parts
+                if p.name == "optimizer step temporaries"][0]
+
+    assert temp() == 0 and temp(device="cuda") == 0
+    assert temp(fsdp=True, world=2, device="cuda") > 0
 
 
 def _small():
