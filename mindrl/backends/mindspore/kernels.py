@@ -25,6 +25,10 @@ from mindspore import Tensor, nn, ops
 NEG_INF = -1e9   # additive mask value: finite, so a fully masked (pad) query row stays NaN-free
 LONG_ROWS = 1024    # portable path: longer rows attend in query blocks (BlockedCausalAttention)
 QUERY_BLOCK = 128   # measured at 8K: the attention adds ~0.3 GB (512: ~0.85 GB), same speed
+# query-key pairs of one block at most: blocks of QUERY_BLOCK up to 5,120 keys, halved per
+# doubling past it (down to 16), so one block's buffers stay the same size on longer rows
+# (8K rows: blocks of 64, ~0.15 GB less than 128 at ~10% more time; 64 on 1.5K rows: ~35% slower)
+BLOCK_SCORES = 128 * 5120
 
 
 # --- portable path (CPU kernels) -------------------------------------------------------------
@@ -106,7 +110,8 @@ class _QueryBlocks(nn.Cell):
         """Block probabilities (B, Nk, rep*Bq, S) float32 of grouped queries qg at slots idx."""
         B, Nk, n, _ = qg.shape
         Bq, S = idx.shape[0], k.shape[2]
-        s = self.bmm_nt(qg, k) * self.scale                                   # (B, Nk, n, S)
+        # the scale on the (n, D) queries, not the (n, S) scores: one (Bq, S) buffer less
+        s = self.bmm_nt(qg * self.scale, k)                                   # (B, Nk, n, S)
         causal = slots.reshape(1, 1, 1, S) <= idx.reshape(1, 1, Bq, 1)
         allowed = ops.logical_and(causal, key_mask.reshape(B, 1, 1, S) > 0.5)  # (B, 1, Bq, S)
         # select, not + bias: one (Bq, S) buffer less; the same values where a key is allowed
@@ -148,18 +153,35 @@ class _QueryBlocks(nn.Cell):
             dog = self._rows(dout, idx, Nk)
             dv = dv + self.bmm_tn(p.astype(v.dtype), dog)                       # P^T dO
             dp = self.bmm_nt(dog, v).astype(ms.float32)
-            ds = (p * (dp - self._rows(delta, idx, Nk)) * self.scale).astype(q.dtype)
-            dq = dq + self._place(blocks, j, self.bmm(ds, k).reshape(B, Nq, Bq, D))
-            dk = dk + self.bmm_tn(ds, qg)
+            # dS / scale; the scale goes on the (n, D) and (S, D) products, not the (n, S) dS
+            ds = (p * (dp - self._rows(delta, idx, Nk))).astype(q.dtype)
+            dq = dq + self._place(blocks, j,
+                                  (self.bmm(ds, k) * self.scale).reshape(B, Nq, Bq, D))
+            dk = dk + self.bmm_tn(ds, qg) * self.scale
             j = j + 1
         return (dq.reshape(B, Nq, Sq, D), dk, dv, self.zeros_like(key_mask),
                 self.zeros_like(slots), self.zeros_like(first), self.zeros_like(blocks))
 
 
+def query_block(block: int, keys: int, scores: int = BLOCK_SCORES) -> int:
+    """Queries per block of :class:`BlockedCausalAttention` on a row of ``keys`` slots:
+    ``block``, halved (at most three times, not below 16) while one block would score more than
+    ``scores`` query-key pairs. Plain ``if``s on constants: it runs inside compiled graphs."""
+    bq = block
+    if bq > 16 and bq * keys > scores:
+        bq = bq // 2
+    if bq > 16 and bq * keys > scores:
+        bq = bq // 2
+    if bq > 16 and bq * keys > scores:
+        bq = bq // 2
+    return bq
+
+
 class BlockedCausalAttention(nn.Cell):
     """Causal self-attention of a long row in blocks of ``block`` queries, each block's
     probabilities recomputed in the backward, so neither pass holds an (S, S) tensor or bias:
-    the largest tensors are one block's (B, Nq, block, S) float32 scores and probabilities.
+    the largest tensors are one block's (B, Nq, block, S) float32 scores and probabilities,
+    the block shrunk on long rows to stay within ``scores`` query-key pairs (:func:`query_block`).
 
     q (B, Nq, S, D), k/v (B, Nk, S, D) at slots 0..S-1, key_mask (B, S) (1 = a real token)
     -> (B, Nq, S, D), equal to ``attention_portable`` with the bias of
@@ -169,20 +191,22 @@ class BlockedCausalAttention(nn.Cell):
     padding's outputs are dropped).
     """
 
-    def __init__(self, scale: float, block: int):
+    def __init__(self, scale: float, block: int, scores: int = BLOCK_SCORES):
         super().__init__()
         self.block = block
+        self.scores = scores
         self.blocks = _QueryBlocks(scale)
 
     def construct(self, q, k, v, key_mask):
         B, Nq, S, D = q.shape
-        nb = (S + self.block - 1) // self.block
-        pad = nb * self.block - S
+        bq = query_block(self.block, S, self.scores)
+        nb = (S + bq - 1) // bq
+        pad = nb * bq - S
         if pad > 0:
             q = ops.concat((q, ops.zeros((B, Nq, pad, D), q.dtype)), 2)
         o = self.blocks(q, k, v, key_mask.astype(ms.float32),
                         ops.arange(0, S, 1, dtype=ms.int32),
-                        ops.arange(0, self.block, 1, dtype=ms.int32),
+                        ops.arange(0, bq, 1, dtype=ms.int32),
                         ops.arange(0, nb, 1, dtype=ms.int32))
         if pad > 0:
             o = o[:, :, :S]

@@ -23,8 +23,10 @@ def _full_bias(key_mask: np.ndarray) -> np.ndarray:
     return ((1.0 - allowed) * K.NEG_INF)[:, None].astype(np.float32)
 
 
-def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients():
-    # GQA (4 query heads on 2 kv heads), 70 slots in blocks of 16 (the queries padded to 80),
+@pytest.mark.parametrize("block,scores", [(16, K.BLOCK_SCORES), (64, 16 * 70)])
+def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients(block, scores):
+    # GQA (4 query heads on 2 kv heads), 70 slots in blocks of 16 (the queries padded to 80):
+    # given, or blocks of 64 halved twice to keep a block within 16 x 70 query-key pairs;
     # a row left-padded by 5 (queries with no key allowed) and a row right-padded by 7; a
     # weighted sum of the outputs as the loss, through mindspore.jit (the training path)
     B, Nq, Nk, S, D, scale = 2, 4, 2, 70, 16, 0.25
@@ -37,7 +39,7 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients():
     mask[1, S - 7:] = 0
     w = Tensor(rng.normal(size=(B, Nq, S, D)).astype(np.float32))
     bias = Tensor(_full_bias(mask))
-    blocked = K.BlockedCausalAttention(scale, 16)
+    blocked = K.BlockedCausalAttention(scale, block, scores)
 
     def full_out(q, k, v, m):
         return K.attention_portable(q, k, v, bias, scale)
@@ -71,6 +73,16 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients():
     p /= p.sum(-1, keepdims=True)
     o64 = np.einsum("bhqk,bhkd->bhqd", p, np.repeat(v, 2, 1).astype(np.float64))
     np.testing.assert_allclose(out * real, o64 * real, rtol=0, atol=1e-5)
+
+
+def test_query_blocks_shrink_on_long_rows_to_bound_one_block():
+    # 128 queries per block up to 5,120 keys; an 8K row (8,192 + a 16-token prompt) in 64s,
+    # a 16K one in 32s, never below 16
+    assert K.BLOCK_SCORES == 128 * 5120
+    assert K.query_block(128, 1516) == K.query_block(128, 5120) == 128
+    assert K.query_block(128, 5121) == K.query_block(128, 8208) == 64
+    assert K.query_block(128, 16400) == 32 and K.query_block(128, 10 ** 6) == 16
+    assert K.query_block(64, 70, 16 * 70) == 16 and K.query_block(16, 70, 1) == 16
 
 
 def _backend(path, *over):
