@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SFT_STEPS, STUDENT_STEP, DISTILL_STEPS = 1200, 600, 40
+SFT_STEPS, STUDENT_STEP, DISTILL_STEPS = 1200, 400, 40
 QUIET = ["logging.tensorboard=false", "logging.progress_bar=false", "logging.plot=false"]
 
 

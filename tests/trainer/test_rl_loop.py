@@ -287,7 +287,9 @@ def test_fsdp_two_ranks_equal_one_process_and_resume(tmp_path):
     wa = _safetensors(one / "checkpoints" / "step_000004" / "model")
     wb = _safetensors(two / "checkpoints" / "step_000004" / "model")
     for k in wa:
-        np.testing.assert_allclose(wa[k], wb[k], rtol=1e-4, atol=1e-5, err_msg=k)
+        # 1 process steps torch's fused AdamW, FSDP's DTensor shards the foreach one (and a dense
+        # tied-embedding gradient for the sparse one): the same arithmetic in another order
+        np.testing.assert_allclose(wa[k], wb[k], rtol=1e-4, atol=2e-5, err_msg=k)
 
 
 GAP_ALARM = "rollout-vs-trainer log-prob gap"

@@ -76,7 +76,7 @@ def test_bf16_updates_at_lr_1e6_are_kept_by_float32_masters(tiny_dir, make_cfg):
 @pytest.mark.slow
 def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, fsdp_run):
     """train.fsdp in bf16: float32 shards, bf16 compute, float32 gradient reduce-scatter; 2 gloo
-    ranks equal 1 process with float32 masters within 1e-4 of the update; the full weights
+    ranks equal 1 process with float32 masters within 2e-4 of the update; the full weights
     handed to a rollout engine are the masters rounded to bf16; a checkpoint holds the model in
     bf16 and the masters in its state, and a fresh sharded backend resumes them exactly."""
     import importlib.util
@@ -103,7 +103,9 @@ def test_fsdp2_bf16_two_ranks_equal_one_process(tiny_dir, fsdp_run):
     for k in ref:
         update = np.abs(ref[k] - start[k]).max()
         assert update > 2 * worker.LR, k
-        assert np.abs(got[k] - ref[k]).max() <= 1e-4 * update, k
+        # 1 process: torch's fused AdamW and a sparse tied-embedding backward; FSDP's DTensor
+        # shards: the foreach AdamW and a dense one - the same arithmetic in another order
+        assert np.abs(got[k] - ref[k]).max() <= 2e-4 * update, k
         bf16 = torch.from_numpy(got[k]).bfloat16().float().numpy()
         np.testing.assert_array_equal(sent[k], bf16, err_msg=k)
         np.testing.assert_array_equal(resumed[k], got[k], err_msg=k)   # resume: exact
