@@ -239,3 +239,16 @@ if _RSS_LOG:
                                  "before_mb": round(before),
                                  "after_mb": round(_status_mb("VmRSS")),
                                  "peak_mb": round(_status_mb("VmHWM"))}) + "\n")
+
+
+@pytest.fixture(scope="session")
+def head_memory_bench():
+    """bench/head_memory.py as a module: its ``measure`` runs one row's log-probs + backward in
+    a fresh process and returns the peak RSS it added."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "head_memory.py"
+    spec = importlib.util.spec_from_file_location("head_memory", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

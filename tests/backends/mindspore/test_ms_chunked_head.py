@@ -156,26 +156,15 @@ def test_chunked_rl_step_with_untied_head_moe_aux_and_lora(tiny_dir, tmp_path_fa
                                ref_want, atol=2e-6, rtol=0)
 
 
-def _bench():
-    """bench/head_memory.py, which measures the head's memory in a fresh process."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[3] / "bench" / "head_memory.py"
-    spec = importlib.util.spec_from_file_location("head_memory", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.slow
-def test_a_1k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_factory):
+def test_a_1k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_factory,
+                                                                   head_memory_bench):
     # The RL gradient of one 1,024-token row at V = 151,936 through the compiled step. Full
     # logits: one (1024, V) float32 copy is 0.62 GB and the compiled step keeps ~15 of them
     # (measured +9.2 GB, the Benchmarks page). Chunked: one chunk's head work (~0.5 GB with the
     # automatic chunk), the decoder and the compiled graphs. The 8,192-token row (attention in
     # query blocks) is test_ms_long_rows.py's.
-    out = _bench().measure(1024, -1, _cache(tmp_path_factory), backend="mindspore")
+    out = head_memory_bench.measure(1024, -1, _cache(tmp_path_factory), backend="mindspore")
     print(f"1024-token row, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
     assert out["vocab"] == out["tokenizer"] == 151936 and out["tokens"] == 1024
     assert out["chunk"] == 44 and out["short_chunked"]            # automatic at V = 151,936

@@ -152,27 +152,16 @@ def test_chunked_exact_distillation_kl_equals_full_logits(hf_untied, hf_tied):
     assert want[0]["distill_kl"] > 1e-2 and want[0]["entropy"] > 1.0
 
 
-def _bench():
-    """bench/head_memory.py, which measures the head's memory in a fresh process."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[3] / "bench" / "head_memory.py"
-    spec = importlib.util.spec_from_file_location("head_memory", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("step", ["sft", "dpo"])
-def test_sft_and_dpo_at_the_real_vocabulary_train_in_bounded_memory(tmp_path_factory, step):
+def test_sft_and_dpo_at_the_real_vocabulary_train_in_bounded_memory(tmp_path_factory, step,
+                                                                  head_memory_bench):
     # One 1,024-token SFT row; one DPO pair of 512-token responses (1,024 scored tokens), its
     # reference pass included. Full logits (train.logprob_chunk_tokens=0, the only path these
     # steps had): +2.19 GB (SFT) / +2.18 GB (DPO); chunked: +0.43 / +0.36 GB (the Benchmarks
     # page): one chunk's head work, the decoder and the compiled graphs.
     cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
-    out = _bench().measure(1024, -1, cache, backend="mindspore", step=step)
+    out = head_memory_bench.measure(1024, -1, cache, backend="mindspore", step=step)
     print(f"{step}, 1024 tokens, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
     assert out["vocab"] == 151936 and out["tokens"] == 1024
     assert out["chunk"] == 44 and out["short_chunked"]            # automatic at V = 151,936

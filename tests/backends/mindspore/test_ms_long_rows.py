@@ -143,25 +143,15 @@ def test_rl_gradient_and_logprobs_of_long_rows_equal_the_full_bias_path(
     np.testing.assert_allclose(lp_got[real], lp_want[real], rtol=1e-5, atol=2e-6)
 
 
-def _bench():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[3] / "bench" / "head_memory.py"
-    spec = importlib.util.spec_from_file_location("head_memory", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.slow
-def test_an_8k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_factory):
+def test_an_8k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_factory,
+                                                                   head_memory_bench):
     # The RL gradient of one 8,192-token row at V = 151,936 through the compiled step, the head
     # in automatic chunks and the attention in query blocks. With the full-bias attention the
     # decoder alone holds (S, S) float32 scores, probabilities and their gradients per layer:
     # +5.6 GB at 4,096 tokens (the Benchmarks page), ~4x that at 8,192.
     cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
-    out = _bench().measure(8192, -1, cache, backend="mindspore")
+    out = head_memory_bench.measure(8192, -1, cache, backend="mindspore")
     print(f"8192-token row, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
     assert out["vocab"] == out["tokenizer"] == 151936 and out["tokens"] == 8192
     assert out["long_rows"] == K.LONG_ROWS < 8192

@@ -119,24 +119,13 @@ def test_chunk_size_setting():
     assert chunk_tokens(-1, 1024) > 8192             # a small vocabulary: one chunk
 
 
-def _bench():
-    """bench/head_memory.py, which measures the head's memory in a fresh process."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[3] / "bench" / "head_memory.py"
-    spec = importlib.util.spec_from_file_location("head_memory", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.slow
-def test_an_8k_row_at_the_real_vocabulary_scores_and_backpropagates_under_1_5_gb(tmp_path):
+def test_an_8k_row_at_the_real_vocabulary_scores_and_backpropagates_under_1_5_gb(
+        tmp_path, head_memory_bench):
     # full logits: 8192 x 151,936 float32 = 5 GB, log_softmax another 5 GB, their gradients
     # more (~15 GB); chunked, the head holds one chunk's worth at a time
     cache = os.environ.get("MINDRL_TEST_CACHE") or str(tmp_path / "cache")
-    out = _bench().measure(8192, -1, cache)
+    out = head_memory_bench.measure(8192, -1, cache)
     print(f"8192-token row, V={out['vocab']}: peak RSS +{out['peak_delta'] / 1e9:.3f} GB")
     assert out["vocab"] == out["tokenizer"] == 151936 and out["tokens"] == 8192
     think, one, close = out["tags"]                  # whole tags, among the last ids
