@@ -61,6 +61,9 @@ def main() -> int:
     ap.add_argument("model_dir")
     ap.add_argument("--case", default="real-width")
     ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--recompute", action="store_true",
+                    help="the chunked head recomputes every chunk's logits in the backward "
+                    "(its path above the memory budget) even where it would keep them")
     a = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import numpy as np
@@ -89,8 +92,10 @@ def main() -> int:
         return run
 
     stats, grads, to_rows = ch.make_stats_fn, ch.make_grad_fn, ch.TokenChunks.to_rows
+    kept_grads = ch.make_kept_grad_fn
     ch.make_stats_fn = lambda *x, **k: labelled(stats(*x, **k), "head-fwd")
     ch.make_grad_fn = lambda *x, **k: labelled(grads(*x, **k), "head-bwd")
+    ch.make_kept_grad_fn = lambda *x, **k: labelled(kept_grads(*x, **k), "head-bwd")
 
     def rows_then(self, parts):            # after the chunks: the loss, or the decoder backward
         out = to_rows(self, parts)
@@ -98,6 +103,7 @@ def main() -> int:
         return out
 
     ch.TokenChunks.to_rows = rows_then
+    ch.KEEP_CHUNK_LOGITS = not a.recompute
     cfg = load_config(None, mp.overrides(Path(a.model_dir), a.case, "mindspore"))
     base = _rss()
     threading.Thread(target=ph.poll, daemon=True).start()
@@ -125,8 +131,8 @@ def main() -> int:
         print(f"step {s}: old log-probs {t1 - t0:.2f} s, train_step "
               f"{time.perf_counter() - t1:.2f} s", flush=True)
     time.sleep(0.05)
-    print(f"sliced AdamW: {opt.sliced} ({len(opt._slices)} slices); load average "
-          f"{os.getloadavg()[0]:.1f}")
+    print(f"sliced AdamW: {opt.sliced} ({len(opt._slices)} slices); head logits kept: "
+          f"{getattr(backend, '_head_kept', None)}; load average {os.getloadavg()[0]:.1f}")
     for k in ph.order:
         print(f"{k:18s} peak +{(ph.peak[k] - base) / 1e9:5.2f} GB  {ph.spent.get(k, 0.0):7.2f} s")
     return 0

@@ -10,6 +10,9 @@ LIVE_COPIES = 8
 # MindSpore on CPU: the per-chunk forward and gradient graphs each keep their own buffers, ~11 MB
 # per chunk token at V = 151,936 (measured: 0.77 / 0.93 / 1.65 GB at chunks of 32 / 48 / 110)
 MINDSPORE_LIVE_COPIES = 20
+# MindSpore keeps one chunk's tempered float32 logits per scored token when it keeps them for
+# the backward (whatever the loss: its backward redoes the softmax, entropy and KL from them)
+MINDSPORE_KEPT_COPIES = 1
 HEAD_BUDGET_BYTES = 512 * 2 ** 20
 MIN_CHUNK = 16
 
@@ -42,8 +45,10 @@ def saved_copies(grad_entropy: bool, truncated: bool, teacher: bool,
 
 def recomputes_chunks(tokens: int, chunk: int, vocab: int, copies: float,
                       budget_bytes: int = HEAD_BUDGET_BYTES) -> bool:
-    """With gradients, whether the torch chunked head recomputes each chunk's logits in the
-    backward (True) or keeps every chunk's log-softmax from the forward (False): it recomputes
+    """With gradients, whether a chunked head recomputes each chunk's logits in the backward
+    (True) or keeps what its backward needs of every chunk from the forward (False; torch: the
+    log-softmax or the fused path's logits, :func:`saved_copies`; MindSpore: the logits,
+    :data:`MINDSPORE_KEPT_COPIES`): it recomputes
     when the ``tokens`` scored tokens span more than one ``chunk`` and keeping ``copies``
     float32 (tokens, ``vocab``) tensors would exceed half of ``budget_bytes`` (the other half
     is one chunk's backward working set)."""

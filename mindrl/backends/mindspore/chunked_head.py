@@ -19,6 +19,8 @@ from a Python loop, and nothing of one chunk outlives it::
            dh_c, dW_c = grad of sum(logp_c dL/dlogp_c [+ entropy_c dL/dentropy_c]
                                     [+ KL_c dL/dKL_c])
            dW += dW_c                                    (one (V, H) accumulator)
+       kept (below): dz_c = that gradient w.r.t. the kept z_c; dh_c = dz_c W,
+           dW += dz_c^T h_c
     5. decoder backward: grad of sum(h * dh) (+ the MoE load-balancing loss) w.r.t. the
        parameters, dW added to the head's (to the embedding's when tied), into the optimizer's
        accumulator                                       compiled
@@ -26,9 +28,14 @@ from a Python loop, and nothing of one chunk outlives it::
 Step 3 runs the step's own loss on the whole (B, T) scores: every policy loss and aggregation
 of ``rl_loss`` (sequence-level ratios, covariance picks), the SFT mean NLL, and the DPO / IPO /
 SimPO sequence sums and averages of ``preference_loss`` over the chosen and rejected rows
-stacked. The decoder runs twice (1 and 5) and each chunk's head twice (2 and 4), as a
-checkpointed backward does. Only the scored tokens (response mask 1) are chunked; padding rows
-and columns cost nothing.
+stacked. The decoder runs twice (1 and 5). When every chunk's (c, V) float32 logits together
+fit half the head's budget (:func:`keeps_logits`, the torch head's test,
+:func:`mindrl.backends.chunking.recomputes_chunks`, on one copy per token), step 2 returns z_c
+too and step 4 differentiates the scores from the kept z_c and multiplies the result by W and
+h_c itself: the head's GEMM runs three times per token (forward, input and weight gradient).
+Otherwise step 4 runs each chunk's head again (four GEMMs), as a checkpointed backward does,
+and the head's memory stays one chunk's. Only the scored tokens (response mask 1) are chunked;
+padding rows and columns cost nothing.
 """
 
 from __future__ import annotations
@@ -40,10 +47,24 @@ import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
-from mindrl.backends.chunking import MINDSPORE_LIVE_COPIES, chunk_tokens
+from mindrl.backends.chunking import (MINDSPORE_KEPT_COPIES, MINDSPORE_LIVE_COPIES,
+                                     chunk_tokens, recomputes_chunks)
 from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
 
 log = logging.getLogger("mindrl.backends.mindspore.backend")
+
+
+# keep the chunks' logits for the backward when they fit (``keeps_logits``); False: always
+# recompute them (a benchmark's baseline)
+KEEP_CHUNK_LOGITS = True
+
+
+def keeps_logits(tokens: int, chunk: int, vocab: int) -> bool:
+    """Whether the chunked step keeps every chunk's (c, V) float32 logits from the forward for
+    its backward (one copy per scored token, :data:`MINDSPORE_KEPT_COPIES`) instead of running
+    the head again per chunk: the torch head's test on the same budget."""
+    return KEEP_CHUNK_LOGITS and not recomputes_chunks(tokens, chunk, vocab,
+                                                       MINDSPORE_KEPT_COPIES)
 
 
 def head_weight(model) -> Parameter:
@@ -117,17 +138,13 @@ def _chunk_logits(model, flat_h, idx, tgt, inv_temp, trunc):
     return logits, logp.reshape(-1)
 
 
-def make_scores(model, trunc, o, entropy: bool, teacher=None):
-    """``scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp) -> ((c,) log p [, (c,) entropy]
-    [, (c,) KL])`` of one chunk: log p under the tempered logits masked by the rollout's
-    truncation (``trunc``), their entropy, and with ``teacher`` the exact reverse KL
-    (:func:`algorithms.distill.full_reverse_kl`) to the teacher's logits of its own hidden rows
-    ``t_h_c`` at ``inv_t_temp`` (a constant: no gradient through the teacher)."""
+def make_logit_scores(trunc, o, entropy: bool, teacher=None):
+    """``post(z, t_h_c, tgt, inv_t_temp) -> ((c,) log p [, (c,) entropy] [, (c,) KL])`` of one
+    chunk's (1, c, V) tempered logits ``z`` (:func:`make_scores` after the head)."""
     from algorithms.distill import full_reverse_kl
     from algorithms.entropy import entropy_from_logits
 
-    def scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp):
-        z = model.head(h_c.expand_dims(0)) * inv_temp                    # (1, c, V)
+    def post(z, t_h_c, tgt, inv_t_temp):
         logits, logp = truncated_logits_and_logp(z, tgt.expand_dims(0), trunc)
         out = (logp.reshape(-1),)
         if entropy:
@@ -136,18 +153,35 @@ def make_scores(model, trunc, o, entropy: bool, teacher=None):
             t_z = ops.stop_gradient(teacher.head(t_h_c.expand_dims(0)) * inv_t_temp)
             out = out + (full_reverse_kl(o, logits, t_z).reshape(-1),)
         return out
+    return post
+
+
+def make_scores(model, trunc, o, entropy: bool, teacher=None):
+    """``scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp) -> ((c,) log p [, (c,) entropy]
+    [, (c,) KL])`` of one chunk: log p under the tempered logits masked by the rollout's
+    truncation (``trunc``), their entropy, and with ``teacher`` the exact reverse KL
+    (:func:`algorithms.distill.full_reverse_kl`) to the teacher's logits of its own hidden rows
+    ``t_h_c`` at ``inv_t_temp`` (a constant: no gradient through the teacher)."""
+    post = make_logit_scores(trunc, o, entropy, teacher)
+
+    def scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp):
+        z = model.head(h_c.expand_dims(0)) * inv_temp                    # (1, c, V)
+        return post(z, t_h_c, tgt, inv_t_temp)
     return scores
 
 
-def make_stats_fn(model, trunc, o, entropy: bool, teacher=None):
+def make_stats_fn(model, trunc, o, entropy: bool, teacher=None, keep: bool = False):
     """Compiled ``fn(flat_h, t_flat_h, idx, tgt, inv_temp, inv_t_temp) -> ((c,) log p
-    [, (c,) entropy] [, (c,) KL])`` of one chunk (no gradient; :func:`make_scores`).
+    [, (c,) entropy] [, (c,) KL] [, (1, c, V) tempered logits])`` of one chunk (no gradient;
+    :func:`make_scores`); the logits with ``keep`` (for :func:`make_kept_grad_fn`).
     ``t_flat_h``: the teacher's (B*T, H_t) hidden states (unused without ``teacher``)."""
-    scores = make_scores(model, trunc, o, entropy, teacher)
+    post = make_logit_scores(trunc, o, entropy, teacher)
 
     def stats(flat_h, t_flat_h, idx, tgt, inv_temp, inv_t_temp):
         t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
-        return scores(ops.gather(flat_h, idx, 0), t_h_c, tgt, inv_temp, inv_t_temp)
+        z = model.head(ops.gather(flat_h, idx, 0).expand_dims(0)) * inv_temp    # (1, c, V)
+        out = post(z, t_h_c, tgt, inv_t_temp)
+        return out + (z,) if keep else out
     return ms.jit(stats)
 
 
@@ -189,15 +223,50 @@ def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter], 
     return ms.jit(chunk_grad)
 
 
+def make_kept_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter],
+                      teacher=None):
+    """Compiled ``fn(z, flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp)
+    -> (c, H)``: :func:`make_grad_fn`'s result from one chunk's kept (1, c, V) tempered logits
+    ``z`` (:func:`make_stats_fn` with ``keep``) without running the head again: dz = the
+    gradient of the scores w.r.t. z, through the temperature (and the head's cast back to its
+    weight's dtype), then dh = dz W and, into ``acc`` (None: a frozen head), dW = dz^T h."""
+    post = make_logit_scores(trunc, o, with_entropy, teacher)
+    w = head_weight(model)
+    mm, mm_tn = ops.MatMul(), ops.MatMul(transpose_a=True)
+
+    def terms(z, t_h_c, tgt, g_logp, g_ent, g_kl, inv_t_temp):
+        out = post(z, t_h_c, tgt, inv_t_temp)
+        s = (out[0] * g_logp).sum()
+        if with_entropy:
+            s = s + (out[1] * g_ent).sum()
+        if teacher is not None:
+            s = s + (out[-1] * g_kl).sum()
+        return s
+
+    grad = ms.grad(terms, 0)
+
+    def kept_grad(z, flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
+        t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
+        dz = grad(z, t_h_c, tgt, g_logp, g_ent, g_kl, inv_t_temp) * inv_temp    # (1, c, V)
+        dz = dz.reshape(z.shape[1], z.shape[2]).astype(w.dtype)
+        if acc is not None:
+            ops.assign_add(acc, mm_tn(dz, ops.gather(flat_h, idx, 0)))          # (V, H)
+        return mm(dz, w)                                                        # (c, H)
+    return ms.jit(kept_grad)
+
+
 def chunk_scores(stats_fn, flat_h, t_flat_h, layout: TokenChunks, inv_temp, inv_t_temp,
-                 n_scores: int) -> List[Tensor]:
+                 n_scores: int, kept: Optional[List[Tensor]] = None) -> List[Tensor]:
     """The ``n_scores`` (B, T) scores of :func:`make_scores` (log-probs [, entropies]
-    [, KL]) of the scored tokens, chunk by chunk; 0 elsewhere."""
+    [, KL]) of the scored tokens, chunk by chunk; 0 elsewhere. ``kept``: a list that receives
+    each chunk's logits (``stats_fn`` made with ``keep``)."""
     parts: List[List[Tensor]] = [[] for _ in range(n_scores)]
     for s in layout.spans():
         out = stats_fn(flat_h, t_flat_h, *layout.inputs(s), inv_temp, inv_t_temp)
         for i in range(n_scores):
             parts[i].append(out[i])
+        if kept is not None:
+            kept.append(out[n_scores])
     return [layout.to_rows(p) for p in parts]
 
 
@@ -269,6 +338,10 @@ class ChunkedHeadMixin:
         teacher_fn = ms.jit(make_hidden_fn(teacher)) if teacher is not None else None
         stats_fn = make_stats_fn(model, trunc, o, entropy, teacher)
         grad_fn = make_grad_fn(model, trunc, o, ent_grad, acc, teacher)
+        # the same with the chunks' logits kept for the backward (keeps_logits)
+        keep_stats_fn = make_stats_fn(model, trunc, o, entropy, teacher, keep=True)
+        kept_grad_fn = make_kept_grad_fn(model, trunc, o, ent_grad, acc, teacher)
+        vocab = model.spec.vocab_size
         temp, t_temp = Tensor(np.float32(inv_temp)), Tensor(np.float32(inv_t_temp))
         n_scores = 1 + int(entropy) + int(teacher is not None)
         accumulate = self.optimizer.accumulate_in_graph
@@ -303,7 +376,10 @@ class ChunkedHeadMixin:
             out = hidden_fn(ids, pos, att, targets)
             flat_h, aux = (out[0], out[1]) if aux_coef else (out, None)
             t_h = teacher_fn(ids, pos, att, targets) if teacher is not None else flat_h
-            args = tuple(chunk_scores(stats_fn, flat_h, t_h, layout, temp, t_temp, n_scores)) \
+            kept = [] if keeps_logits(int(layout.valid.sum()), chunk, vocab) else None
+            self._head_kept = kept is not None
+            args = tuple(chunk_scores(keep_stats_fn if kept is not None else stats_fn, flat_h,
+                                      t_h, layout, temp, t_temp, n_scores, kept)) \
                 + tuple(loss_args)
             try:
                 res = compiled_loss[0](*args)
@@ -318,12 +394,17 @@ class ChunkedHeadMixin:
             g_ent = g[1] if entropy else None
             g_kl = g[-1] if teacher is not None else None
             parts = []
-            for s in layout.spans():
+            for i, s in enumerate(layout.spans()):
                 g_lp = layout.per_chunk(g[0], s)
-                parts.append(grad_fn(flat_h, t_h, *layout.inputs(s), g_lp,
-                                     layout.per_chunk(g_ent, s) if ent_grad else g_lp,
-                                     layout.per_chunk(g_kl, s) if g_kl is not None else g_lp,
-                                     temp, t_temp))
+                args = (flat_h, t_h, *layout.inputs(s), g_lp,
+                        layout.per_chunk(g_ent, s) if ent_grad else g_lp,
+                        layout.per_chunk(g_kl, s) if g_kl is not None else g_lp, temp, t_temp)
+                if kept is not None:
+                    z, kept[i] = kept[i], None          # freed once its gradient is taken
+                    parts.append(kept_grad_fn(z, *args))
+                    del z
+                else:
+                    parts.append(grad_fn(*args))
             g_h = layout.to_rows(parts) if parts else ops.zeros_like(flat_h)
             backward(ids, pos, att, targets, g_h, aux_w)
             if aux_coef:        # the loss as the fused step reports it (moe/aux_loss: pre-pass)

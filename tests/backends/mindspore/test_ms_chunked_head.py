@@ -110,6 +110,46 @@ def test_chunked_rl_step_and_logprobs_equal_full_logits(tiny_dir):
     assert all(np.abs(after[k] - before[k]).max() > 0 for k in before)
 
 
+@pytest.mark.slow
+def test_chunked_rl_step_keeps_the_chunks_logits_when_they_fit(tiny_dir, monkeypatch):
+    # ~60 scored tokens per micro-batch x V = 1,024 fit half the head's budget: the chunked
+    # step keeps each chunk's logits from its forward and its backward never runs the head
+    # again (no call of the recomputing gradient, one kept-logits gradient per chunk); over the
+    # budget (one kept copy counted as 10^6) each chunk's head runs again. Both equal the full
+    # logits' gradient (entropy bonus: the entropy's gradient too).
+    import mindrl.backends.mindspore.chunked_head as ch
+
+    calls = {"recompute": 0, "kept": 0}
+
+    def counted(make, key):
+        def build(*args, **kw):
+            fn = make(*args, **kw)
+
+            def run(*a, **k):
+                calls[key] += 1
+                return fn(*a, **k)
+            return run
+        return build
+
+    monkeypatch.setattr(ch, "make_grad_fn", counted(ch.make_grad_fn, "recompute"))
+    monkeypatch.setattr(ch, "make_kept_grad_fn", counted(ch.make_kept_grad_fn, "kept"))
+    be = _backend(tiny_dir)
+    mbs, norm = _micro_batches(seed=3)
+    _set_chunk(be, 0)
+    want = _step(be, mbs, norm)
+    chunks = sum(-(-int(mb.tokens.response_mask.sum()) // 7) for mb in mbs)
+    assert chunks >= 10
+    _set_chunk(be, 7)
+    got = _step(be, mbs, norm)
+    assert be._head_kept and calls == {"recompute": 0, "kept": chunks}
+    _assert_same(got, want)
+    assert max(float(np.abs(g).max()) for g in want[1].values()) > 1e-3
+    monkeypatch.setattr(ch, "MINDSPORE_KEPT_COPIES", 10 ** 6)
+    got = _step(be, mbs, norm)
+    assert not be._head_kept and calls == {"recompute": chunks, "kept": chunks}
+    _assert_same(got, want)
+
+
 def test_no_chunk_when_tokens_fit_one_or_setting_is_off(tiny_dir):
     be = _backend(tiny_dir)
     _set_chunk(be, -1)      # automatic: 512 MiB / (20 x 4 bytes x 1,024) = 6,553 tokens a chunk
