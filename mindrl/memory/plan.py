@@ -78,7 +78,9 @@ when the micro-batch's rows x response tokens of it fit half the head's budget (
 own test, :func:`mindrl.backends.chunking.recomputes_chunks`): the plain loss's fused log-prob
 path keeps the logits in the model's dtype, 1 float32 copy of V per token in float32, 0.5 in
 bfloat16 (at V = 151,936: up to 441 / 883 tokens); a differentiable entropy, the rollout's
-truncation or a teacher's exact KL keep 8 (up to 110 tokens). fwd then adds them all, bwd all
+truncation or a teacher's exact KL keep 8 (up to 110 tokens). MindSpore keeps each chunk's
+float32 logits by the same test, 1 copy of V per token whatever the loss, counted over all the
+tokens of its chunked step (a preference pair's rows stacked). fwd then adds them all, bwd all
 but one chunk's.
 mindformers: V / tensor-parallel per head token, on the last pipeline stage; the first stage
 holds ``pipeline_stages`` micro-batches of activations (1F1B).
@@ -99,7 +101,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
-from mindrl.backends.chunking import recomputes_chunks, saved_copies
+from mindrl.backends.chunking import MINDSPORE_KEPT_COPIES, recomputes_chunks, saved_copies
 from mindrl.backends.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
 from mindrl.backends.shard_layout import gather_peak_values
 
@@ -475,11 +477,18 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # (the backend's own test, chunking.recomputes_chunks, on its rows x response tokens): then
     # the forward ends holding them all, and the backward's second chunk (where the head's
     # gradient sum reaches 3 copies) still holds all but the first chunk's
+    # MindSpore keeps the chunks' float32 logits (one copy per token, whatever the loss) by the
+    # same test on all the tokens of its chunked step (a preference pair's two rows stacked)
     scored = s.rows * s.response_len
-    copies = s.head_copies if s.head_copies is not None else \
-        saved_copies(False, False, False, b)
-    kept = chunked and s.backend == "torch" and not recomputes_chunks(
-        scored, s.head_chunk, m.vocab, copies)
+    pairs = 2 if s.job in ("dpo", "simpo", "pref") else 1
+    if s.backend == "mindspore":
+        copies, decided = float(MINDSPORE_KEPT_COPIES), scored * pairs
+    else:
+        copies = s.head_copies if s.head_copies is not None else \
+            saved_copies(False, False, False, b)
+        decided = scored
+    kept = chunked and s.backend in ("torch", "mindspore") and not recomputes_chunks(
+        decided, s.head_chunk, m.vocab, copies)
     kept_bytes = scored * 4 * m.vocab * copies if kept else 0.0
     masked = not s.padding_free
     if mf:
@@ -502,7 +511,6 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         if masked:
             act += s.rows * (s.prompt_len + s.response_len) ** 2
         head = head_tokens * head_bytes_per_token(m, s.job == "train" and s.entropy)
-    pairs = 2 if s.job in ("dpo", "simpo", "pref") else 1
     act *= pairs
     head_fwd = (head + kept_bytes) * pairs
     # the backward of log-softmax holds its output, the incoming gradient and the gradient it

@@ -381,6 +381,37 @@ def test_torch_plan_keeps_the_chunks_log_softmax_by_the_heads_own_count():
                                 c * 3 * 4 * V + 3 * V * h * 4)
 
 
+def test_mindspore_plan_keeps_the_chunks_logits_by_the_backends_own_test():
+    # backend=mindspore keeps each chunk's float32 logits for the backward (1 copy of V per
+    # token whatever the loss: 300 x 151,936 x 4 = 182 MB, within half of 512 MiB, with or
+    # without a differentiable entropy) and recomputes them above (1,024 tokens: 622 MB); its
+    # head's weight gradient is one (V, h) accumulator either way, not torch's 3 copies
+    from mindrl.backends.chunking import MINDSPORE_KEPT_COPIES, recomputes_chunks
+    from mindrl.memory.plan import setup_from_config
+
+    m = known_shape("Qwen2.5-0.5B")
+    V, h, c = 151_936, m.hidden, 44
+    over = ["backend=mindspore", "data.max_prompt_len=16", "train.micro_batch_size=1",
+            "plan.device_memory_gb=100"]
+    for tokens, extra, kept in ((300, [], True), (300, ["algorithm.entropy_coef=0.01"], True),
+                                (1024, [], False)):
+        s = setup_from_config(load_config(None, over + [f"rollout.max_new_tokens={tokens}"]
+                                          + extra), "train", m)
+        parts = plan_memory(m, s).parts
+        head = [p for p in parts if p.name.startswith("log-prob head (")][0]
+        bwd = [p for p in parts if p.name == "log-prob head in the backward"][0]
+        assert s.head_chunk == c
+        assert kept == (not recomputes_chunks(tokens, c, V, MINDSPORE_KEPT_COPIES))
+        if kept:
+            assert (head.name, head.bytes, bwd.bytes) == (
+                f"log-prob head ({c} tokens x {V}, {tokens} kept)",
+                c * 5 * 4 * V + tokens * 4 * V,
+                c * 3 * 4 * V + tokens * 4 * V - c * 4 * V + V * h * 4), extra
+        else:
+            assert (head.name, head.bytes, bwd.bytes) == (
+                f"log-prob head ({c} tokens x {V})", c * 5 * 4 * V, c * 3 * 4 * V + V * h * 4)
+
+
 def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
     # backend=mindspore's chunked step (RL, SFT, preference) sums the head weight's gradient over the chunks in
     # one (V, h) buffer held between steps; on CPU its compiled graphs keep more than torch's
