@@ -283,12 +283,17 @@ class AdamW:
                                       *scalars)
             return tuple(x[:n] for x in outs)
 
+        # no copy, cast or concatenation where a slice is one float32 piece (the head's rows):
+        # each is a pass over the slice's memory, and the update is memory-bound
+        zeros = Tensor(np.zeros(int(width), np.float32))   # into the accumulator's slices
         for lo, hi, pieces in self._slices:
+            n = hi - lo
             if self.master is not None:
                 p32 = self.master[lo:hi]
             else:
-                p32 = ops.concat(tuple(self._rows(i, r0, r1).reshape(-1).astype(f32)
-                                       for i, r0, r1, _, _ in pieces), 0)
+                rows = [self._rows(i, r0, r1).reshape(-1) for i, r0, r1, _, _ in pieces]
+                rows = [x if x.dtype == f32 else x.astype(f32) for x in rows]
+                p32 = rows[0] if len(rows) == 1 else ops.concat(tuple(rows), 0)
             p_new, m_new, v_new = math_fn(self.grad_flat[lo:hi], self.m_flat[lo:hi],
                                           self.v_flat[lo:hi], p32, lr, coef, bc1, bc2_sqrt)
             self.m_flat[lo:hi] = m_new
@@ -297,12 +302,15 @@ class AdamW:
                 self.master[lo:hi] = p_new
             for i, r0, r1, a, b in pieces:
                 p = self.params[i]
-                piece = p_new[a:b].reshape((r1 - r0,) + self.shapes[i][1:]).astype(p.dtype)
+                piece = (p_new if (a, b) == (0, n) else p_new[a:b]).reshape(
+                    (r1 - r0,) + self.shapes[i][1:])
+                if p.dtype != f32:
+                    piece = piece.astype(p.dtype)
                 if len(self.shapes[i]):
                     p[r0:r1] = piece
                 else:
                     ops.assign(p, piece.reshape(()))
-            self.grad_flat[lo:hi] = ops.zeros((hi - lo,), f32)
+            self.grad_flat[lo:hi] = zeros if n == width else zeros[:n]
 
     def _slice_math(self, g, m, v, p32, lr, coef, bc1, bc2_sqrt):
         """``adamw_math`` in PyNative with the hyper-parameters as float32 tensors, so its
