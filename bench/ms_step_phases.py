@@ -11,6 +11,10 @@ the peak RSS above the RSS before the backend was built, and the seconds spent. 
 asynchronously, so a phase's time can land in the next phase that waits for it.
 
     python bench/ms_step_phases.py MODEL_DIR --case real-width --steps 3
+    python bench/ms_step_phases.py MODEL_DIR --case real-width --steps 3 --recompute
+
+``--recompute``: the chunked head runs each chunk's head again in the backward even where it
+would keep the chunks' logits (its path above the memory budget), for a comparison.
 """
 
 from __future__ import annotations
