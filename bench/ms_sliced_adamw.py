@@ -9,6 +9,10 @@ The first call of each way is where the memory pool grows.
 
     python bench/ms_sliced_adamw.py                          # 100M values, 16 MiB slices
     python bench/ms_sliced_adamw.py --values 25000000 --repeats 2
+    python bench/ms_sliced_adamw.py --values 40000000 --arithmetic   # + the arithmetic alone
+
+``--arithmetic``: after each compiled update, the compiled slice arithmetic alone, one call per
+slice on stand-in inputs of the slice's length (no copies in or out of the flat vectors).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ def main() -> int:
     ap.add_argument("--slice-mib", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--eager-first", action="store_true")
+    ap.add_argument("--arithmetic", action="store_true",
+                    help="also time the compiled slice arithmetic alone")
     a = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import numpy as np
@@ -65,6 +71,15 @@ def main() -> int:
             print(f"update {rep + 1} {'eager' if eager else 'compiled':8s} "
                   f"{time.perf_counter() - t0:6.2f} s   peak +{(_rss('VmHWM') - before) / (4 * n):.2f} "
                   "vectors", flush=True)
+            if a.arithmetic and not eager:
+                x = Tensor(np.full(lengths[-1], 0.5, np.float32))
+                scalars = adamw_scalars(rep + 1, 0.9, 0.999, 1e-3, 1.0, 0.5)
+                t0 = time.perf_counter()
+                for _ in opt._slices:
+                    out = opt._slice_update(x, x, x, x, *scalars)
+                float(out[0][0:1].asnumpy()[0])
+                print(f"update {rep + 1} the compiled arithmetic alone "
+                      f"{time.perf_counter() - t0:6.2f} s", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
     return 0
 
