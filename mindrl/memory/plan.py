@@ -44,7 +44,9 @@ Working sets; the peak is the held parts plus the largest of them:
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
   the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
-  the accumulated one).
+  the accumulated one). MindSpore on CPU: + what its compiled decoder backward holds until it
+  returns (:func:`ms_cpu_graph_bytes`: every kernel output, 9 x a layer's saved activations
+  per token and layer, and 12 float32 copies of each layer's attention scores).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
   single-tensor on CPU: two copies of the largest tensor).
 - step, MindSpore sharded: the bucket-wise gather of the new weights, in b: one bucket, the
@@ -115,9 +117,10 @@ HELD = "held"
 # MindSpore on CPU holds more: its compiled graphs (the old-log-prob pass, the chunked head's
 # forward and backward, the decoder backward, the AdamW slice) and the compiler's heap, and its
 # memory pool never hands memory back to the system on CPU (``mindspore.runtime.empty_cache`` is
-# Ascend-only), so what the step's graphs took on their first call stays held: measured on
-# Qwen2.5-0.5B's width with 2 layers as the measured peak minus the tensors the plan counts
-# (bench/memory_plan.py --backend mindspore)
+# Ascend-only), so what the step's graphs took on their first call stays held; the part that
+# grows with the tokens (the decoder backward's kernel outputs) is its own term below, this is
+# the rest: measured on Qwen2.5-0.5B's width with 2 layers as the measured peak minus the
+# tensors the plan counts (bench/memory_plan.py --backend mindspore)
 RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 0.5}
 # MindSpore on CPU: a compiled graph keeps each kernel's output until the graph returns (no
 # reuse of one output's memory for a later one inside the graph), so the decoder backward
