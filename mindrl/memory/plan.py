@@ -127,12 +127,13 @@ RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 0.5}
 # (which recomputes the forward) holds the outputs of every layer's forward and backward
 # kernels at once, beside the gradients: per token and layer, this many times the activations
 # a layer saves for the backward (:func:`layer_activation_bytes`); measured on Qwen2.5-0.5B's
-# width (hidden 896, intermediate 4,864) with 1 and 2 layers at 512, 1,056 and 2,080 tokens:
-# 0.8-1.1 MB per token and layer, 117 kB saved (bench/memory_plan.py --backend mindspore)
+# width (hidden 896, intermediate 4,864): 1.1 MB per token and layer from the fp32 case's 512
+# tokens to fp32-long's 1,056, 117 kB saved (bench/memory_plan.py --backend mindspore)
 MS_CPU_GRAPH_COPIES = 9
 # and of the attention's float32 scores (rows, heads, queries, keys) per layer: the scores,
 # their bias-added, softmax and cast copies and their gradients (measured: 12 at 1,000 tokens,
-# 14 heads, the full kernel); the portable kernels' attention of a row longer than
+# 14 heads, the full kernel, with a 4,096-token vocabulary; fp32-1k at full width is 8% above
+# its plan); the portable kernels' attention of a row longer than
 # MS_LONG_ROWS runs in blocks of queries (mindrl.backends.mindspore.kernels: LONG_ROWS,
 # QUERY_BLOCK, BLOCK_SCORES, query_block), one block's scores at a time
 MS_CPU_SCORE_COPIES = 12
