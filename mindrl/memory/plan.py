@@ -46,7 +46,7 @@ Working sets; the peak is the held parts plus the largest of them:
   the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
   the accumulated one). MindSpore on CPU: + what its compiled decoder backward holds until it
   returns (:func:`ms_cpu_graph_bytes`: every kernel output, 9 x a layer's saved activations
-  per token and layer, and 12 float32 copies of each layer's attention scores).
+  per token and layer, and 16 float32 copies of each layer's attention scores).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
   single-tensor on CPU: two copies of the largest tensor).
 - step, MindSpore sharded: the bucket-wise gather of the new weights, in b: one bucket, the
@@ -131,12 +131,11 @@ RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 0.5}
 # tokens to fp32-long's 1,056, 117 kB saved (bench/memory_plan.py --backend mindspore)
 MS_CPU_GRAPH_COPIES = 9
 # and of the attention's float32 scores (rows, heads, queries, keys) per layer: the scores,
-# their bias-added, softmax and cast copies and their gradients (measured: 12 at 1,000 tokens,
-# 14 heads, the full kernel, with a 4,096-token vocabulary; fp32-1k at full width is 8% above
-# its plan); the portable kernels' attention of a row longer than
+# their bias-added, softmax and cast copies and their gradients (measured: 16 at 1,000 tokens,
+# 14 heads, the full kernel: bench/memory_plan.py's fp32-1k against fp32-long); the portable kernels' attention of a row longer than
 # MS_LONG_ROWS runs in blocks of queries (mindrl.backends.mindspore.kernels: LONG_ROWS,
 # QUERY_BLOCK, BLOCK_SCORES, query_block), one block's scores at a time
-MS_CPU_SCORE_COPIES = 12
+MS_CPU_SCORE_COPIES = 16
 MS_LONG_ROWS, MS_QUERY_BLOCK, MS_BLOCK_SCORES = 1024, 128, 128 * 5120
 RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
                 ("mindspore", "cpu"): "compiled graphs and the memory pool they keep, measured "
