@@ -132,9 +132,10 @@ RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 0.5}
 MS_CPU_GRAPH_COPIES = 9
 # and of the attention's float32 scores (rows, heads, queries, keys) per layer: the scores,
 # their bias-added, softmax and cast copies and their gradients (measured: 16 at 1,000 tokens,
-# 14 heads, the full kernel: bench/memory_plan.py's fp32-1k against fp32-long); the portable kernels' attention of a row longer than
-# MS_LONG_ROWS runs in blocks of queries (mindrl.backends.mindspore.kernels: LONG_ROWS,
-# QUERY_BLOCK, BLOCK_SCORES, query_block), one block's scores at a time
+# 14 heads, the full kernel: bench/memory_plan.py's fp32-1k against fp32-long); the portable
+# kernels' attention of a row longer than MS_LONG_ROWS runs in blocks of queries
+# (mindrl.backends.mindspore.kernels: LONG_ROWS, QUERY_BLOCK, BLOCK_SCORES, query_block), one
+# block's scores at a time
 MS_CPU_SCORE_COPIES = 16
 MS_LONG_ROWS, MS_QUERY_BLOCK, MS_BLOCK_SCORES = 1024, 128, 128 * 5120
 RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
