@@ -44,7 +44,9 @@ Working sets; the peak is the held parts plus the largest of them:
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
   the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
-  the accumulated one).
+  the accumulated one). MindSpore on CPU: + what its compiled decoder backward holds until it
+  returns (:func:`ms_cpu_graph_bytes`: every kernel output, 9 x a layer's saved activations
+  per token and layer, and 16 float32 copies of each layer's attention scores).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
   single-tensor on CPU: two copies of the largest tensor).
 - step, MindSpore sharded: the bucket-wise gather of the new weights, in b: one bucket, the
@@ -117,10 +119,27 @@ HELD = "held"
 # MindSpore on CPU holds more: its compiled graphs (the old-log-prob pass, the chunked head's
 # forward and backward, the decoder backward, the AdamW slice) and the compiler's heap, and its
 # memory pool never hands memory back to the system on CPU (``mindspore.runtime.empty_cache`` is
-# Ascend-only), so what the step's graphs took on their first call stays held: measured on
-# Qwen2.5-0.5B's width with 2 layers as the measured peak minus the tensors the plan counts
-# (bench/memory_plan.py --backend mindspore)
-RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 1.5}
+# Ascend-only), so what the step's graphs took on their first call stays held; the part that
+# grows with the tokens (the decoder backward's kernel outputs) is its own term below, this is
+# the rest: measured on Qwen2.5-0.5B's width with 2 layers as the measured peak minus the
+# tensors the plan counts (bench/memory_plan.py --backend mindspore)
+RUNTIME_GB = {"cpu": 0.4, "cuda": 2.0, "ascend": 3.0, ("mindspore", "cpu"): 0.5}
+# MindSpore on CPU: a compiled graph keeps each kernel's output until the graph returns (no
+# reuse of one output's memory for a later one inside the graph), so the decoder backward
+# (which recomputes the forward) holds the outputs of every layer's forward and backward
+# kernels at once, beside the gradients: per token and layer, this many times the activations
+# a layer saves for the backward (:func:`layer_activation_bytes`); measured on Qwen2.5-0.5B's
+# width (hidden 896, intermediate 4,864): 1.1 MB per token and layer from the fp32 case's 512
+# tokens to fp32-long's 1,056, 117 kB saved (bench/memory_plan.py --backend mindspore)
+MS_CPU_GRAPH_COPIES = 9
+# and of the attention's float32 scores (rows, heads, queries, keys) per layer: the scores,
+# their bias-added, softmax and cast copies and their gradients (measured: 16 at 1,000 tokens,
+# 14 heads, the full kernel: bench/memory_plan.py's fp32-1k against fp32-long); the portable
+# kernels' attention of a row longer than MS_LONG_ROWS runs in blocks of queries
+# (mindrl.backends.mindspore.kernels: LONG_ROWS, QUERY_BLOCK, BLOCK_SCORES, query_block), one
+# block's scores at a time
+MS_CPU_SCORE_COPIES = 16
+MS_LONG_ROWS, MS_QUERY_BLOCK, MS_BLOCK_SCORES = 1024, 128, 128 * 5120
 RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
                 ("mindspore", "cpu"): "compiled graphs and the memory pool they keep, measured "
                 "on CPU (bench/memory_plan.py --backend mindspore)",
@@ -325,6 +344,28 @@ def layer_activation_bytes(m: ModelShape, b: int, masked: bool) -> float:
     else:
         mlp = 4 * b * m.intermediate
     return norms + attn + mlp
+
+
+def ms_query_block(keys: int) -> int:
+    """Queries per block of MindSpore's blocked attention on a row of ``keys`` slots (as
+    :func:`mindrl.backends.mindspore.kernels.query_block` with its defaults)."""
+    bq = MS_QUERY_BLOCK
+    for _ in range(3):
+        if bq > 16 and bq * keys > MS_BLOCK_SCORES:
+            bq //= 2
+    return bq
+
+
+def ms_cpu_graph_bytes(m: ModelShape, b: int, rows: int, seq: int, masked: bool = True) -> float:
+    """What MindSpore's compiled decoder backward holds on CPU until it returns, for ``rows``
+    rows of ``seq`` tokens: every layer's kernel outputs, :data:`MS_CPU_GRAPH_COPIES` times the
+    activations a layer saves per token, and :data:`MS_CPU_SCORE_COPIES` float32 copies of its
+    attention scores (rows x heads x queries x keys; past :data:`MS_LONG_ROWS` one block of
+    :func:`ms_query_block` queries)."""
+    queries = seq if seq <= MS_LONG_ROWS else ms_query_block(seq)
+    scores = rows * m.heads * queries * seq * 4 * MS_CPU_SCORE_COPIES
+    per_token = MS_CPU_GRAPH_COPIES * layer_activation_bytes(m, b, masked)
+    return m.layers * (rows * seq * per_token + scores)
 
 
 def head_bytes_per_token(m: ModelShape, entropy: bool, vocab_split: int = 1) -> float:
@@ -552,6 +593,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
              "train.micro_batch_size, train.max_tokens_per_micro_batch, " + length_key)
     parts.append(Part("activations" + (" (recompute)" if s.recompute else ""), act,
                       "fwd|bwd", akeys))
+    if s.backend == "mindspore" and s.device == "cpu":
+        graph = pairs * ms_cpu_graph_bytes(m, b, s.rows, s.prompt_len + s.response_len, masked)
+        parts.append(Part("compiled backward's kernel outputs", graph, "bwd-end",
+                          "train.micro_batch_size, train.max_tokens_per_micro_batch, "
+                          + length_key, "MindSpore on CPU: every kernel output of the decoder "
+                          "backward (and its recomputed forward) is held until it returns"))
     hkeys = ", ".join(k for k in (s.chunk_key, "train.micro_batch_size") if k) if not mf else \
         "mindformers.tensor_parallel, mindformers.micro_batch_num"
     kept_text = f", {scored} kept" if kept else ""

@@ -433,3 +433,50 @@ def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
     run = "runtime (allocator, kernels, context)"
     assert parts["mindspore", "train"][run].bytes == RUNTIME_GB["mindspore", "cpu"] * GB > \
         parts["torch", "train"][run].bytes == RUNTIME_GB["cpu"] * GB
+
+
+def test_mindspore_cpu_plan_counts_the_compiled_backwards_kernel_outputs():
+    # MindSpore on CPU keeps every kernel output of a compiled graph until it returns: the
+    # decoder backward (with its recomputed forward) holds 9 x the activations a layer saves
+    # per token, and 16 float32 copies of the attention scores per layer: all (S, S) on rows of
+    # up to 1,024 tokens, one block of 128 queries on longer rows (the blocked kernel). By hand,
+    # Qwen2.5-0.5B (24 layers, h 896, 14 heads of 64, i 4,864) in float32: a layer saves
+    # 24 h (norms) + 20 q + 4 x 14 (attention) + 16 i (MLP) = 117,304 bytes per token.
+    from mindrl.memory.plan import setup_from_config
+
+    m = known_shape("Qwen2.5-0.5B")
+    saved = 24 * 896 + 20 * 896 + 4 * 14 + 16 * 4864
+    assert saved == 117_304
+    name = "compiled backward's kernel outputs"
+    cases = {(4, 64, 64): 24 * (4 * 128 * 9 * saved + 4 * 14 * 128 * 128 * 4 * 16),
+             (1, 32, 1024): 24 * (1056 * 9 * saved + 14 * 128 * 1056 * 4 * 16)}
+    for (rows, P, T), want in cases.items():
+        over = [f"data.max_prompt_len={P}", f"rollout.max_new_tokens={T}",
+                f"train.micro_batch_size={rows}", "algorithm.kl.coef=0",
+                "plan.device_memory_gb=1000"]
+        plans = {}
+        for backend, device in (("mindspore", "cpu"), ("mindspore", "ascend"), ("torch", "cpu")):
+            cfg = load_config(None, over + [f"backend={backend}", f"device={device}"])
+            plans[backend, device] = plan_memory(m, setup_from_config(cfg, "train", m))
+        ms_cpu = {p.name: p for p in plans["mindspore", "cpu"].parts}
+        assert ms_cpu[name].bytes == want and ms_cpu[name].phase == "bwd-end"
+        # it lies in the peak: the held parts + the end of the backward
+        plan = plans["mindspore", "cpu"]
+        assert plan.peak_phase() == "bwd-end"
+        assert plan.peak() == plan.phase_total("held") + plan.phase_total("bwd-end")
+        assert name in [p.name for p in plan.counted()]
+        for other in (("mindspore", "ascend"), ("torch", "cpu")):
+            assert name not in [p.name for p in plans[other].parts]
+
+
+def test_mindspore_plan_blocks_long_rows_as_the_kernel_does():
+    # the plan's copy of the blocked attention's thresholds (plain Python: the plan does not
+    # import mindspore) agrees with the kernel's
+    from mindrl.backends.mindspore import kernels
+    from mindrl.memory import plan
+
+    assert (plan.MS_LONG_ROWS, plan.MS_QUERY_BLOCK, plan.MS_BLOCK_SCORES) == (
+        kernels.LONG_ROWS, kernels.QUERY_BLOCK, kernels.BLOCK_SCORES)
+    for keys in (1025, 1056, 2080, 5120, 5121, 8192, 16384, 65536):
+        assert plan.ms_query_block(keys) == kernels.query_block(kernels.QUERY_BLOCK, keys)
+    assert [plan.ms_query_block(k) for k in (1056, 8192, 16384, 65536)] == [128, 64, 32, 16]
