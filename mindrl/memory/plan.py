@@ -60,7 +60,8 @@ Working sets; the peak is the held parts plus the largest of them:
 With gradient accumulation (more than one micro-batch per optimizer step; SFT and preference:
 a rank's rows of ``train.prompts_per_step`` above ``train.micro_batch_size``) the gradients
 exist in fwd and bwd too; torch with float32 masters adds each backward's gradients into float32
-ones and frees them, so only the 4 N float32 gradients are held then and in the step.
+ones and frees them, so only the 4 N float32 gradients are held then and in the step (on CPU
+those 4 N are kept for the whole run: a fresh tensor's first write is page faults).
 
 Activations per token and decoder layer, for transformers' Qwen2/Llama layers (saved for the
 backward; RMSNorm keeps a float32 copy of its input and its normalised output in b)::
@@ -580,8 +581,9 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         # after each backward the low-precision gradients are added into the float32 ones and
         # freed: only those (4 N) are held through the next micro-batch and the step
         parts.append(Part("gradients", grads, "bwd-end", gkeys))
+        # (on CPU their memory is kept from step to step: held, MasterWeights.accumulate)
         parts.append(Part("float32 gradients (accumulated, stepped)", 4 * t_dev,
-                          accum + "step", gkeys))
+                          HELD if s.device == "cpu" else accum + "step", gkeys))
     else:
         parts.append(Part("gradients", grads,
                           accum + ("bwd-end" if ms_sharded else "bwd-end|step"), gkeys))

@@ -248,14 +248,18 @@ def test_float32_masters_hold_only_float32_gradients_between_backwards_and_in_th
     m = _small()
     n = m.params()
 
-    def grads(**kw):
-        s = Setup(backend="torch", device="cpu", rows=2, prompt_len=8, response_len=8,
+    def grads(device="cpu", **kw):
+        s = Setup(backend="torch", device=device, rows=2, prompt_len=8, response_len=8,
                   engine="none", device_bytes=80 * GB, accumulation=True, **kw)
         return {p.name: (p.bytes, p.phase) for p in plan_memory(m, s).parts
                 if "gradients" in p.name and "temporaries" not in p.name}
 
-    # bf16 with masters: bf16 + float32 at the backward's end; float32 alone otherwise
+    # bf16 with masters: bf16 + float32 at the backward's end; float32 alone otherwise (on CPU
+    # the float32 ones are kept from step to step: held for the whole run)
     assert grads(dtype_bytes=2, master_weights=True) == {
+        "gradients": ((2 + 4) * n, "bwd-end"),
+        "float32 gradients (accumulated, stepped)": (4 * n, "held")}
+    assert grads("cuda", dtype_bytes=2, master_weights=True) == {
         "gradients": ((2 + 4) * n, "bwd-end"),
         "float32 gradients (accumulated, stepped)": (4 * n, "fwd|bwd|step")}
     # float32: the gradients are the accumulated ones, in every phase

@@ -177,3 +177,56 @@ def test_critic_backbone_computes_in_bf16_on_float32_masters(fixed_batch):
     arrays = c.arrays()
     name, p = next(iter(c.backbone.named_parameters()))
     np.testing.assert_array_equal(arrays["model." + name], c.masters.master_of(p).numpy())
+
+
+def _reference_accumulate(grads_per_micro):
+    """The per-tensor float32 accumulation the masters' gradients must equal bit for bit:
+    g1.float(), then + g.float() per later micro-batch (None: no gradient that micro-batch)."""
+    out = []
+    for gs in zip(*grads_per_micro):
+        acc = None
+        for g in gs:
+            if g is not None:
+                acc = g.float() if acc is None else acc + g.float()
+        out.append(acc)
+    return out
+
+
+def test_accumulate_reuses_kept_float32_buffers_bit_for_bit():
+    """bf16 gradients of three micro-batches widened and summed into the float32 master
+    gradients: bit for bit the per-tensor ``g.float()`` sums (a tensor over the scratch size,
+    whose slices are added in turn, its last slice partial; one without a gradient in the first
+    micro-batch; a small one); the second step writes into the same float32 memory (no fresh
+    gradient tensors on CPU) and none of the first step's sums leaks into it."""
+    from mindrl.backends.torch import optim
+    from mindrl.backends.torch.optim import MasterWeights
+
+    gen = torch.Generator().manual_seed(0)
+    big = (optim._SCRATCH_ELEMENTS // 1000 + 3, 1000)          # 1.05 slices of the scratch
+    model = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(s, generator=gen))
+                                    for s in (big, (7, 5), (300, 11))])
+    mw = MasterWeights.take(model, torch.bfloat16)
+    assert mw.mixed and all(p.dtype == torch.bfloat16 for p in mw.model_params)
+    first = None
+    for step in range(2):
+        micro = []
+        for k in range(3):
+            # magnitudes 2^-8..2^8 apart, so float32 sums round (bf16 inputs are exact in f32)
+            gs = [(torch.randn(p.shape, generator=gen) * 2.0 ** (8 * (k - 1))).bfloat16()
+                  for p in mw.model_params]
+            if k == 0:
+                gs[1] = None
+            micro.append(gs)
+            for p, g in zip(mw.model_params, gs):
+                p.grad = None if g is None else g.clone()
+            mw.accumulate()
+            assert all(p.grad is None for p in mw.model_params)
+        want = _reference_accumulate(micro)
+        got = mw.grads()
+        for w, g in zip(want, got):
+            assert g.dtype == torch.float32 and torch.equal(g, w)
+        if first is not None:          # the kept buffers, written again
+            assert all(g is f for g, f in zip(got, first))
+        first = got
+        for m in mw.params:
+            m.grad = None               # the optimizer's zero_grad(set_to_none=True)
