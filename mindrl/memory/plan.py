@@ -580,8 +580,10 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     if master and s.backend == "torch":
         # after each backward the low-precision gradients are added into the float32 ones and
         # freed: only those (4 N) are held through the next micro-batch and the step
-        parts.append(Part("gradients", grads, "bwd-end", gkeys))
-        # (on CPU their memory is kept from step to step: held, MasterWeights.accumulate)
+        # (on CPU the float32 ones are kept from step to step, MasterWeights.accumulate: held
+        # below, so the backward's end adds the low-precision gradients alone)
+        parts.append(Part("gradients", b * t_dev if s.device == "cpu" else grads, "bwd-end",
+                          gkeys))
         parts.append(Part("float32 gradients (accumulated, stepped)", 4 * t_dev,
                           HELD if s.device == "cpu" else accum + "step", gkeys))
     else:
