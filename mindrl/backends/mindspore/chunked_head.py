@@ -185,6 +185,21 @@ def make_stats_fn(model, trunc, o, entropy: bool, teacher=None, keep: bool = Fal
     return ms.jit(stats)
 
 
+def _weighted_sum(with_entropy: bool, with_kl: bool):
+    """``f(scores, g_logp, g_ent, g_kl)``: sum(logp g_logp) [+ sum(entropy g_ent)] [+ sum(KL
+    g_kl)] of one chunk's scores (log-probs first, the entropy second, the KL last), the
+    scalar whose gradient a chunk's backward takes."""
+
+    def weighted(out, g_logp, g_ent, g_kl):
+        s = (out[0] * g_logp).sum()
+        if with_entropy:
+            s = s + (out[1] * g_ent).sum()
+        if with_kl:
+            s = s + (out[-1] * g_kl).sum()
+        return s
+    return weighted
+
+
 def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter], teacher=None):
     """Compiled ``fn(flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp)
     -> (c, H)``: the gradient of sum(logp g_logp [+ entropy g_ent] [+ KL g_kl]) over one chunk
@@ -192,15 +207,10 @@ def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter], 
     the head is frozen). The entropy term only with ``with_entropy``, the KL only with
     ``teacher``."""
     scores = make_scores(model, trunc, o, with_entropy, teacher)
+    weighted = _weighted_sum(with_entropy, teacher is not None)
 
     def terms(h_c, t_h_c, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
-        out = scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp)
-        s = (out[0] * g_logp).sum()
-        if with_entropy:
-            s = s + (out[1] * g_ent).sum()
-        if teacher is not None:
-            s = s + (out[-1] * g_kl).sum()
-        return s
+        return weighted(scores(h_c, t_h_c, tgt, inv_temp, inv_t_temp), g_logp, g_ent, g_kl)
 
     def rows(flat_h, t_flat_h, idx):
         t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
@@ -233,15 +243,10 @@ def make_kept_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Paramet
     post = make_logit_scores(trunc, o, with_entropy, teacher)
     w = head_weight(model)
     mm, mm_tn = ops.MatMul(), ops.MatMul(transpose_a=True)
+    weighted = _weighted_sum(with_entropy, teacher is not None)
 
     def terms(z, t_h_c, tgt, g_logp, g_ent, g_kl, inv_t_temp):
-        out = post(z, t_h_c, tgt, inv_t_temp)
-        s = (out[0] * g_logp).sum()
-        if with_entropy:
-            s = s + (out[1] * g_ent).sum()
-        if teacher is not None:
-            s = s + (out[-1] * g_kl).sum()
-        return s
+        return weighted(post(z, t_h_c, tgt, inv_t_temp), g_logp, g_ent, g_kl)
 
     grad = ms.grad(terms, 0)
 
