@@ -152,12 +152,8 @@ def test_a_vllm_judge_takes_its_share_and_a_remote_one_is_not_counted():
 
 def test_gradient_accumulation_adds_one_embedding_gradient_on_torch():
     from mindrl.memory.plan import GB, Setup, plan_memory
-    from mindrl.memory.shapes import shape_from_config
 
-    m = shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
-                               num_attention_heads=2, num_key_value_heads=1,
-                               intermediate_size=256, vocab_size=1000,
-                               tie_word_embeddings=True), "small")
+    m = _small()
 
     def temporaries(**kw):
         kw = {"backend": "torch", **kw}
@@ -179,12 +175,8 @@ def test_torch_fused_adamw_plans_no_step_temporaries():
     # torch's fused AdamW (plain tensors on CPU / CUDA) updates in place; FSDP's DTensor shards
     # keep the foreach step, one moment copy of the shard
     from mindrl.memory.plan import GB, Setup, plan_memory
-    from mindrl.memory.shapes import shape_from_config
 
-    m = shape_from_config(dict(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
-                               num_attention_heads=2, num_key_value_heads=1,
-                               intermediate_size=256, vocab_size=1000,
-                               tie_word_embeddings=True), "small")
+    m = _small()
 
     def temp(**kw):
         s = Setup(rows=2, prompt_len=8, response_len=8, engine="none", device_bytes=80 * GB,
