@@ -269,6 +269,9 @@ class AdamW:
         and the parameters' rows (in place: compiled steps see it)."""
         f32 = ms.float32
         width = max(hi - lo for lo, hi, _ in self._slices)
+        zeros = getattr(self, "_zero_slice", None)    # read only: pads, and clears the slices
+        if zeros is None:
+            zeros = self._zero_slice = Tensor(np.zeros(int(width), np.float32))
 
         def math_fn(g, m, v, p32, *scalars):
             if eager:
@@ -278,14 +281,13 @@ class AdamW:
                 return self._slice_update(g, m, v, p32, *scalars)
             # a shorter slice, padded with zeros to the one compiled length (zeros step to
             # zeros) and cut back: one graph for every slice
-            pad = ops.zeros((width - n,), f32)
+            pad = zeros[:width - n]
             outs = self._slice_update(*(ops.concat((x, pad), 0) for x in (g, m, v, p32)),
                                       *scalars)
             return tuple(x[:n] for x in outs)
 
         # no copy, cast or concatenation where a slice is one float32 piece (the head's rows):
         # each is a pass over the slice's memory, and the update is memory-bound
-        zeros = Tensor(np.zeros(int(width), np.float32))   # into the accumulator's slices
         for lo, hi, pieces in self._slices:
             n = hi - lo
             if self.master is not None:
