@@ -104,6 +104,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
+from mindrl.backends.attention_blocks import BLOCK_SCORES, LONG_ROWS, QUERY_BLOCK, query_block
 from mindrl.backends.chunking import MINDSPORE_KEPT_COPIES, recomputes_chunks, saved_copies
 from mindrl.backends.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
 from mindrl.backends.shard_layout import gather_peak_values
@@ -137,10 +138,9 @@ MS_CPU_GRAPH_COPIES = 9
 # their bias-added, softmax and cast copies and their gradients (measured: 16 at 1,000 tokens,
 # 14 heads, the full kernel: bench/memory_plan.py's fp32-1k against fp32-long); the portable
 # kernels' attention of a row longer than MS_LONG_ROWS runs in blocks of queries
-# (mindrl.backends.mindspore.kernels: LONG_ROWS, QUERY_BLOCK, BLOCK_SCORES, query_block), one
-# block's scores at a time
+# (mindrl.backends.attention_blocks: the kernel's own sizes), one block's scores at a time
 MS_CPU_SCORE_COPIES = 16
-MS_LONG_ROWS, MS_QUERY_BLOCK, MS_BLOCK_SCORES = 1024, 128, 128 * 5120
+MS_LONG_ROWS, MS_QUERY_BLOCK, MS_BLOCK_SCORES = LONG_ROWS, QUERY_BLOCK, BLOCK_SCORES
 RUNTIME_NOTE = {"cpu": "measured on CPU (bench/memory_plan.py)",
                 ("mindspore", "cpu"): "compiled graphs and the memory pool they keep, measured "
                 "on CPU (bench/memory_plan.py --backend mindspore)",
@@ -348,13 +348,9 @@ def layer_activation_bytes(m: ModelShape, b: int, masked: bool) -> float:
 
 
 def ms_query_block(keys: int) -> int:
-    """Queries per block of MindSpore's blocked attention on a row of ``keys`` slots (as
-    :func:`mindrl.backends.mindspore.kernels.query_block` with its defaults)."""
-    bq = MS_QUERY_BLOCK
-    for _ in range(3):
-        if bq > 16 and bq * keys > MS_BLOCK_SCORES:
-            bq //= 2
-    return bq
+    """Queries per block of MindSpore's blocked attention on a row of ``keys`` slots (the
+    kernel's :func:`mindrl.backends.attention_blocks.query_block` at its defaults)."""
+    return query_block(QUERY_BLOCK, keys)
 
 
 def ms_cpu_graph_bytes(m: ModelShape, b: int, rows: int, seq: int, masked: bool = True) -> float:

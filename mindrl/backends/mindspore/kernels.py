@@ -22,13 +22,10 @@ from typing import Callable
 import mindspore as ms
 from mindspore import Tensor, nn, ops
 
+from mindrl.backends.attention_blocks import (  # noqa: F401  (kernels.LONG_ROWS, ...)
+    BLOCK_SCORES, LONG_ROWS, QUERY_BLOCK, query_block)
+
 NEG_INF = -1e9   # additive mask value: finite, so a fully masked (pad) query row stays NaN-free
-LONG_ROWS = 1024    # portable path: longer rows attend in query blocks (BlockedCausalAttention)
-QUERY_BLOCK = 128   # measured at 8K: the attention adds ~0.3 GB (512: ~0.85 GB), same speed
-# query-key pairs of one block at most: blocks of QUERY_BLOCK up to 5,120 keys, halved per
-# doubling past it (down to 16), so one block's buffers stay the same size on longer rows
-# (8K rows: blocks of 64, ~0.15 GB less than 128 at ~10% more time; 64 on 1.5K rows: ~35% slower)
-BLOCK_SCORES = 128 * 5120
 
 
 # --- portable path (CPU kernels) -------------------------------------------------------------
@@ -161,20 +158,6 @@ class _QueryBlocks(nn.Cell):
             j = j + 1
         return (dq.reshape(B, Nq, Sq, D), dk, dv, self.zeros_like(key_mask),
                 self.zeros_like(slots), self.zeros_like(first), self.zeros_like(blocks))
-
-
-def query_block(block: int, keys: int, scores: int = BLOCK_SCORES) -> int:
-    """Queries per block of :class:`BlockedCausalAttention` on a row of ``keys`` slots:
-    ``block``, halved (at most three times, not below 16) while one block would score more than
-    ``scores`` query-key pairs. Plain ``if``s on constants: it runs inside compiled graphs."""
-    bq = block
-    if bq > 16 and bq * keys > scores:
-        bq = bq // 2
-    if bq > 16 and bq * keys > scores:
-        bq = bq // 2
-    if bq > 16 and bq * keys > scores:
-        bq = bq // 2
-    return bq
 
 
 class BlockedCausalAttention(nn.Cell):
