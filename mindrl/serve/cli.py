@@ -100,7 +100,8 @@ def add_serve_parser(sub) -> None:
                    help="extra workers while every worker is on a straggler (default 4 x --workers)")
     p.add_argument("--no-deprioritize", action="store_true",
                    help="keep a straggler's worker at normal CPU priority (default: nice 19 once an "
-                        "item runs past min(0.1 s, timeout/4), so clean items get the CPU first)")
+                        "item runs past min(0.1 s, timeout/4) while tasks are queued, so clean items get the "
+                        "CPU first)")
     p.add_argument("--timeout", type=float, default=5.0,
                    help="seconds one item of one reward may take; then its worker is killed "
                         "and the item scores null (default 5)")

@@ -147,8 +147,10 @@ class ScoringService:
         (None = ``4 * num_workers``; 0 = never).
       straggler_after: seconds after which a running item counts as a straggler
         (None = min(0.1, timeout / 4)).
-      deprioritize_stragglers: lower a straggler's worker to the lowest CPU priority (nice 19),
-        so that the clean items on the other workers get the CPU first; once its item ends the
+      deprioritize_stragglers: while tasks are queued, lower a straggler's worker to the lowest
+        CPU priority (nice 19), so that the clean items on the other workers get the CPU first
+        (a lone slow item is left at normal priority: on a loaded host nice 19 would starve it
+        into its timeout); once its item ends the
         worker returns to the service's priority (or, without the right to raise a priority,
         is replaced), so the pool never keeps a slow worker.
 
@@ -524,7 +526,9 @@ class ScoringService:
                 elif getattr(w, "burst", False) and w.ready and not w.chunk and not self._queue:
                     self._retire(w)             # idle burst worker
                 elif (self.deprioritize_stragglers and w.chunk and not getattr(w, "niced", False)
-                      and now - w.started >= self.straggler_after):
+                      and self._queue and now - w.started >= self.straggler_after):
+                    # only while tasks wait: a lone slow item on a loaded host, niced with nobody
+                    # to make room for, would be starved into its timeout
                     self._deprioritize(w)
             straggler_wake = []
             if self._queue:

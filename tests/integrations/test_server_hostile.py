@@ -22,8 +22,8 @@ BODY_TIMEOUT = 1.0
 
 @pytest.fixture(scope="module")
 def server():
-    # --no-deprioritize: a worker past the 0.1 s straggler mark is otherwise lowered to nice 19,
-    # and on a loaded host a clean 0.4 s item there can be starved past the 3 s timeout; these
+    # --no-deprioritize: a worker past the 0.1 s straggler mark with tasks queued is otherwise
+    # lowered to nice 19, and on a loaded host a clean item there can starve past 3 s; these
     # tests are about what the counters say, not about stragglers (test_service.py and test_server_processes.py test those)
     with reward_server("--workers", "2", "--timeout", "3", "--no-deprioritize",
                        "--reward", "accuracy",

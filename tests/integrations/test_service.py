@@ -112,21 +112,26 @@ def test_clean_items_are_not_held_behind_stragglers_on_every_worker():
 
 
 def test_a_straggler_runs_at_the_lowest_priority_and_its_worker_comes_back():
-    # an item past straggler_after has its worker niced to 19 while it runs (clean items on the
-    # other workers get the CPU first); after it ends the worker serves again at our priority
+    # an item past straggler_after, with tasks queued behind it, has its worker niced to 19
+    # while it runs (the clean items on the other workers get the CPU first); after it ends the
+    # worker serves again at our priority. Alone, with nothing queued, it keeps its priority.
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    with ScoringService([SLOW], num_workers=2, timeout=5.0, straggler_after=0.1) as svc:
+    with ScoringService([SLOW], num_workers=1, timeout=5.0, straggler_after=0.1,
+                        max_burst_workers=1) as svc:
         svc.score(["warm"])
         before = svc.worker_pids
-        slow = svc.submit(["spin:1.0"])
-        time.sleep(0.5)
-        nices = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in svc.worker_pids}
-        assert sorted(nices.values()) == [base, 19], nices
+        slow = svc.submit(["spin:1.2"])
+        time.sleep(0.4)                                        # past the mark, nothing queued
+        assert [os.getpriority(os.PRIO_PROCESS, p) for p in before] == [base]
+        assert svc.stats.deprioritized == 0
+        clean = svc.submit(["x" * 3])                          # now a task waits behind it
+        assert clean.result(timeout=10).total.tolist() == [3.0]   # served by a burst worker
+        assert os.getpriority(os.PRIO_PROCESS, before[0]) == 19
         assert svc.stats.deprioritized == 1
-        assert slow.result(timeout=10).total.tolist() == [8.0]     # len("spin:1.0"), not cut
+        assert slow.result(timeout=10).total.tolist() == [8.0]     # len("spin:1.2"), not cut
         time.sleep(0.3)
         assert svc.worker_pids == before                          # restored, not replaced
-        assert [os.getpriority(os.PRIO_PROCESS, p) for p in before] == [base, base]
+        assert [os.getpriority(os.PRIO_PROCESS, p) for p in before] == [base]
         assert svc.score(["x" * 5]).total.tolist() == [5.0]
 
 
