@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,7 @@ def _run_child(config, mod, ids, job=None) -> dict:
         cmd.append("-s")
     if config.option.maxfail:
         cmd.append(f"--maxfail={config.option.maxfail}")
+    t0 = time.time()
     proc = subprocess.Popen(cmd, cwd=str(config.rootpath), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace",
                             preexec_fn=_die_with_parent)
@@ -192,7 +194,18 @@ def _run_child(config, mod, ids, job=None) -> dict:
             rep.longrepr = tuple(rep.longrepr)
         out.setdefault(rep.nodeid, []).append(rep)
     out["<child>"] = (ids[0], proc.returncode, stdout[-6000:])
+    _timeline({"child": mod, "tests": len(ids), "start": t0, "end": time.time(),
+               "thread": threading.current_thread().name})
     return out
+
+
+def _timeline(row: dict) -> None:
+    """``MINDRL_TEST_TIMELINE=path``: one JSON line per child run and per test run in the parent
+    (what ran where and when, to see when a core sat idle)."""
+    path = os.environ.get("MINDRL_TEST_TIMELINE")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 def _lost(item, child) -> list:
@@ -242,6 +255,22 @@ def _next_job_is(config, job) -> bool:
             job.result = "running"
             return True
     return False
+
+
+class _ParentTimeline:
+    """The parent's own tests on the timeline (the isolated ones are their children's rows)."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        t0 = time.time()
+        yield
+        if _module(item) not in getattr(item.config, "_isolated_modules", ()):
+            _timeline({"parent": item.nodeid, "start": t0, "end": time.time()})
+
+
+def pytest_configure(config):
+    if os.environ.get("MINDRL_TEST_TIMELINE") and not os.environ.get(CHILD_ENV):
+        config.pluginmanager.register(_ParentTimeline(), "mindrl-timeline")
 
 
 @pytest.hookimpl(tryfirst=True)
