@@ -105,7 +105,8 @@ from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
 from mindrl.backends.attention_blocks import BLOCK_SCORES, LONG_ROWS, QUERY_BLOCK, query_block
-from mindrl.backends.chunking import MINDSPORE_KEPT_COPIES, recomputes_chunks, saved_copies
+from mindrl.backends.chunking import (HEAD_BLOCK_BYTES, MINDSPORE_KEPT_COPIES,
+                                      recomputes_chunks, saved_copies)
 from mindrl.backends.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
 from mindrl.backends.shard_layout import gather_peak_values
 
@@ -555,6 +556,11 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         if masked:
             act += s.rows * (s.prompt_len + s.response_len) ** 2
         head = head_tokens * head_bytes_per_token(m, s.job == "train" and s.entropy)
+    # torch's fused path works over its kept logits a block of rows at a time: two float32
+    # blocks in the forward (the upcast and its exponentials), one in the backward
+    blocked = fused and s.backend == "torch"
+    if blocked:
+        head = 2 * HEAD_BLOCK_BYTES
     act *= pairs
     head_fwd = (head + kept_bytes) * pairs
     # the backward of log-softmax holds its output, the incoming gradient and the gradient it
@@ -562,6 +568,8 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
     if kept:
         head_bwd += kept_bytes * pairs - s.head_chunk * 4 * m.vocab * copies
+    if blocked:                          # the kept logits turned into their gradient in place
+        head_bwd = (kept_bytes + HEAD_BLOCK_BYTES) * pairs
     gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
@@ -619,10 +627,14 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # none on CPU, where it is written into the held buffer
     head_grad *= 3 if chunked and s.backend == "torch" and not fused else 0 if kept_head_grad \
         else 1
-    parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
-                      hkeys, "3 float32 copies of the logits (of a chunk) and the head's weight "
-                      "gradient (3 copies when chunked, 1 on the fused path)" + (
-                          "; the log-softmax the chunks kept" if kept else "")))
+    bwd_note = ("the kept logits, turned into their gradient a float32 block of rows at a "
+                "time" + ("" if kept_head_grad else ", and the head's weight gradient")
+                ) if blocked else (
+        "3 float32 copies of the logits (of a chunk) and the head's weight gradient (3 copies "
+        "when chunked, 1 on the fused path)" + ("; the log-softmax the chunks kept" if kept
+                                                else ""))
+    parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd", hkeys,
+                      bwd_note))
     if kept_head_grad:
         parts.append(Part("head's weight gradient (kept)", kept_head_grad, HELD, hkeys,
                           "the (V, H) gradient the fused log-prob path writes into, kept from "

@@ -224,12 +224,13 @@ def test_a_chunked_head_backward_holds_three_weight_gradients_unless_fused():
     assert head_bwd(0, part=kept) == [None]
     # 5 chunks of 4; the 16 scored tokens' logits are far within the torch head's budget:
     # kept, and all but one chunk's still held in the backward. The plain loss's fused path
-    # keeps 1 float32 copy of V per token and writes the weight gradient once (one GEMM): on
-    # CPU into a buffer held from step to step, on an accelerator a fresh one in the backward
-    assert head_bwd(4)[0] == 4 * 3 * 4 * 1000 + (16 - 4) * 1 * 4 * 1000
+    # keeps 1 float32 copy of V per token, turns it into its gradient a 2 MiB float32 block of
+    # rows at a time and writes the weight gradient once (one GEMM): on CPU into a buffer held
+    # from step to step, on an accelerator a fresh one in the backward
+    blk = 2 * 2 ** 20
+    assert head_bwd(4)[0] == 16 * 1 * 4 * 1000 + blk
     assert head_bwd(4, part=kept)[0] == 1000 * 64 * 4
-    assert head_bwd(4, device="cuda")[0] == \
-        4 * 3 * 4 * 1000 + 1000 * 64 * 4 + (16 - 4) * 1 * 4 * 1000
+    assert head_bwd(4, device="cuda")[0] == 16 * 1 * 4 * 1000 + blk + 1000 * 64 * 4
     assert head_bwd(4, device="cuda", part=kept) == [None]
     # a differentiable entropy (8 copies, kept): the chunks' gradients summed, 3 at once
     assert head_bwd(4, copies=8)[0] == \

@@ -193,7 +193,7 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
 # gradient into a new dense tensor); written here, the embedding's rows land in place.
 FUSED_TARGET_LOGP = True
 GRAD_INTO_BUFFER = True
-BLOCK_BYTES = 2 << 20            # float32 bytes per block of rows (0: the chunk's rows at once)
+BLOCK_BYTES = chunking.HEAD_BLOCK_BYTES   # float32 bytes per block of rows (0: a chunk's rows)
 
 # id(weight) -> its (V, H) gradient buffer, dropped with the weight (tensors compare by value,
 # so they cannot key a WeakKeyDictionary)
