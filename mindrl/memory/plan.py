@@ -39,12 +39,15 @@ Working sets; the peak is the held parts plus the largest of them:
 - bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
   token, + the head's weight gradient V h b (3 V h b when torch runs the head in chunks:
   autograd holds the chunks' sum so far, a chunk's gradient and their new sum; 1 on the fused
-  log-prob path, whose one GEMM over all the kept rows writes it once).
+  log-prob path, whose one GEMM over all the kept rows writes it once; on CPU it writes into a
+  held (V, h) buffer instead, and its float32 work runs in 2 MiB blocks of rows: the kept
+  logits and one block in bwd, two blocks in fwd).
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
   the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
-  the accumulated one). MindSpore on CPU: + what its compiled decoder backward holds until it
+  the accumulated one; none for a tied embedding where torch's fused head writes the gradient:
+  its sparse rows are added into it in place). MindSpore on CPU: + what its compiled decoder backward holds until it
   returns (:func:`ms_cpu_graph_bytes`: every kernel output, 9 x a layer's saved activations
   per token and layer, and 16 float32 copies of each layer's attention scores).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
