@@ -14,6 +14,9 @@ MINDSPORE_LIVE_COPIES = 20
 # the backward (whatever the loss: its backward redoes the softmax, entropy and KL from them)
 MINDSPORE_KEPT_COPIES = 1
 HEAD_BUDGET_BYTES = 512 * 2 ** 20
+# torch's fused log-prob path runs its element-wise passes over the kept logits this many float32
+# bytes of rows at a time (two such blocks in the forward, one in the backward), in cache
+HEAD_BLOCK_BYTES = 2 << 20
 MIN_CHUNK = 16
 
 

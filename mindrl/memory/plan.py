@@ -39,12 +39,15 @@ Working sets; the peak is the held parts plus the largest of them:
 - bwd (its start): activations + the log-softmax backward, 3 float32 copies of V per head
   token, + the head's weight gradient V h b (3 V h b when torch runs the head in chunks:
   autograd holds the chunks' sum so far, a chunk's gradient and their new sum; 1 on the fused
-  log-prob path, whose one GEMM over all the kept rows writes it once).
+  log-prob path, whose one GEMM over all the kept rows writes it once; on CPU it writes into a
+  held (V, h) buffer instead, and its float32 work runs in 2 MiB blocks of rows: the kept
+  logits and one block in bwd, two blocks in fwd).
 - bwd-end: the gradients (b N, plus 4 N float32 for masters; MindSpore: b N compute gradients
   and their 4 N flat copy; sharded: b N and two float32 buckets, reduced per micro-batch, so
   not held across micro-batches) + the embedding's dense gradient temporaries (2 V h b when tied to
   the head, else V h b; torch under gradient accumulation: V h b more, the new gradient beside
-  the accumulated one). MindSpore on CPU: + what its compiled decoder backward holds until it
+  the accumulated one; none for a tied embedding where torch's fused head writes the gradient:
+  its sparse rows are added into it in place). MindSpore on CPU: + what its compiled decoder backward holds until it
   returns (:func:`ms_cpu_graph_bytes`: every kernel output, 9 x a layer's saved activations
   per token and layer, and 16 float32 copies of each layer's attention scores).
 - step: the gradients + AdamW's temporaries (foreach on an accelerator: one moment-sized copy;
@@ -105,7 +108,8 @@ from typing import List, Optional, Tuple
 
 from mindrl.memory.shapes import ModelShape
 from mindrl.backends.attention_blocks import BLOCK_SCORES, LONG_ROWS, QUERY_BLOCK, query_block
-from mindrl.backends.chunking import MINDSPORE_KEPT_COPIES, recomputes_chunks, saved_copies
+from mindrl.backends.chunking import (HEAD_BLOCK_BYTES, MINDSPORE_KEPT_COPIES,
+                                      recomputes_chunks, saved_copies)
 from mindrl.backends.shard_layout import BUCKET_BYTES as SHARD_BUCKET_BYTES
 from mindrl.backends.shard_layout import gather_peak_values
 
@@ -528,6 +532,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     kept = chunked and s.backend in ("torch", "mindspore") and not recomputes_chunks(
         decided, s.head_chunk, m.vocab, copies)
     kept_bytes = scored * 4 * m.vocab * copies if kept else 0.0
+    # kept by the fused log-prob path (copies < 2), one GEMM over all rows, whose backward
+    # writes the head's weight gradient itself (chunked_head.GRAD_INTO_BUFFER): on CPU into a
+    # (V, H) buffer held from step to step, the tied embedding's rows added into it in place
+    fused = kept and copies < 2
+    own_grad = fused and s.backend == "torch" and not s.fsdp and s.trainable is None
+    kept_head_grad = m.vocab * m.hidden * b if own_grad and s.device == "cpu" else 0.0
     masked = not s.padding_free
     if mf:
         tokens_dev = tokens / s.tp           # sequence parallel splits the saved activations
@@ -549,6 +559,11 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         if masked:
             act += s.rows * (s.prompt_len + s.response_len) ** 2
         head = head_tokens * head_bytes_per_token(m, s.job == "train" and s.entropy)
+    # torch's fused path works over its kept logits a block of rows at a time: two float32
+    # blocks in the forward (the upcast and its exponentials), one in the backward
+    blocked = fused and s.backend == "torch"
+    if blocked:
+        head = 2 * HEAD_BLOCK_BYTES
     act *= pairs
     head_fwd = (head + kept_bytes) * pairs
     # the backward of log-softmax holds its output, the incoming gradient and the gradient it
@@ -556,6 +571,8 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     head_bwd = head_tokens * 3 * 4 * m.vocab / (s.tp if mf else 1) * pairs
     if kept:
         head_bwd += kept_bytes * pairs - s.head_chunk * 4 * m.vocab * copies
+    if blocked:                          # the kept logits turned into their gradient in place
+        head_bwd = (kept_bytes + HEAD_BLOCK_BYTES) * pairs
     gb = 4 if mf else b                  # bytes of the gradients the backward writes
     if mf:
         gkeys = "mindformers.tensor_parallel / pipeline_stages"
@@ -578,12 +595,12 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         # freed: only those (4 N) are held through the next micro-batch and the step
         # (on CPU the float32 ones are kept from step to step, MasterWeights.accumulate: held
         # below, so the backward's end adds the low-precision gradients alone)
-        parts.append(Part("gradients", b * t_dev if s.device == "cpu" else grads, "bwd-end",
-                          gkeys))
+        parts.append(Part("gradients", (b * t_dev - kept_head_grad) if s.device == "cpu"
+                          else grads, "bwd-end", gkeys))
         parts.append(Part("float32 gradients (accumulated, stepped)", 4 * t_dev,
                           HELD if s.device == "cpu" else accum + "step", gkeys))
     else:
-        parts.append(Part("gradients", grads,
+        parts.append(Part("gradients", grads - kept_head_grad,
                           accum + ("bwd-end" if ms_sharded else "bwd-end|step"), gkeys))
     length_key = "rollout.max_new_tokens" if s.job == "train" else "data.max_response_len"
     akeys = ("mindformers.recompute=true, mindformers.micro_batch_num" if mf else
@@ -609,26 +626,39 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     # In chunks (torch), autograd sums the chunks' weight gradients: the sum so far, a chunk's
     # and their new sum exist at once (3 copies, measured on CPU)
     head_grad = m.vocab * m.hidden * gb / (s.tp if mf else 1) if trainable_head else 0.0
-    # kept by the fused log-prob path (copies < 2), one GEMM over all rows: 1 copy (measured)
-    fused = kept and copies < 2
-    head_grad *= 3 if chunked and s.backend == "torch" and not fused else 1
-    parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd",
-                      hkeys, "3 float32 copies of the logits (of a chunk) and the head's weight "
-                      "gradient (3 copies when chunked, 1 on the fused path)" + (
-                          "; the log-softmax the chunks kept" if kept else "")))
+    # kept by the fused log-prob path (copies < 2), one GEMM over all rows: 1 copy (measured),
+    # none on CPU, where it is written into the held buffer
+    head_grad *= 3 if chunked and s.backend == "torch" and not fused else 0 if kept_head_grad \
+        else 1
+    bwd_note = ("the kept logits, turned into their gradient a float32 block of rows at a "
+                "time" + ("" if kept_head_grad else ", and the head's weight gradient")
+                ) if blocked else (
+        "3 float32 copies of the logits (of a chunk) and the head's weight gradient (3 copies "
+        "when chunked, 1 on the fused path)" + ("; the log-softmax the chunks kept" if kept
+                                                else ""))
+    parts.append(Part("log-prob head in the backward", head_bwd + head_grad, "bwd", hkeys,
+                      bwd_note))
+    if kept_head_grad:
+        parts.append(Part("head's weight gradient (kept)", kept_head_grad, HELD, hkeys,
+                          "the (V, H) gradient the fused log-prob path writes into, kept from "
+                          "step to step (its share of the gradients)"))
     if trainable_head and not mf:
         # the embedding's dense gradient; tied to the head, it is added to the head's gradient
         # through one more temporary; under gradient accumulation (torch) the new gradient is
         # summed into the one accumulated so far: one more (measured on CPU). The torch
         # backend (not FSDP) makes a tied embedding's backward sparse
         # (chunked_head.sparse_tied_embedding): only its tokens' rows, added into the head's
-        # gradient; one (V, H) copy is still counted, which the measured peak of
-        # bench/memory_plan.py's fp32 case at Qwen2.5-0.5B width holds (3.58 GB, planned 3.60;
-        # without it the plan falls 7% under)
+        # gradient out of place (autograd sums a dense and a sparse gradient into a new one):
+        # one (V, H) copy. Where the head's backward writes its gradient itself (own_grad) the
+        # rows are added into it in place, and later micro-batches add into the gradient in
+        # place: no temporary
         sparse = m.tied and s.backend == "torch" and not s.fsdp
         emb = ((1 if sparse else 2 if m.tied else 1)
                + (1 if s.accumulation and s.backend == "torch" else 0)) * m.vocab * m.hidden * gb
-        parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
+        if sparse and own_grad:
+            emb = 0.0
+        if emb:
+            parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
     if s.backend == "mindspore" and chunked and trainable_head and not mf:
         # the chunked step (RL, SFT, preference) adds each chunk's head-weight gradient into
         # one (V, h) buffer that the decoder backward then adds to the head's (or the

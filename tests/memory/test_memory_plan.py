@@ -354,8 +354,12 @@ def test_torch_plan_keeps_the_chunks_log_softmax_by_the_heads_own_count():
     # runs the fused log-prob path, which keeps the logits in the model's dtype: 1 float32 copy
     # of V per token in float32 (300 x 151,936 x 4 = 182 MB), half of one in bfloat16 (91 MB),
     # both within half of 512 MiB (2 copies, 365 MB, would not be); a differentiable entropy or
-    # the rollout's truncation keep 8 (1.46 GB: recomputed instead). Kept, the head's weight
-    # gradient is one GEMM's (1 copy), recomputed the chunks' sum (3 copies).
+    # the rollout's truncation keep 8 (1.46 GB: recomputed instead). Kept, the fused path's
+    # float32 work runs in blocks of rows, and the head's weight
+    # gradient is one GEMM's, written on CPU into a (V, H) buffer held from step to step (not
+    # in the backward's working set; the tied embedding's rows added into it in place: no
+    # embedding temporaries, and the gradients' part less that buffer); recomputed, the
+    # chunks' sum (3 copies in the backward).
     from mindrl.memory.plan import setup_from_config
 
     m = known_shape("Qwen2.5-0.5B")
@@ -368,17 +372,24 @@ def test_torch_plan_keeps_the_chunks_log_softmax_by_the_heads_own_count():
         parts = plan_memory(m, s).parts
         head = [p for p in parts if p.name.startswith("log-prob head (")][0]
         bwd = [p for p in parts if p.name == "log-prob head in the backward"][0]
-        heads[tuple(extra)] = (s.head_copies, head.name, head.bytes, bwd.bytes)
+        by = {p.name: p.bytes for p in parts}
+        heads[tuple(extra)] = (s.head_copies, head.name, head.bytes, bwd.bytes,
+                               by.get("head's weight gradient (kept)"),
+                               by.get("embedding gradient temporaries"), by["gradients"])
     V, h, c = 151_936, m.hidden, 32
+    N = m.params()
+    # the fused path's float32 work runs a 2 MiB block of rows at a time: two blocks in the
+    # forward, one in the backward, beside the kept logits
+    blk = 2 * 2 ** 20
     assert heads[()] == (1, f"log-prob head ({c} tokens x {V}, 300 kept)",
-                         c * 5 * 4 * V + 300 * 4 * V,
-                         c * 3 * 4 * V + 300 * 4 * V - c * 4 * V + V * h * 4)
+                         2 * blk + 300 * 4 * V, 300 * 4 * V + blk, V * h * 4, None,
+                         4 * N - V * h * 4)
     assert heads[("model.dtype=bfloat16",)] == (
-        0.5, f"log-prob head ({c} tokens x {V}, 300 kept)", c * 5 * 4 * V + 300 * 2 * V,
-        c * 3 * 4 * V + 300 * 2 * V - c * 2 * V + V * h * 2)
+        0.5, f"log-prob head ({c} tokens x {V}, 300 kept)", 2 * blk + 300 * 2 * V,
+        300 * 2 * V + blk, V * h * 2, None, 2 * N - V * h * 2)
     for extra in (("algorithm.entropy_coef=0.01",), ("rollout.top_k=20",)):
         assert heads[extra] == (8, f"log-prob head ({c} tokens x {V})", c * 5 * 4 * V,
-                                c * 3 * 4 * V + 3 * V * h * 4)
+                                c * 3 * 4 * V + 3 * V * h * 4, None, 2 * V * h * 4, 4 * N)
 
 
 def test_mindspore_plan_keeps_the_chunks_logits_by_the_backends_own_test():

@@ -211,26 +211,35 @@ def test_the_plans_automatic_head_chunk_is_the_torch_backends():
 def test_a_chunked_head_backward_holds_three_weight_gradients_unless_fused():
     from mindrl.memory.plan import GB, Setup, plan_memory
 
-    def head_bwd(chunk, backend="torch", copies=None):
-        s = Setup(backend=backend, device="cpu", rows=2, prompt_len=8, response_len=8,
+    def head_bwd(chunk, backend="torch", copies=None, device="cpu", part=None):
+        s = Setup(backend=backend, device=device, rows=2, prompt_len=8, response_len=8,
                   engine="none", device_bytes=80 * GB, head_chunk=chunk, head_copies=copies)
         return [p.bytes for p in plan_memory(_small(), s).parts
-                if p.name == "log-prob head in the backward"][0]
+                if p.name == (part or "log-prob head in the backward")] + [None]
 
     # 2 rows x (8 + 1) = 18 head tokens; V 1000, h 64, float32
-    assert head_bwd(0) == 18 * 3 * 4 * 1000 + 1000 * 64 * 4          # whole: 1 weight gradient
+    kept = "head's weight gradient (kept)"
+    assert head_bwd(0)[0] == 18 * 3 * 4 * 1000 + 1000 * 64 * 4       # whole: 1 weight gradient
     assert head_bwd(18) == head_bwd(0)                                 # one chunk is the whole
+    assert head_bwd(0, part=kept) == [None]
     # 5 chunks of 4; the 16 scored tokens' logits are far within the torch head's budget:
     # kept, and all but one chunk's still held in the backward. The plain loss's fused path
-    # keeps 1 float32 copy of V per token and writes the weight gradient once (one GEMM)
-    assert head_bwd(4) == 4 * 3 * 4 * 1000 + 1000 * 64 * 4 + (16 - 4) * 1 * 4 * 1000
+    # keeps 1 float32 copy of V per token, turns it into its gradient a 2 MiB float32 block of
+    # rows at a time and writes the weight gradient once (one GEMM): on CPU into a buffer held
+    # from step to step, on an accelerator a fresh one in the backward
+    blk = 2 * 2 ** 20
+    assert head_bwd(4)[0] == 16 * 1 * 4 * 1000 + blk
+    assert head_bwd(4, part=kept)[0] == 1000 * 64 * 4
+    assert head_bwd(4, device="cuda")[0] == 16 * 1 * 4 * 1000 + blk + 1000 * 64 * 4
+    assert head_bwd(4, device="cuda", part=kept) == [None]
     # a differentiable entropy (8 copies, kept): the chunks' gradients summed, 3 at once
-    assert head_bwd(4, copies=8) == \
+    assert head_bwd(4, copies=8)[0] == \
         4 * 3 * 4 * 1000 + 3 * 1000 * 64 * 4 + (16 - 4) * 8 * 4 * 1000
+    assert head_bwd(4, copies=8, part=kept) == [None]
     # MindSpore keeps the chunks' float32 logits (1 copy per token, whatever the loss) and
     # sums its chunks' weight gradients into one buffer: one weight gradient
     for copies in (None, 8):
-        assert head_bwd(4, "mindspore", copies) == \
+        assert head_bwd(4, "mindspore", copies)[0] == \
             4 * 3 * 4 * 1000 + 1000 * 64 * 4 + (16 - 4) * 1 * 4 * 1000
 
 

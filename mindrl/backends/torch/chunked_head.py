@@ -30,7 +30,8 @@ scaling) and a sharded root (``train.fsdp``) take the full path (:func:`plain_he
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, Optional, Tuple
+import weakref
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -172,25 +173,81 @@ def token_stats(hidden: torch.Tensor, head: torch.nn.Linear, targets: torch.Tens
 # ---------------------------------------------------------------------------- the fused path
 # The plain RL loss (no differentiable entropy, no truncation, no teacher) with the logits kept:
 # log p(target) = z_t - logsumexp(z) with the backward written out, in place of autograd's
-# log_softmax + gather. Per chunk the forward keeps one (c, V) tensor (the logits, shifted by
-# their row maximum in float32; the raw bf16 logits otherwise) and the backward turns it into
-# the logits' gradient in place, so the head's two gradient matmuls run once over all N rows
-# (one weight-gradient GEMM, one (V, H) result) instead of once per chunk plus a sum. The float
+# log_softmax + gather. The forward keeps one (N, V) tensor (the logits, shifted by their row
+# maximum in float32; the raw bf16 logits otherwise) and the backward turns it into the logits'
+# gradient in place, so the head's two gradient matmuls run once over all N rows (one
+# weight-gradient GEMM, one (V, H) result) instead of once per chunk plus a sum. The float
 # arithmetic per element is log_softmax's (z - max - log sum exp, and its backward
 # g * onehot - exp(out) * g); only the GEMMs' summation order differs (measured: 1e-7 relative).
+#
+# The element-wise passes run a few rows at a time (:data:`BLOCK_BYTES` of float32 per block,
+# in two scratch blocks reused across the rows): each row's arithmetic is the same, but a
+# block's float32 upcast, shift, exp and gradient stay in cache, where a chunk's (110 x 151,936
+# float32: 67 MB) went through memory once per pass, each pass into a fresh page-faulted tensor.
+#
+# The weight gradient is written into the weight's ``.grad`` by the backward itself
+# (:data:`GRAD_INTO_BUFFER`): into a (V, H) buffer kept from backward to backward on CPU
+# (:func:`_grad_buffer`), or added in place into a gradient already there. Returned to
+# autograd, a fresh (V, H) product is page-faulted in on its first write, and a tied input
+# embedding's sparse rows are added to it out of place (autograd sums a dense and a sparse
+# gradient into a new dense tensor); written here, the embedding's rows land in place.
 FUSED_TARGET_LOGP = True
+GRAD_INTO_BUFFER = True
+BLOCK_BYTES = chunking.HEAD_BLOCK_BYTES   # float32 bytes per block of rows (0: a chunk's rows)
+
+# id(weight) -> its (V, H) gradient buffer, dropped with the weight (tensors compare by value,
+# so they cannot key a WeakKeyDictionary)
+_GRAD_BUFFERS: Dict[int, torch.Tensor] = {}
 
 
-def _stats(z: torch.Tensor, tgt: torch.Tensor, scale: float, entropy: bool):
+def _grad_buffer(weight: torch.Tensor) -> Optional[torch.Tensor]:
+    """The (V, H) gradient buffer kept for parameter ``weight`` (None where none is kept: off
+    CPU, where the allocator reuses device memory)."""
+    if weight.device.type != "cpu":
+        return None
+    buf = _GRAD_BUFFERS.get(id(weight))
+    if buf is None or buf.shape != weight.shape or buf.dtype != weight.dtype:
+        if buf is None:
+            weakref.finalize(weight, _GRAD_BUFFERS.pop, id(weight), None)
+        buf = torch.empty_like(weight, memory_format=torch.contiguous_format)
+        _GRAD_BUFFERS[id(weight)] = buf
+    return buf
+
+
+def _writes_own_grad(weight: torch.Tensor) -> bool:
+    """Whether the backward may write ``weight``'s gradient itself: a leaf parameter without
+    gradient hooks (which autograd's accumulation would run)."""
+    return (GRAD_INTO_BUFFER and weight.is_leaf and weight.requires_grad
+            and not getattr(weight, "_backward_hooks", None)
+            and not getattr(weight, "_post_accumulate_grad_hooks", None)
+            and type(weight) in (torch.Tensor, torch.nn.Parameter))
+
+
+def _block_rows(step: int, V: int) -> int:
+    """Rows per block of the element-wise passes (at most the chunk's ``step``)."""
+    if BLOCK_BYTES <= 0:
+        return step
+    return max(1, min(step, BLOCK_BYTES // (4 * max(V, 1))))
+
+
+def _stats(z: torch.Tensor, tgt: torch.Tensor, scale: float, entropy: bool,
+           scratch: Optional[Tuple[torch.Tensor, torch.Tensor]] = None):
     """(logp (c,), entropy (c,) or None, row max (c, 1), log sum exp (c, 1), shifted logits)
-    of one chunk's (c, V) logits ``z``, float32; ``z`` is overwritten when it is float32 (its
-    shifted, tempered values: the returned tensor is then ``z`` itself)."""
-    zf = z if z.dtype == torch.float32 else z.float()
+    of one block's (c, V) logits ``z``, float32; ``z`` is overwritten when it is float32 (its
+    shifted, tempered values: the returned tensor is then ``z`` itself). ``scratch``: two
+    float32 blocks of at least c rows for the upcast and the exponentials."""
+    c = z.shape[0]
+    if z.dtype == torch.float32:
+        zf = z
+    elif scratch is not None:
+        zf = scratch[0][:c].copy_(z)
+    else:
+        zf = z.float()
     if scale != 1.0:
         zf.div_(scale)
     m = zf.amax(dim=-1, keepdim=True)
     zf.sub_(m)                                                  # z - max, as log_softmax
-    ex = torch.exp(zf)
+    ex = torch.exp(zf) if scratch is None else torch.exp(zf, out=scratch[1][:c])
     total = ex.sum(dim=-1, keepdim=True)
     log_total = total.log()
     logp = zf.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - log_total.squeeze(-1)
@@ -207,17 +264,24 @@ class _TargetLogp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, scale, step, entropy):
         Z = F.linear(hidden, weight, bias)                      # (N, V), one GEMM
-        N = Z.shape[0]
+        N, V = Z.shape
+        blk = _block_rows(step, V)
+        scratch = None
+        if BLOCK_BYTES > 0 and N:
+            scratch = (Z.new_empty((min(blk, N), V), dtype=torch.float32),
+                       Z.new_empty((min(blk, N), V), dtype=torch.float32))
         logps, ents, ms, logs = [], [], [], []
-        for s in range(0, N, step):
-            logp, ent, m, log_total, _ = _stats(Z[s:s + step], targets[s:s + step], scale,
-                                                entropy)
+        for s in range(0, N, blk):
+            logp, ent, m, log_total, _ = _stats(Z[s:s + blk], targets[s:s + blk], scale,
+                                                entropy, scratch)
             logps.append(logp), ms.append(m), logs.append(log_total)
             if entropy:
                 ents.append(ent)
         cat = (lambda xs: torch.cat(xs)) if N else (lambda xs: Z.new_zeros(0).float())
         ctx.save_for_backward(hidden, weight, Z, targets, cat(ms), cat(logs))
         ctx.scale, ctx.step, ctx.has_bias, ctx.used = scale, step, bias is not None, False
+        # the parameter itself (not a saved copy of it): its .grad is written in the backward
+        ctx.param = weight if _writes_own_grad(weight) else None
         ent = cat(ents) if entropy else Z.new_zeros(0).float()
         ctx.mark_non_differentiable(ent)
         return cat(logps), ent
@@ -230,27 +294,43 @@ class _TargetLogp(torch.autograd.Function):
                                "for their gradient): do not retain its graph")
         ctx.used = True
         hidden, weight, Z, targets, m, log_total = ctx.saved_tensors
-        scale, step = ctx.scale, ctx.step
+        scale = ctx.scale
+        N, V = Z.shape
+        blk = _block_rows(ctx.step, V)
         g = g.float()
-        for s in range(0, Z.shape[0], step):
-            zc = Z[s:s + step]
+        scratch = None
+        if Z.dtype != torch.float32 and BLOCK_BYTES > 0 and N:
+            scratch = Z.new_empty((min(blk, N), V), dtype=torch.float32)
+        for s in range(0, N, blk):
+            zc = Z[s:s + blk]
             if zc.dtype == torch.float32:       # z - max, tempered, from the forward
-                dz = zc.sub_(log_total[s:s + step])
+                dz = zc.sub_(log_total[s:s + blk])
             else:
-                dz = zc.float()
+                dz = zc.float() if scratch is None else scratch[:zc.shape[0]].copy_(zc)
                 if scale != 1.0:
                     dz.div_(scale)
-                dz.sub_(m[s:s + step]).sub_(log_total[s:s + step])
-            gc = g[s:s + step].unsqueeze(-1)
+                dz.sub_(m[s:s + blk]).sub_(log_total[s:s + blk])
+            gc = g[s:s + blk].unsqueeze(-1)
             dz.exp_().mul_(-gc)                                 # -softmax * g
-            dz.scatter_add_(-1, targets[s:s + step].unsqueeze(-1), gc)   # + onehot * g
+            dz.scatter_add_(-1, targets[s:s + blk].unsqueeze(-1), gc)   # + onehot * g
             if scale != 1.0:
                 dz.div_(scale)
             if dz is not zc:
                 zc.copy_(dz)                                    # rounded to the head's dtype
         dZ = Z                                                  # (N, V) d loss / d logits
         d_hidden = dZ @ weight if ctx.needs_input_grad[0] else None
-        d_weight = dZ.t() @ hidden if ctx.needs_input_grad[1] else None
+        d_weight = None
+        if ctx.needs_input_grad[1]:
+            param, ctx.param = ctx.param, None
+            if param is None or (param.grad is not None
+                                 and param.grad.layout != torch.strided):
+                d_weight = dZ.t() @ hidden
+            elif param.grad is None:            # (V, H) into memory kept from the last time
+                buf = _grad_buffer(param)
+                param.grad = torch.mm(dZ.t(), hidden, out=buf) if buf is not None \
+                    else dZ.t() @ hidden
+            else:                               # accumulated in place (micro-batches)
+                param.grad.addmm_(dZ.t(), hidden)
         d_bias = dZ.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return d_hidden, d_weight, d_bias, None, None, None, None
 

@@ -182,3 +182,82 @@ def test_adamw_is_fused_on_cpu_and_steps_as_the_reference(make_cfg, tiny_dir):
     want = p0.double() * (1 - 1e-2 * 0.1) - 1e-2 * (m / (1 - b1)) / (
         (v / (1 - b2)).sqrt() + cfg.train.adam_eps)
     assert _rel(p, want) < 1e-6
+
+
+def _fresh_outputs(fn, shape):
+    """The aten ops that return a tensor of ``shape`` in memory of its own (not an in-place or
+    ``out=`` op, not a view of an input) while ``fn`` runs."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    def ptrs(xs):
+        return {x.untyped_storage().data_ptr() for x in xs
+                if isinstance(x, torch.Tensor) and x.layout == torch.strided}
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if isinstance(out, torch.Tensor) and tuple(out.shape) == shape \
+                    and out.layout == torch.strided and not func._schema.is_mutable \
+                    and out.untyped_storage().data_ptr() not in ptrs(
+                        list(args) + list(kwargs.values())):
+                seen.append(str(func))
+            return out
+
+    with Watch():
+        fn()
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_head_weight_gradient_is_written_into_kept_memory(dtype, tiny_dir, make_cfg, fixed_batch,
+                                                          monkeypatch):
+    # the tied (V, H) weight's gradient: the head's weight-gradient GEMM writes into a buffer
+    # kept from backward to backward and the embedding's sparse rows are added into it in place:
+    # a micro-batch's backward makes no new (V, H) tensor. The gradients equal the path that
+    # returns a fresh product to autograd (chunk-wide element-wise passes) bit for bit; summed
+    # over two micro-batches (float32: no masters, the second GEMM adds into the gradient)
+    # within 1e-6
+    from mindrl.backends.base import build_backend
+    from mindrl.backends.torch import chunked_head
+    from mindrl.types import LossNormalizers
+
+    mb = fixed_batch(seed=3, vocab=200)                      # repeated ids within the batch
+    norm = LossNormalizers(global_tokens=float(mb.tokens.response_mask.sum()), global_seqs=8.0,
+                           max_len=5.0)
+    be = build_backend("torch", make_cfg(tiny_dir, model={"dtype": dtype}))
+    be.cfg = dataclasses.replace(be.cfg, train=dataclasses.replace(
+        be.cfg.train, logprob_chunk_tokens=8))
+    W = be.model.get_output_embeddings().weight
+    assert W is be.model.get_input_embeddings().weight and W.dtype == getattr(torch, dtype)
+    V = W.shape[0]
+    # blocks of 3 rows for the element-wise passes (chunks of 8 rows)
+    monkeypatch.setattr(chunked_head, "BLOCK_BYTES", 3 * 4 * V)
+
+    def backward():
+        loss, _ = be._micro_loss(mb, norm)
+        loss.backward()
+
+    def grads(on, micro_batches=1):
+        monkeypatch.setattr(chunked_head, "GRAD_INTO_BUFFER", on)
+        monkeypatch.setattr(chunked_head, "BLOCK_BYTES", 3 * 4 * V if on else 0)
+        be.model.zero_grad(set_to_none=True)
+        for _ in range(micro_batches):
+            backward()
+        return [p.grad.clone() for p in be.params]
+
+    backward()                                              # the buffer exists from here on
+    kept = W.grad.data_ptr()
+    be.masters.accumulate()
+    be.model.zero_grad(set_to_none=True)
+    assert _fresh_outputs(backward, tuple(W.shape)) == []
+    assert W.grad.data_ptr() == kept and W.grad.layout == torch.strided
+    new, old = grads(True), grads(False)
+    assert float(old[0].abs().max()) > 0 and len(new) == len(old)
+    for n, o in zip(new, old):
+        assert n.dtype == o.dtype and torch.equal(n, o)
+    if dtype == "float32":
+        new, old = grads(True, 2), grads(False, 2)
+        assert all(_rel(n, o.double()) < 1e-6 for n, o in zip(new, old))
