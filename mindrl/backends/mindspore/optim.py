@@ -123,6 +123,20 @@ def host_adamw(g, m, v, p, scratch, coef, b1, omb1, b2, omb2, bc2_sqrt, eps, lr_
         gb[...] = 0.0
 
 
+NORM_BLOCK = 1 << 20    # values per dot product of the host gradient norm
+
+
+def _host_array(t) -> Optional[np.ndarray]:
+    """A flat NumPy array over ``t``'s own memory (CPU: ``asnumpy`` does not copy, and waits for
+    the kernels queued before it), or None where ``asnumpy`` returns a copy."""
+    if ms.get_context("device_target") != "CPU":
+        return None
+    a, b = t.asnumpy(), t.asnumpy()
+    if a.ctypes.data != b.ctypes.data or not a.flags.writeable:
+        return None
+    return a.reshape(-1)
+
+
 SLICE_BYTES = 64 << 20   # float32 bytes of one slice of the sliced update (large models)
 
 
@@ -287,7 +301,17 @@ class AdamW:
         self._add(tuple(grads))
 
     def grad_norm(self) -> float:
-        """All-reduce (when data parallel) the accumulated gradients; their global L2 norm."""
+        """All-reduce (when data parallel) the accumulated gradients; their global L2 norm.
+        A sliced vector on one process: summed on the host in its own memory (float32 dot
+        products of 1M-value blocks, added in float64), no kernel output."""
+        if self.sliced and self._all_reduce is None:
+            g = _host_array(self.grad_flat)
+            if g is not None:
+                total = 0.0
+                for lo in range(0, g.shape[0], NORM_BLOCK):
+                    b = g[lo:lo + NORM_BLOCK]
+                    total += float(np.dot(b, b))
+                return float(np.sqrt(total))
         return float(self._reduce_and_norm().asnumpy())
 
     def apply(self, lr: float, clip: float, grad_norm: float) -> None:
@@ -305,8 +329,6 @@ class AdamW:
         ``asnumpy`` copies (an accelerator's memory): on CPU a Tensor's ``asnumpy`` is its own
         memory, and compiled graphs read and write that memory (tests check both). ``asnumpy``
         waits for the kernels queued before it."""
-        if ms.get_context("device_target") != "CPU":
-            return None
         named = {"g": self.grad_flat, "m": self.m_flat, "v": self.v_flat}
         if self.master is not None:
             named["master"] = self.master
@@ -315,10 +337,10 @@ class AdamW:
                 named[f"p{i}"] = p
         out = {}
         for k, t in named.items():
-            a, b = t.asnumpy(), t.asnumpy()
-            if a.ctypes.data != b.ctypes.data or not a.flags.writeable:
+            a = _host_array(t)
+            if a is None:
                 return None                       # copies: the compiled slices instead
-            out[k] = a.reshape(-1)
+            out[k] = a
         return out
 
     def _apply_sliced(self, lr, coef, bc1, bc2_sqrt, host: Optional[bool] = None) -> None:
