@@ -19,8 +19,6 @@ from a Python loop, and nothing of one chunk outlives it::
            dh_c, dW_c = grad of sum(logp_c dL/dlogp_c [+ entropy_c dL/dentropy_c]
                                     [+ KL_c dL/dKL_c])
            dW += dW_c                                    (one (V, H) accumulator)
-       kept (below): dz_c = that gradient w.r.t. the kept z_c; dh_c = dz_c W,
-           dW += dz_c^T h_c
     5. decoder backward: grad of sum(h * dh) (+ the MoE load-balancing loss) w.r.t. the
        parameters, dW added to the head's (to the embedding's when tied), into the optimizer's
        accumulator                                       compiled
@@ -28,13 +26,22 @@ from a Python loop, and nothing of one chunk outlives it::
 Step 3 runs the step's own loss on the whole (B, T) scores: every policy loss and aggregation
 of ``rl_loss`` (sequence-level ratios, covariance picks), the SFT mean NLL, and the DPO / IPO /
 SimPO sequence sums and averages of ``preference_loss`` over the chosen and rejected rows
-stacked. The decoder runs twice (1 and 5). When every chunk's (c, V) float32 logits together
+stacked. The decoder runs twice (1 and 5). When all the scored tokens' (n, V) float32 logits
 fit half the head's budget (:func:`keeps_logits`, the torch head's test,
-:func:`mindrl.backends.chunking.recomputes_chunks`, on one copy per token), step 2 returns z_c
-too and step 4 differentiates the scores from the kept z_c and multiplies the result by W and
-h_c itself: the head's GEMM runs three times per token (forward, input and weight gradient).
-Otherwise step 4 runs each chunk's head again (four GEMMs), as a checkpointed backward does,
-and the head's memory stays one chunk's. Only the scored tokens (response mask 1) are chunked;
+:func:`mindrl.backends.chunking.recomputes_chunks`, on one copy per token), the head runs as
+three matrix products over all n rows at once, each one kernel call (n changes from step to
+step, so no compiled graph), and only the element-wise work goes in chunks::
+
+    2'. z = h_n W^T / temperature (n, V), kept; per chunk c (compiled): scores of z_c
+    4'. per chunk c (compiled): dz_c = the scores' gradient w.r.t. z_c, written over z_c
+        dh = dz W (n, H);  dW = dz^T h_n (V, H), passed to step 5 (no accumulator)
+
+so the head's GEMM runs three times per token (forward, input and weight gradient), as
+torch's does, with no chunk padding in the products and one (V, H) weight gradient written
+once. Otherwise steps 2 and 4 run each chunk's head (four GEMMs per token), as a checkpointed
+backward does, and the head's memory stays one chunk's. Chunks are
+:func:`balanced_chunk` long: as many as ``chunk`` needs, each the shortest multiple of 8 that
+holds them. Only the scored tokens (response mask 1) are chunked;
 padding rows and columns cost nothing.
 """
 
