@@ -23,8 +23,10 @@ Held for the whole run (per device):
 - rollout engine: vLLM on an accelerator reserves ``rollout.gpu_memory_utilization`` of the
   device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
   VLLM_CPU_KVCACHE_SPACE).
-- MindSpore's chunked RL head (``train.logprob_chunk_tokens``): the head weight's gradient
-  summed over the chunks, V h b (a parameter, held between steps).
+- MindSpore's chunked RL head (``train.logprob_chunk_tokens``) where it runs each chunk's head
+  again in the backward: the head weight's gradient summed over the chunks, V h b (a
+  parameter, held between steps). Where it keeps the logits its weight gradient is one product
+  handed to the decoder backward, no held buffer (measured: the fp32 case's peak fell 0.39 GB).
 - runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`; MindSpore on CPU: its
   compiled graphs and the memory pool they leave held, measured).
 - a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
@@ -629,10 +631,13 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         emb = ((1 if sparse else 2 if m.tied else 1)
                + (1 if s.accumulation and s.backend == "torch" else 0)) * m.vocab * m.hidden * gb
         parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
-    if s.backend == "mindspore" and chunked and trainable_head and not mf:
-        # the chunked step (RL, SFT, preference) adds each chunk's head-weight gradient into
-        # one (V, h) buffer that the decoder backward then adds to the head's (or the
-        # embedding's) gradient; the buffer is a parameter of the step, held between steps
+    if s.backend == "mindspore" and chunked and trainable_head and not mf and not kept:
+        # the chunked step (RL, SFT, preference) that recomputes its chunks adds each chunk's
+        # head-weight gradient into one (V, h) buffer that the decoder backward then adds to
+        # the head's (or the embedding's) gradient; the buffer is a parameter of the step, held
+        # between steps. With the logits kept the weight gradient is one product over all
+        # rows, an input of the decoder backward (no buffer; bench/memory_plan.py's fp32 case
+        # measured 6.31 GB, 0.39 GB under the run that held the buffer)
         parts.append(Part("chunked head's gradient accumulator", m.vocab * m.hidden * b, HELD,
                           "", "the head's weight gradient summed over the chunks"))
     # optimizer step temporaries (after the backward: activations are gone by then)
