@@ -6,7 +6,8 @@ state of :class:`mindrl.backends.mindspore.optim.AdamW` (gradient, two moments) 
 of ``--slice-mib`` MiB, then ``--repeats`` updates each way, alternating (the in-place host
 update first, the CPU default, or ``--compiled-first``): ``host`` updates the vectors' own
 memory in place with NumPy (``optim.host_adamw``), ``compiled`` runs each slice's arithmetic as
-one compiled call and writes its outputs back (the path where the vectors have no host memory). Per update: seconds, and the peak resident memory during it (VmHWM, reset
+one compiled call and writes its outputs back (the path where the vectors have no host memory).
+Per update: seconds, and the peak resident memory during it (VmHWM, reset
 just before) minus the resident memory before it, in float32 vector sizes (``--values`` x 4 B).
 The first call of each way is where the memory pool grows.
 
