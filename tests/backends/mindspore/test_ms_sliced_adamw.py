@@ -202,3 +202,32 @@ def test_sliced_update_in_place_matches_hand_computed_adamw(monkeypatch):
         return ops.reduce_sum(w.value())
 
     assert float(ms.jit(read)().asnumpy()) == pytest.approx(float(got[0] + got[1]), rel=1e-6)
+
+
+def test_host_update_of_pieces_longer_than_a_block_equals_the_whole_vector_update():
+    """Slices of 100K values: each piece runs in several host blocks (64K values, the last
+    one short); the bits are still the whole-vector compiled update's."""
+    from mindrl.backends.mindspore import optim
+
+    def opt(slice_bytes):
+        rng = np.random.default_rng(0)
+        ps = [Parameter(Tensor(rng.normal(size=(1000, 500)).astype(np.float32)), name="w"),
+              Parameter(Tensor(rng.normal(size=(7,)).astype(np.float32)), name="b")]
+        return AdamW(ps, weight_decay=0.1, slice_bytes=slice_bytes)
+
+    whole, sliced = opt(None), opt(4 * 400_000)
+    assert not whole.sliced and sliced.sliced
+    longest = max(b - a for _, _, pieces in sliced._slices for *_, a, b in pieces)
+    assert longest > optim.HOST_BLOCK and longest % optim.HOST_BLOCK
+    rng = np.random.default_rng(1)
+    n = whole.grad_flat.shape[0]
+    for step in range(2):
+        g = rng.normal(size=n).astype(np.float32) * (step + 1)
+        for o in (whole, sliced):
+            write_param(o.grad_flat, g)
+            o.apply(1e-2, 1.0, float(np.linalg.norm(g)))
+    for a, b in zip(whole.params, sliced.params):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    for name in ("m_flat", "v_flat", "grad_flat"):
+        np.testing.assert_array_equal(getattr(whole, name).asnumpy(),
+                                      getattr(sliced, name).asnumpy())
