@@ -26,7 +26,7 @@ Held for the whole run (per device):
 - MindSpore's chunked RL head (``train.logprob_chunk_tokens``) where it runs each chunk's head
   again in the backward: the head weight's gradient summed over the chunks, V h b (a
   parameter, held between steps). Where it keeps the logits its weight gradient is one product
-  handed to the decoder backward, no held buffer (measured: the fp32 case's peak fell 0.39 GB).
+  handed to the decoder backward, V h b during it, no held buffer.
 - runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`; MindSpore on CPU: its
   compiled graphs and the memory pool they leave held, measured).
 - a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
@@ -635,11 +635,16 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         # the chunked step (RL, SFT, preference) that recomputes its chunks adds each chunk's
         # head-weight gradient into one (V, h) buffer that the decoder backward then adds to
         # the head's (or the embedding's) gradient; the buffer is a parameter of the step, held
-        # between steps. With the logits kept the weight gradient is one product over all
-        # rows, an input of the decoder backward (no buffer; bench/memory_plan.py's fp32 case
-        # measured 6.31 GB, 0.39 GB under the run that held the buffer)
+        # between steps
         parts.append(Part("chunked head's gradient accumulator", m.vocab * m.hidden * b, HELD,
                           "", "the head's weight gradient summed over the chunks"))
+    elif s.backend == "mindspore" and chunked and trainable_head and not mf:
+        # with the logits kept the weight gradient is one product over all the scored rows, an
+        # input of the decoder backward: alive through it, freed after (bench/memory_plan.py's
+        # fp32 / fp32-recompute cases measured 6.31 / 6.49 GB, 0.39 / 0.40 GB under the runs
+        # that held the buffer)
+        parts.append(Part("chunked head's weight gradient", m.vocab * m.hidden * b, "bwd-end",
+                          "", "the kept logits' weight gradient, one product"))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.backend == "torch" and not s.fsdp and s.device in ("cpu", "cuda"):
         # torch's fused AdamW (mindrl.backends.torch.optim.fused_adamw: plain tensors on CPU

@@ -416,7 +416,8 @@ def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
     # backend=mindspore's chunked step (RL, SFT, preference) that runs each chunk's head again
     # (1,024 response tokens: their logits do not fit half the head's budget) sums the head
     # weight's gradient over the chunks in one (V, h) buffer held between steps; one that keeps
-    # the logits (256 tokens) has no buffer; on CPU its compiled graphs keep more than torch's
+    # the logits (256 tokens) has no buffer, its weight gradient is one product that lives
+    # through the decoder backward; on CPU its compiled graphs keep more than torch's
     # runtime (both measured at Qwen2.5-0.5B's width, bench/memory_plan.py)
     from mindrl.memory.plan import RUNTIME_GB, setup_from_config
 
@@ -436,6 +437,9 @@ def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
     assert parts["mindspore", "sft"]["chunked head's gradient accumulator"].bytes == acc.bytes
     assert "chunked head's gradient accumulator" not in parts["torch", "train"]
     assert "chunked head's gradient accumulator" not in parts["mindspore", "kept"]
+    kept = parts["mindspore", "kept"]["chunked head's weight gradient"]
+    assert kept.phase == "bwd-end" and kept.bytes == acc.bytes
+    assert "chunked head's weight gradient" not in parts["mindspore", "train"]
     assert any(p.startswith("log-prob head (44 tokens") and "kept" in p
                for p in parts["mindspore", "kept"])
     run = "runtime (allocator, kernels, context)"
