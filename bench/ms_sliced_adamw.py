@@ -1,9 +1,13 @@
-"""The MindSpore AdamW update slice by slice: compiled slices against eager ones, time and memory.
+"""The MindSpore AdamW update slice by slice: in place in host memory against compiled slices,
+time and memory.
 
 One process: ``--values`` float32 parameters in 20 matrices of 1,000 columns, the flat AdamW
 state of :class:`mindrl.backends.mindspore.optim.AdamW` (gradient, two moments) cut into slices
-of ``--slice-mib`` MiB, then ``--repeats`` updates each way, alternating (compiled first, or
-``--eager-first``). Per update: seconds, and the peak resident memory during it (VmHWM, reset
+of ``--slice-mib`` MiB, then ``--repeats`` updates each way, alternating (the in-place host
+update first, the CPU default, or ``--compiled-first``): ``host`` updates the vectors' own
+memory in place with NumPy (``optim.host_adamw``), ``compiled`` runs each slice's arithmetic as
+one compiled call and writes its outputs back (the path where the vectors have no host memory).
+Per update: seconds, and the peak resident memory during it (VmHWM, reset
 just before) minus the resident memory before it, in float32 vector sizes (``--values`` x 4 B).
 The first call of each way is where the memory pool grows.
 
@@ -38,7 +42,7 @@ def main() -> int:
     ap.add_argument("--values", type=int, default=100_000_000)
     ap.add_argument("--slice-mib", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--eager-first", action="store_true")
+    ap.add_argument("--compiled-first", action="store_true")
     ap.add_argument("--arithmetic", action="store_true",
                     help="also time the compiled slice arithmetic alone")
     a = ap.parse_args()
@@ -60,18 +64,18 @@ def main() -> int:
     lengths = sorted({hi - lo for lo, hi, _ in opt._slices})
     print(f"{n / 1e6:.0f}M float32 values, {len(opt._slices)} slices of up to "
           f"{lengths[-1] * 4 / 2 ** 20:.1f} MiB ({len(lengths)} lengths)")
-    order = (True, False) if a.eager_first else (False, True)
+    order = (False, True) if a.compiled_first else (True, False)
     for rep in range(a.repeats):
-        for eager in order:
+        for host in order:
             Path("/proc/self/clear_refs").write_text("5")
             before = _rss("VmRSS")
             t0 = time.perf_counter()
-            opt._apply_sliced(*adamw_scalars(rep + 1, 0.9, 0.999, 1e-3, 1.0, 0.5), eager=eager)
+            opt._apply_sliced(*adamw_scalars(rep + 1, 0.9, 0.999, 1e-3, 1.0, 0.5), host=host)
             float(ps[-1][0:1].asnumpy()[0, 0])    # wait for the last write
-            print(f"update {rep + 1} {'eager' if eager else 'compiled':8s} "
+            print(f"update {rep + 1} {'host' if host else 'compiled':8s} "
                   f"{time.perf_counter() - t0:6.2f} s   peak +{(_rss('VmHWM') - before) / (4 * n):.2f} "
                   "vectors", flush=True)
-            if a.arithmetic and not eager:
+            if a.arithmetic and not host:
                 x = Tensor(np.full(lengths[-1], 0.5, np.float32))
                 scalars = adamw_scalars(rep + 1, 0.9, 0.999, 1e-3, 1.0, 0.5)
                 t0 = time.perf_counter()

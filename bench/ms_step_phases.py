@@ -96,17 +96,27 @@ def main() -> int:
         return run
 
     stats, grads, to_rows = ch.make_stats_fn, ch.make_grad_fn, ch.TokenChunks.to_rows
-    kept_grads = ch.make_kept_grad_fn
+    kept_grads, post, real_rows = ch.make_kept_grad_fn, ch.make_post_fn, \
+        ch.TokenChunks.real_rows_to_rows
     ch.make_stats_fn = lambda *x, **k: labelled(stats(*x, **k), "head-fwd")
     ch.make_grad_fn = lambda *x, **k: labelled(grads(*x, **k), "head-bwd")
+    ch.make_post_fn = lambda *x, **k: labelled(post(*x, **k), "head-fwd")
     ch.make_kept_grad_fn = lambda *x, **k: labelled(kept_grads(*x, **k), "head-bwd")
+    ch.kept_logits = labelled(ch.kept_logits, "head-fwd")
+    ch.kept_head_grads = labelled(ch.kept_head_grads, "head-bwd")
 
     def rows_then(self, parts):            # after the chunks: the loss, or the decoder backward
         out = to_rows(self, parts)
         ph.set(ph.now.replace("head-fwd", "loss").replace("head-bwd", "decoder-bwd"))
         return out
 
+    def real_rows_then(self, x):           # the kept head's gradients, then the decoder backward
+        out = real_rows(self, x)
+        ph.set(ph.now.replace("head-bwd", "decoder-bwd"))
+        return out
+
     ch.TokenChunks.to_rows = rows_then
+    ch.TokenChunks.real_rows_to_rows = real_rows_then
     ch.KEEP_CHUNK_LOGITS = not a.recompute
     cfg = load_config(None, mp.overrides(Path(a.model_dir), a.case, "mindspore"))
     base = _rss()

@@ -23,8 +23,10 @@ Held for the whole run (per device):
 - rollout engine: vLLM on an accelerator reserves ``rollout.gpu_memory_utilization`` of the
   device for its weights and KV cache; vLLM on CPU holds N b plus its KV cache space (1 GiB, or
   VLLM_CPU_KVCACHE_SPACE).
-- MindSpore's chunked RL head (``train.logprob_chunk_tokens``): the head weight's gradient
-  summed over the chunks, V h b (a parameter, held between steps).
+- MindSpore's chunked RL head (``train.logprob_chunk_tokens``) where it runs each chunk's head
+  again in the backward: the head weight's gradient summed over the chunks, V h b (a
+  parameter, held between steps). Where it keeps the logits its weight gradient is one product
+  handed to the decoder backward, V h b during it, no held buffer.
 - runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`; MindSpore on CPU: its
   compiled graphs and the memory pool they leave held, measured).
 - a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
@@ -659,12 +661,20 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
             emb = 0.0
         if emb:
             parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
-    if s.backend == "mindspore" and chunked and trainable_head and not mf:
-        # the chunked step (RL, SFT, preference) adds each chunk's head-weight gradient into
-        # one (V, h) buffer that the decoder backward then adds to the head's (or the
-        # embedding's) gradient; the buffer is a parameter of the step, held between steps
+    if s.backend == "mindspore" and chunked and trainable_head and not mf and not kept:
+        # the chunked step (RL, SFT, preference) that recomputes its chunks adds each chunk's
+        # head-weight gradient into one (V, h) buffer that the decoder backward then adds to
+        # the head's (or the embedding's) gradient; the buffer is a parameter of the step, held
+        # between steps
         parts.append(Part("chunked head's gradient accumulator", m.vocab * m.hidden * b, HELD,
                           "", "the head's weight gradient summed over the chunks"))
+    elif s.backend == "mindspore" and chunked and trainable_head and not mf:
+        # with the logits kept the weight gradient is one product over all the scored rows, an
+        # input of the decoder backward: alive through it, freed after (bench/memory_plan.py's
+        # fp32 / fp32-recompute cases measured 6.31 / 6.49 GB, 0.39 / 0.40 GB under the runs
+        # that held the buffer)
+        parts.append(Part("chunked head's weight gradient", m.vocab * m.hidden * b, "bwd-end",
+                          "", "the kept logits' weight gradient, one product"))
     # optimizer step temporaries (after the backward: activations are gone by then)
     if s.backend == "torch" and not s.fsdp and s.device in ("cpu", "cuda"):
         # torch's fused AdamW (mindrl.backends.torch.optim.fused_adamw: plain tensors on CPU

@@ -19,8 +19,6 @@ from a Python loop, and nothing of one chunk outlives it::
            dh_c, dW_c = grad of sum(logp_c dL/dlogp_c [+ entropy_c dL/dentropy_c]
                                     [+ KL_c dL/dKL_c])
            dW += dW_c                                    (one (V, H) accumulator)
-       kept (below): dz_c = that gradient w.r.t. the kept z_c; dh_c = dz_c W,
-           dW += dz_c^T h_c
     5. decoder backward: grad of sum(h * dh) (+ the MoE load-balancing loss) w.r.t. the
        parameters, dW added to the head's (to the embedding's when tied), into the optimizer's
        accumulator                                       compiled
@@ -28,13 +26,22 @@ from a Python loop, and nothing of one chunk outlives it::
 Step 3 runs the step's own loss on the whole (B, T) scores: every policy loss and aggregation
 of ``rl_loss`` (sequence-level ratios, covariance picks), the SFT mean NLL, and the DPO / IPO /
 SimPO sequence sums and averages of ``preference_loss`` over the chosen and rejected rows
-stacked. The decoder runs twice (1 and 5). When every chunk's (c, V) float32 logits together
+stacked. The decoder runs twice (1 and 5). When all the scored tokens' (n, V) float32 logits
 fit half the head's budget (:func:`keeps_logits`, the torch head's test,
-:func:`mindrl.backends.chunking.recomputes_chunks`, on one copy per token), step 2 returns z_c
-too and step 4 differentiates the scores from the kept z_c and multiplies the result by W and
-h_c itself: the head's GEMM runs three times per token (forward, input and weight gradient).
-Otherwise step 4 runs each chunk's head again (four GEMMs), as a checkpointed backward does,
-and the head's memory stays one chunk's. Only the scored tokens (response mask 1) are chunked;
+:func:`mindrl.backends.chunking.recomputes_chunks`, on one copy per token), the head runs as
+three matrix products over all n rows at once, each one kernel call (n changes from step to
+step, so no compiled graph), and only the element-wise work goes in chunks::
+
+    2'. z = h_n W^T / temperature (n, V), kept; per chunk c (compiled): scores of z_c
+    4'. per chunk c (compiled): dz_c = the scores' gradient w.r.t. z_c, written over z_c
+        dh = dz W (n, H);  dW = dz^T h_n (V, H), passed to step 5 (no accumulator)
+
+so the head's GEMM runs three times per token (forward, input and weight gradient), as
+torch's does, with no chunk padding in the products and one (V, H) weight gradient written
+once. Otherwise steps 2 and 4 run each chunk's head (four GEMMs per token), as a checkpointed
+backward does, and the head's memory stays one chunk's. Chunks are
+:func:`balanced_chunk` long: as many as ``chunk`` needs, each the shortest multiple of 8 that
+holds them. Only the scored tokens (response mask 1) are chunked;
 padding rows and columns cost nothing.
 """
 
@@ -72,6 +79,22 @@ def head_weight(model) -> Parameter:
     return model.model.embed_tokens.weight if model.tied else model.lm_head.weight
 
 
+CHUNK_GRANULE = 8     # chunk lengths are multiples of this (bounds the compiled shapes)
+
+
+def balanced_chunk(n: int, chunk: int) -> int:
+    """The length of each of the ceil(n / ``chunk``) chunks of ``n`` scored tokens: the
+    shortest multiple of :data:`CHUNK_GRANULE` (at most ``chunk``) that holds them, so the
+    last chunk pads fewer than a granule per chunk instead of up to a whole chunk (192 tokens
+    in chunks of 44: 5 of 40, not 5 of 44). Every compiled chunk graph is one per length: at
+    most ``chunk`` / 8 + 1 lengths."""
+    if n <= 0:
+        return chunk
+    k = -(-n // chunk)
+    even = -(-n // k)
+    return min(chunk, -(-even // CHUNK_GRANULE) * CHUNK_GRANULE)
+
+
 class TokenChunks:
     """Where one micro-batch's scored tokens sit, in chunks of ``chunk``: ``idx`` (n_chunks *
     chunk,) rows of the flattened (B*T, H) hidden states (the tail padded with row 0),
@@ -82,8 +105,9 @@ class TokenChunks:
         B, T = mask.shape
         real = np.nonzero(mask.reshape(-1) > 0)[0].astype(np.int32)
         n = len(real)
-        self.chunk = chunk
+        self.n_real = n
         self.n_chunks = -(-n // chunk)
+        chunk = self.chunk = balanced_chunk(n, chunk)
         pad = self.n_chunks * chunk - n
         self.idx = np.concatenate([real, np.zeros(pad, np.int32)])
         self.targets = targets.reshape(-1)[self.idx].astype(np.int32)
@@ -91,6 +115,7 @@ class TokenChunks:
         back = np.full(B * T, self.n_chunks * chunk, np.int32)
         back[real] = np.arange(n, dtype=np.int32)
         self.back = Tensor(back)
+        self._back_real = np.minimum(back, n)           # rows of (n, ...) outputs, n: a zero
         self.shape = (B, T)
 
     def spans(self):
@@ -104,6 +129,11 @@ class TokenChunks:
     def per_chunk(self, values: np.ndarray, s: slice) -> Tensor:
         """(B, T) ``values`` at chunk ``s``'s tokens, 0 at its padding."""
         return Tensor((values.reshape(-1)[self.idx[s]] * self.valid[s]).astype(np.float32))
+
+    def real_rows_to_rows(self, x: Tensor) -> Tensor:
+        """(n, H) rows of the scored tokens (in order, no padding) back to (B*T, H), 0
+        elsewhere."""
+        return ops.gather(ops.concat((x, x[:1] * 0), 0), Tensor(self._back_real), 0)
 
     def to_rows(self, parts: List[Tensor]) -> Tensor:
         """The chunks' outputs ((c,) or (c, H) each) back to (B, T) or (B*T, H), 0 elsewhere."""
@@ -170,18 +200,16 @@ def make_scores(model, trunc, o, entropy: bool, teacher=None):
     return scores
 
 
-def make_stats_fn(model, trunc, o, entropy: bool, teacher=None, keep: bool = False):
+def make_stats_fn(model, trunc, o, entropy: bool, teacher=None):
     """Compiled ``fn(flat_h, t_flat_h, idx, tgt, inv_temp, inv_t_temp) -> ((c,) log p
-    [, (c,) entropy] [, (c,) KL] [, (1, c, V) tempered logits])`` of one chunk (no gradient;
-    :func:`make_scores`); the logits with ``keep`` (for :func:`make_kept_grad_fn`).
+    [, (c,) entropy] [, (c,) KL])`` of one chunk (no gradient; :func:`make_scores`).
     ``t_flat_h``: the teacher's (B*T, H_t) hidden states (unused without ``teacher``)."""
     post = make_logit_scores(trunc, o, entropy, teacher)
 
     def stats(flat_h, t_flat_h, idx, tgt, inv_temp, inv_t_temp):
         t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
         z = model.head(ops.gather(flat_h, idx, 0).expand_dims(0)) * inv_temp    # (1, c, V)
-        out = post(z, t_h_c, tgt, inv_t_temp)
-        return out + (z,) if keep else out
+        return post(z, t_h_c, tgt, inv_t_temp)
     return ms.jit(stats)
 
 
@@ -233,16 +261,25 @@ def make_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter], 
     return ms.jit(chunk_grad)
 
 
-def make_kept_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Parameter],
-                      teacher=None):
-    """Compiled ``fn(z, flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp)
-    -> (c, H)``: :func:`make_grad_fn`'s result from one chunk's kept (1, c, V) tempered logits
-    ``z`` (:func:`make_stats_fn` with ``keep``) without running the head again: dz = the
-    gradient of the scores w.r.t. z, through the temperature (and the head's cast back to its
-    weight's dtype), then dh = dz W and, into ``acc`` (None: a frozen head), dW = dz^T h."""
+def make_post_fn(trunc, o, entropy: bool, teacher=None):
+    """Compiled ``fn(z, t_flat_h, idx, tgt, inv_t_temp) -> ((c,) log p [, (c,) entropy]
+    [, (c,) KL])`` of one chunk's (1, c, V) tempered logits ``z`` (rows of the step's logits,
+    :func:`kept_logits`): :func:`make_stats_fn` after the head."""
+    post = make_logit_scores(trunc, o, entropy, teacher)
+
+    def stats(z, t_flat_h, idx, tgt, inv_t_temp):
+        t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
+        return post(z, t_h_c, tgt, inv_t_temp)
+    return ms.jit(stats)
+
+
+def make_kept_grad_fn(model, trunc, o, with_entropy: bool, teacher=None):
+    """Compiled ``fn(z, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp) ->
+    (c, V)``: the gradient dz of sum(logp g_logp [+ entropy g_ent] [+ KL g_kl]) over one
+    chunk w.r.t. the head's raw output (through the temperature), from the chunk's kept
+    (1, c, V) tempered logits ``z``, float32. :func:`kept_head_grads` turns every chunk's dz
+    into the hidden rows' and the weight's gradients."""
     post = make_logit_scores(trunc, o, with_entropy, teacher)
-    w = head_weight(model)
-    mm, mm_tn = ops.MatMul(), ops.MatMul(transpose_a=True)
     weighted = _weighted_sum(with_entropy, teacher is not None)
 
     def terms(z, t_h_c, tgt, g_logp, g_ent, g_kl, inv_t_temp):
@@ -250,28 +287,62 @@ def make_kept_grad_fn(model, trunc, o, with_entropy: bool, acc: Optional[Paramet
 
     grad = ms.grad(terms, 0)
 
-    def kept_grad(z, flat_h, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
+    def kept_grad(z, t_flat_h, idx, tgt, g_logp, g_ent, g_kl, inv_temp, inv_t_temp):
         t_h_c = ops.gather(t_flat_h, idx, 0) if teacher is not None else t_flat_h
         dz = grad(z, t_h_c, tgt, g_logp, g_ent, g_kl, inv_t_temp) * inv_temp    # (1, c, V)
-        dz = dz.reshape(z.shape[1], z.shape[2]).astype(w.dtype)
-        if acc is not None:
-            ops.assign_add(acc, mm_tn(dz, ops.gather(flat_h, idx, 0)))          # (V, H)
-        return mm(dz, w)                                                        # (c, H)
+        return dz.reshape(z.shape[1], z.shape[2])
     return ms.jit(kept_grad)
 
 
+def kept_logits(model, flat_h, layout: "TokenChunks", inv_temp) -> Tuple[Tensor, Tensor]:
+    """The scored tokens' hidden rows (n, H) and their tempered float32 logits (n, V): the
+    head's matrix product over all n rows at once, no padding (a kernel call, not a compiled
+    graph: n changes from step to step)."""
+    hs = ops.gather(flat_h, Tensor(layout.idx[:layout.n_real]), 0)
+    return hs, model.head(hs.expand_dims(0))[0] * inv_temp
+
+
+def chunk_of(z: Tensor, layout: "TokenChunks", s: slice) -> Tensor:
+    """(1, c, V): chunk ``s``'s rows of the (n, V) logits (or their gradient), the last
+    chunk's padding rows zeros."""
+    part = z[s.start:min(s.stop, layout.n_real)]
+    short = s.stop - s.start - int(part.shape[0])
+    if short:
+        part = ops.concat((part, ops.zeros((short, int(z.shape[1])), z.dtype)), 0)
+    return part.expand_dims(0)
+
+
+def kept_head_grads(w: Parameter, dz: Tensor, hs: Tensor, trainable: bool):
+    """From the (n, V) gradient of the raw logits ``dz`` (every chunk's, in place of the kept
+    logits) and the (n, H) hidden rows ``hs``: their gradient dz W (n, H) and the weight's dz^T
+    hs (V, H) (None when the head is frozen), each ONE matrix product over all n rows."""
+    dz = dz.astype(w.dtype)
+    d_h = ops.MatMul()(dz, w)
+    d_w = ops.MatMul(transpose_a=True)(dz, hs.astype(w.dtype)) if trainable else None
+    return d_h, d_w
+
+
 def chunk_scores(stats_fn, flat_h, t_flat_h, layout: TokenChunks, inv_temp, inv_t_temp,
-                 n_scores: int, kept: Optional[List[Tensor]] = None) -> List[Tensor]:
+                 n_scores: int) -> List[Tensor]:
     """The ``n_scores`` (B, T) scores of :func:`make_scores` (log-probs [, entropies]
-    [, KL]) of the scored tokens, chunk by chunk; 0 elsewhere. ``kept``: a list that receives
-    each chunk's logits (``stats_fn`` made with ``keep``)."""
+    [, KL]) of the scored tokens, chunk by chunk; 0 elsewhere."""
     parts: List[List[Tensor]] = [[] for _ in range(n_scores)]
     for s in layout.spans():
         out = stats_fn(flat_h, t_flat_h, *layout.inputs(s), inv_temp, inv_t_temp)
         for i in range(n_scores):
             parts[i].append(out[i])
-        if kept is not None:
-            kept.append(out[n_scores])
+    return [layout.to_rows(p) for p in parts]
+
+
+def kept_chunk_scores(post_fn, z, t_flat_h, layout: TokenChunks, inv_t_temp,
+                      n_scores: int) -> List[Tensor]:
+    """:func:`chunk_scores` from the step's kept (n, V) tempered logits ``z``
+    (:func:`kept_logits`), a chunk of rows at a time (``post_fn``: :func:`make_post_fn`)."""
+    parts: List[List[Tensor]] = [[] for _ in range(n_scores)]
+    for s in layout.spans():
+        out = post_fn(chunk_of(z, layout, s), t_flat_h, *layout.inputs(s), inv_t_temp)
+        for i in range(n_scores):
+            parts[i].append(out[i])
     return [layout.to_rows(p) for p in parts]
 
 
@@ -313,7 +384,8 @@ class ChunkedHeadMixin:
 
     def _head_grad_acc(self) -> Optional[Parameter]:
         """The (V, H) accumulator of the head weight's gradient over one micro-batch's chunks
-        (None when the head is frozen: LoRA)."""
+        where each chunk's head runs again in the backward (None when the head is frozen:
+        LoRA); made on first use (the step that keeps the logits has no accumulator)."""
         w = head_weight(self.model)
         if not any(p is w for p in self.params):
             return None
@@ -337,22 +409,22 @@ class ChunkedHeadMixin:
         compiled forward of the same inputs; ``aux_coef``: the MoE load-balancing loss
         through the decoder backward (``aux_w`` its weights, else unused)."""
         model, o = self.model, self.ops
-        acc = self._head_grad_acc()
+        w = head_weight(model)
+        trainable = any(p is w for p in self.params)
         hidden = make_hidden_fn(model, with_aux=bool(aux_coef))
         hidden_fn = ms.jit(hidden)
         teacher_fn = ms.jit(make_hidden_fn(teacher)) if teacher is not None else None
         stats_fn = make_stats_fn(model, trunc, o, entropy, teacher)
-        grad_fn = make_grad_fn(model, trunc, o, ent_grad, acc, teacher)
-        # the same with the chunks' logits kept for the backward (keeps_logits)
-        keep_stats_fn = make_stats_fn(model, trunc, o, entropy, teacher, keep=True)
-        kept_grad_fn = make_kept_grad_fn(model, trunc, o, ent_grad, acc, teacher)
+        recompute = {}                      # the recomputing gradient, made on first use
+        # with the logits kept for the backward (keeps_logits): the scores and dz per chunk
+        post_fn = make_post_fn(trunc, o, entropy, teacher)
+        kept_grad_fn = make_kept_grad_fn(model, trunc, o, ent_grad, teacher)
         vocab = model.spec.vocab_size
         temp, t_temp = Tensor(np.float32(inv_temp)), Tensor(np.float32(inv_t_temp))
         n_scores = 1 + int(entropy) + int(teacher is not None)
         accumulate = self.optimizer.accumulate_in_graph
         params = self.params
-        head_at = next((i for i, p in enumerate(params) if acc is not None
-                        and p is head_weight(model)), -1)
+        head_at = next((i for i, p in enumerate(params) if trainable and p is w), -1)
         compiled_loss = [ms.jit(loss_grads)]
 
         def surrogate(ids, pos, att, targets, g_h, aux_w):
@@ -365,53 +437,82 @@ class ChunkedHeadMixin:
         dec_grad = ms.grad(surrogate, None, params)
 
         @ms.jit
-        def backward(ids, pos, att, targets, g_h, aux_w):
+        def backward(ids, pos, att, targets, g_h, aux_w, g_w):
+            """The decoder backward into the accumulator, ``g_w`` (V, H) added to the head's
+            gradient (unused with a frozen head)."""
             grads = dec_grad(ids, pos, att, targets, g_h, aux_w)
             if head_at >= 0:
-                grads = grads[:head_at] + (grads[head_at] + acc.value(),) + \
-                    grads[head_at + 1:]
-                accumulate(grads)
-                ops.assign(acc, ops.zeros_like(acc))
-            else:
-                accumulate(grads)
+                grads = grads[:head_at] + (grads[head_at] + g_w,) + grads[head_at + 1:]
+            accumulate(grads)
             return g_h.sum()
 
-        def run(ids, pos, att, targets, mask, loss_args, aux_w):
-            layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
-            out = hidden_fn(ids, pos, att, targets)
-            flat_h, aux = (out[0], out[1]) if aux_coef else (out, None)
-            t_h = teacher_fn(ids, pos, att, targets) if teacher is not None else flat_h
-            kept = [] if keeps_logits(int(layout.valid.sum()), chunk, vocab) else None
-            self._head_kept = kept is not None
-            args = tuple(chunk_scores(keep_stats_fn if kept is not None else stats_fn, flat_h,
-                                      t_h, layout, temp, t_temp, n_scores, kept)) \
-                + tuple(loss_args)
+        def backward_from_acc(ids, pos, att, targets, g_h, aux_w):
+            """``backward`` with the recomputing chunks' accumulator, which it then clears."""
+            acc = recompute["acc"]
+            backward(ids, pos, att, targets, g_h, aux_w, acc if acc is not None else g_h[:1])
+            if acc is not None:
+                recompute["zero"](acc)
+
+        def recompute_fns():
+            if not recompute:
+                acc = self._head_grad_acc()
+                recompute.update(acc=acc, grad=make_grad_fn(model, trunc, o, ent_grad, acc,
+                                                            teacher))
+
+                def zero(a):
+                    ops.assign(a, ops.zeros_like(a))
+                    return ops.zeros((), ms.float32)
+                recompute["zero"] = ms.jit(zero)
+            return recompute
+
+        def loss_and_grads(args):
             try:
-                res = compiled_loss[0](*args)
+                return compiled_loss[0](*args)
             except (RuntimeError, TypeError, ValueError, KeyError) as err:
                 if compiled_loss[0] is loss_grads:
                     raise
                 log.warning("the loss does not compile into a MindSpore graph (%s); the chunked "
                             "step runs it in PyNative", str(err).strip().splitlines()[0][:300])
                 compiled_loss[0] = loss_grads
-                res = loss_grads(*args)
+                return loss_grads(*args)
+
+        def run(ids, pos, att, targets, mask, loss_args, aux_w):
+            layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
+            out = hidden_fn(ids, pos, att, targets)
+            flat_h, aux = (out[0], out[1]) if aux_coef else (out, None)
+            t_h = teacher_fn(ids, pos, att, targets) if teacher is not None else flat_h
+            kept = layout.n_real > 0 and keeps_logits(layout.n_real, chunk, vocab)
+            self._head_kept = kept
+            if kept:        # the head over all scored rows at once, its logits kept
+                hs, z = kept_logits(model, flat_h, layout, temp)
+                scores = kept_chunk_scores(post_fn, z, t_h, layout, t_temp, n_scores)
+            else:
+                scores = chunk_scores(stats_fn, flat_h, t_h, layout, temp, t_temp, n_scores)
+            res = loss_and_grads(tuple(scores) + tuple(loss_args))
             loss, metrics, g = res[0], res[1], [x.asnumpy() for x in res[2:]]
             g_ent = g[1] if entropy else None
             g_kl = g[-1] if teacher is not None else None
             parts = []
-            for i, s in enumerate(layout.spans()):
+            fns = recompute_fns() if not kept else None
+            for s in layout.spans():
                 g_lp = layout.per_chunk(g[0], s)
-                args = (flat_h, t_h, *layout.inputs(s), g_lp,
-                        layout.per_chunk(g_ent, s) if ent_grad else g_lp,
-                        layout.per_chunk(g_kl, s) if g_kl is not None else g_lp, temp, t_temp)
-                if kept is not None:
-                    z, kept[i] = kept[i], None          # freed once its gradient is taken
-                    parts.append(kept_grad_fn(z, *args))
-                    del z
+                grads = (g_lp, layout.per_chunk(g_ent, s) if ent_grad else g_lp,
+                         layout.per_chunk(g_kl, s) if g_kl is not None else g_lp, temp, t_temp)
+                if kept:    # dz of the chunk's rows, written over their logits (in place)
+                    dz = kept_grad_fn(chunk_of(z, layout, s), t_h, *layout.inputs(s), *grads)
+                    n = min(s.stop, layout.n_real) - s.start
+                    z[s.start:s.start + n] = dz[:n] if n < int(dz.shape[0]) else dz
                 else:
-                    parts.append(grad_fn(*args))
-            g_h = layout.to_rows(parts) if parts else ops.zeros_like(flat_h)
-            backward(ids, pos, att, targets, g_h, aux_w)
+                    parts.append(fns["grad"](flat_h, t_h, *layout.inputs(s), *grads))
+            if kept:
+                d_h, d_w = kept_head_grads(w, z, hs, trainable)
+                del z
+                g_h = layout.real_rows_to_rows(d_h)
+                backward(ids, pos, att, targets, g_h, aux_w, d_w if d_w is not None
+                         else g_h[:1])
+            else:
+                g_h = layout.to_rows(parts) if parts else ops.zeros_like(flat_h)
+                backward_from_acc(ids, pos, att, targets, g_h, aux_w)
             if aux_coef:        # the loss as the fused step reports it (moe/aux_loss: pre-pass)
                 loss = loss + aux_coef * (aux * aux_w).sum()
             return loss, tuple(ops.stop_gradient(v) for v in metrics)

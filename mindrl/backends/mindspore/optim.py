@@ -37,14 +37,18 @@ with one host sync (see ``MindSporeBackend.train_step``).
 
 Sliced update: on CPU the compiled whole-vector update keeps its element-wise temporaries
 (measured: ~3 extra float32 vectors at 100M parameters, over 11 at 166M). A flat vector above
-``SLICE_BYTES`` is therefore updated slice by slice (``sliced``; slices cut at whole rows of the
-parameters, ``slice_plan``), after the compiled step rather than inside it: each slice's
-arithmetic is one compiled call (``adamw_math`` with the whole-vector graph's float32 constants,
-so the same bits), one graph for every slice (shorter slices padded to its length: each compiled
-length holds a few slices of pool memory), about one vector of pool growth on the first update
-only.
-The global gradient norm stays one compiled whole-vector call: on CPU it adds about a tenth of
-a vector (measured at 25M values), so slicing it saves nothing.
+``SLICE_BYTES`` is therefore updated after the compiled step rather than inside it. On CPU
+(``host_views``: a Tensor's ``asnumpy`` is its own memory there, and compiled graphs see what is
+written into it) the update runs in place in that memory with NumPy (``host_adamw``): the
+graph's float32 operations in its order, so the same bits, block by block in the cache, with
+no kernel outputs and no write-back (measured at 40M values: 0.14-0.20 s against 1.1-1.8 s for
+the compiled slices, bench/ms_sliced_adamw.py; MindSpore's fused ``ops.AdamWeightDecay``
+kernel, 0.3-0.4 s, has no bias correction and needs the clip as another pass). The gradient
+norm of a sliced vector on one process is summed there too. Where ``asnumpy`` copies (an
+accelerator), each slice of at most a quarter of ``SLICE_BYTES`` (cut at whole rows of the
+parameters, ``slice_plan``) is one compiled call (``adamw_math`` with the whole-vector graph's
+float32 constants), one graph for every slice (shorter slices padded to its length), written
+back into the flat vectors and the parameters.
 """
 
 from __future__ import annotations
@@ -84,6 +88,57 @@ def adamw_scalars(t: int, b1: float, b2: float, lr: float, clip: float, grad_nor
     coef = min(1.0, clip / (grad_norm + 1e-6)) if clip > 0 else 1.0
     f = lambda x: Tensor(np.float32(x))  # noqa: E731
     return f(lr), f(coef), f(1.0 - b1 ** t), f(np.sqrt(1.0 - b2 ** t))
+
+
+# values per block of the host update: its two scratch rows and the block's four vectors
+# stay in the core's cache between the block's dozen operations
+HOST_BLOCK = 1 << 16
+
+
+def host_adamw(g, m, v, p, scratch, coef, b1, omb1, b2, omb2, bc2_sqrt, eps, lr_bc1, decay):
+    """``adamw_math`` in place on float32 NumPy vectors: ``m``, ``v`` and ``p`` become the new
+    moments and weights, ``g`` (the summed gradient) becomes zeros. The scalars are float32:
+    ``omb1`` = 1 - b1, ``omb2`` = 1 - b2, ``lr_bc1`` = lr / (1 - b1^t), ``decay`` = 1 - lr wd,
+    each as the compiled graph computes it. Every operation is the graph's, on the same float32
+    operands in the same order, so the bits are the graph's; block by block (``scratch``: (2,
+    ``HOST_BLOCK``) float32), so each value is read from memory and written back once instead
+    of once per operation, and no operation allocates."""
+    n = g.shape[0]
+    for lo in range(0, n, HOST_BLOCK):
+        hi = min(n, lo + HOST_BLOCK)
+        gb, mb, vb, pb = g[lo:hi], m[lo:hi], v[lo:hi], p[lo:hi]
+        t, u = scratch[0, :hi - lo], scratch[1, :hi - lo]
+        if coef != 1.0:
+            gb *= coef                                  # g <- g coef
+        mb *= b1                                        # m <- m b1 + g (1 - b1)
+        np.multiply(gb, omb1, out=t)
+        mb += t
+        vb *= b2                                        # v <- v b2 + g g (1 - b2)
+        np.multiply(gb, gb, out=t)
+        t *= omb2
+        vb += t
+        np.sqrt(vb, out=t)                              # sqrt(v) / bc2 + eps
+        t /= bc2_sqrt
+        t += eps
+        np.multiply(mb, lr_bc1, out=u)                  # (lr / bc1) m / that
+        u /= t
+        pb *= decay                                     # p <- p (1 - lr wd) - that
+        pb -= u
+        gb[...] = 0.0
+
+
+NORM_BLOCK = 1 << 20    # values per dot product of the host gradient norm
+
+
+def _host_array(t) -> Optional[np.ndarray]:
+    """A flat NumPy array over ``t``'s own memory (CPU: ``asnumpy`` does not copy, and waits for
+    the kernels queued before it), or None where ``asnumpy`` returns a copy."""
+    if ms.get_context("device_target") != "CPU":
+        return None
+    a, b = t.asnumpy(), t.asnumpy()
+    if a.ctypes.data != b.ctypes.data or not a.flags.writeable:
+        return None
+    return a.reshape(-1)
 
 
 SLICE_BYTES = 64 << 20   # float32 bytes of one slice of the sliced update (large models)
@@ -250,7 +305,17 @@ class AdamW:
         self._add(tuple(grads))
 
     def grad_norm(self) -> float:
-        """All-reduce (when data parallel) the accumulated gradients; their global L2 norm."""
+        """All-reduce (when data parallel) the accumulated gradients; their global L2 norm.
+        A sliced vector on one process: summed on the host in its own memory (float32 dot
+        products of 1M-value blocks, added in float64), no kernel output."""
+        if self.sliced and self._all_reduce is None:
+            g = _host_array(self.grad_flat)
+            if g is not None:
+                total = 0.0
+                for lo in range(0, g.shape[0], NORM_BLOCK):
+                    b = g[lo:lo + NORM_BLOCK]
+                    total += float(np.dot(b, b))
+                return float(np.sqrt(total))
         return float(self._reduce_and_norm().asnumpy())
 
     def apply(self, lr: float, clip: float, grad_norm: float) -> None:
@@ -262,11 +327,80 @@ class AdamW:
             self._update(*scalars)
         self.step += 1
 
-    def _apply_sliced(self, lr, coef, bc1, bc2_sqrt, eager: bool = False) -> None:
-        """The update of ``_update`` one slice at a time (``slice_plan``): each slice's AdamW
-        arithmetic (compiled, ``_slice_update``; ``eager``: in PyNative, ``_slice_math``: the
-        same kernels and constants, so the same bits) and its write-back into the flat vectors
-        and the parameters' rows (in place: compiled steps see it)."""
+    def host_views(self) -> Optional[Dict[str, np.ndarray]]:
+        """NumPy arrays over the storage of the flat float32 vectors (gradient accumulator,
+        moments, masters) and of the float32 parameters (``p<i>``, flat), or None where
+        ``asnumpy`` copies (an accelerator's memory): on CPU a Tensor's ``asnumpy`` is its own
+        memory, and compiled graphs read and write that memory (tests check both). ``asnumpy``
+        waits for the kernels queued before it."""
+        named = {"g": self.grad_flat, "m": self.m_flat, "v": self.v_flat}
+        if self.master is not None:
+            named["master"] = self.master
+        for i, p in enumerate(self.params):
+            if p.dtype == ms.float32:
+                named[f"p{i}"] = p
+        out = {}
+        for k, t in named.items():
+            a = _host_array(t)
+            if a is None:
+                return None                       # copies: the compiled slices instead
+            out[k] = a
+        return out
+
+    def _apply_sliced(self, lr, coef, bc1, bc2_sqrt, host: Optional[bool] = None) -> None:
+        """The update of ``_update`` one slice at a time (``slice_plan``). On CPU (``host``
+        None or True) in place in the vectors' own memory (``host_adamw``): no kernel output,
+        no write-back, the gradient zeroed in the same pass; low-precision parameters then get
+        their slices' masters rounded. Elsewhere (or ``host=False``) each slice's arithmetic is
+        one compiled call (``_slice_update``), written back into the flat vectors and the
+        parameters' rows. Both are the whole-vector graph's float32 operations in its order:
+        the same bits."""
+        views = self.host_views() if host is not False else None
+        if host and views is None:
+            raise RuntimeError("AdamW: the flat vectors have no host memory to update in place")
+        if views is None:
+            return self._apply_sliced_compiled(lr, coef, bc1, bc2_sqrt)
+        k = self._host_constants(lr, coef, bc1, bc2_sqrt)
+        scratch = getattr(self, "_scratch", None)
+        if scratch is None:
+            scratch = self._scratch = np.empty((2, HOST_BLOCK), np.float32)
+        g, m, v = views["g"], views["m"], views["v"]
+        for lo, hi, pieces in self._slices:
+            for i, r0, r1, a, b in pieces:
+                s0, s1 = lo + a, lo + b
+                if self.master is not None:
+                    p32 = views["master"][s0:s1]
+                else:
+                    row = self.sizes[i] // (self.shapes[i][0] if len(self.shapes[i]) else 1)
+                    p32 = views[f"p{i}"][r0 * row:r1 * row]
+                host_adamw(g[s0:s1], m[s0:s1], v[s0:s1], p32, scratch, *k)
+            if self.master is not None:             # the rounded masters into the parameters
+                for i, r0, r1, a, b in pieces:
+                    p = self.params[i]
+                    # shaped in NumPy: ``reshape`` of a Tensor made from a NumPy array
+                    # fails here (MindSpore 2.10 with NumPy 2)
+                    rows = views["master"][lo + a:lo + b].reshape(
+                        (r1 - r0,) + self.shapes[i][1:] if len(self.shapes[i]) else ())
+                    piece = Tensor(rows).astype(p.dtype)
+                    if len(self.shapes[i]):
+                        p[r0:r1] = piece
+                    else:
+                        ops.assign(p, piece)
+
+    def _host_constants(self, lr, coef, bc1, bc2_sqrt):
+        """``host_adamw``'s float32 scalars, each computed as the compiled graph computes it
+        (float32 operations on float32 operands)."""
+        f = np.float32
+        lr, coef, bc1, bc2 = (f(x.asnumpy()) for x in (lr, coef, bc1, bc2_sqrt))
+        b1, b2, eps, wd = f(self.b1), f(self.b2), f(self.eps), f(self.wd)
+        return (coef, b1, f(1.0) - b1, b2, f(1.0) - b2, bc2, eps, lr / bc1,
+                f(1.0) - lr * wd)
+
+    def _apply_sliced_compiled(self, lr, coef, bc1, bc2_sqrt) -> None:
+        """The sliced update through compiled slice graphs (``_apply_sliced`` where the
+        vectors have no host memory): each slice's AdamW arithmetic (``_slice_update``) and
+        its write-back into the flat vectors and the parameters' rows (in place: compiled
+        steps see it)."""
         f32 = ms.float32
         width = max(hi - lo for lo, hi, _ in self._slices)
         zeros = getattr(self, "_zero_slice", None)    # read only: pads, and clears the slices
@@ -274,8 +408,6 @@ class AdamW:
             zeros = self._zero_slice = Tensor(np.zeros(int(width), np.float32))
 
         def math_fn(g, m, v, p32, *scalars):
-            if eager:
-                return self._slice_math(g, m, v, p32, *scalars)
             n = int(g.shape[0])
             if n == width:
                 return self._slice_update(g, m, v, p32, *scalars)
@@ -313,15 +445,6 @@ class AdamW:
                 else:
                     ops.assign(p, piece.reshape(()))
             self.grad_flat[lo:hi] = zeros if n == width else zeros[:n]
-
-    def _slice_math(self, g, m, v, p32, lr, coef, bc1, bc2_sqrt):
-        """``adamw_math`` in PyNative with the hyper-parameters as float32 tensors, so its
-        constants (1 - b1, 1 - lr wd, ...) are float32 as a compiled graph folds them and the
-        bits match the compiled update (Python floats would make PyNative use doubles). The
-        reference the compiled ``_slice_update`` is tested against."""
-        f = lambda x: Tensor(np.float32(x))  # noqa: E731
-        return adamw_math(g, m, v, p32, lr, coef, bc1, bc2_sqrt, f(self.b1), f(self.b2),
-                          f(self.eps), f(self.wd))
 
     def _rows(self, i: int, r0: int, r1: int):
         p = self.params[i]

@@ -142,12 +142,42 @@ def test_chunked_rl_step_keeps_the_chunks_logits_when_they_fit(tiny_dir, monkeyp
     _set_chunk(be, 7)
     got = _step(be, mbs, norm)
     assert be._head_kept and calls == {"recompute": 0, "kept": chunks}
+    # the kept logits' weight gradient is one product passed to the decoder backward: no
+    # (V, H) accumulator is made
+    assert getattr(be, "_head_acc", None) is None
     _assert_same(got, want)
     assert max(float(np.abs(g).max()) for g in want[1].values()) > 1e-3
     monkeypatch.setattr(ch, "MINDSPORE_KEPT_COPIES", 10 ** 6)
     got = _step(be, mbs, norm)
     assert not be._head_kept and calls == {"recompute": chunks, "kept": chunks}
     _assert_same(got, want)
+
+
+def test_chunks_are_balanced_multiples_of_eight():
+    # as many chunks as the chunk length needs, each the shortest multiple of 8 that holds the
+    # tokens: 192 scored tokens in chunks of up to 44 are 5 of 40 (8 padding rows, not 28)
+    from mindrl.backends.mindspore.chunked_head import TokenChunks, balanced_chunk
+
+    assert [balanced_chunk(n, 44) for n in (192, 44, 45, 88, 89, 1, 0)] == \
+        [40, 44, 24, 44, 32, 8, 44]
+    for n in range(1, 400):
+        c = balanced_chunk(n, 44)
+        k = -(-n // 44)
+        assert c % 8 == 0 or c == 44
+        assert c <= 44 and k * c >= n and k * c - n < 8 * k
+    mask = np.zeros((4, 64), np.float32)
+    mask[:, 16:] = 1.0
+    targets = np.arange(256).reshape(4, 64) % 97
+    layout = TokenChunks(mask, targets, 44)
+    assert (layout.n_chunks, layout.chunk, layout.n_real) == (5, 40, 192)
+    assert layout.idx.shape == (200,) and layout.valid.sum() == 192
+    np.testing.assert_array_equal(layout.targets[:192], targets[:, 16:].reshape(-1))
+    rows = np.arange(192 * 3, dtype=np.float32).reshape(192, 3)
+    from mindspore import Tensor
+
+    back = layout.real_rows_to_rows(Tensor(rows)).asnumpy().reshape(4, 64, 3)
+    np.testing.assert_array_equal(back[:, 16:].reshape(192, 3), rows)
+    assert not back[:, :16].any()
 
 
 def test_no_chunk_when_tokens_fit_one_or_setting_is_off(tiny_dir):
