@@ -25,6 +25,7 @@ micro-batch (a micro-batch of short responses no longer pays for the batch's lon
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 
@@ -79,18 +80,21 @@ def pack(batch: TokenBatch, device) -> Packed:
                   (B, T), tuple(lengths))
 
 
-def forward_inputs(model, packed: Packed) -> dict:
-    """The model's inputs for a packed row. With SDPA attention each sequence attends within
-    its own slice (:mod:`mindrl.backends.torch.segment_attention`: no N x N mask, sum_i n_i^2
-    scores instead of N^2); otherwise no mask, and transformers derives the block-diagonal
-    causal mask from the restarting position ids."""
+@contextlib.contextmanager
+def forward_inputs(model, packed: Packed):
+    """The model's inputs for a packed row, for a call inside the context. With SDPA attention
+    each sequence attends within its own slice (:mod:`mindrl.backends.torch.segment_attention`:
+    no N x N mask, sum_i n_i^2 scores instead of N^2); otherwise no mask, and transformers
+    derives the block-diagonal causal mask from the restarting position ids."""
     from mindrl.backends.torch import segment_attention as sa
 
     kw = {"input_ids": packed.input_ids, "position_ids": packed.position_ids,
           "attention_mask": None}
     if packed.lengths and sa.use_segment_attention(model):
-        kw.update(sa.packed_kwargs(model, packed.lengths))
-    return kw
+        with sa.segments(packed.lengths) as extra:
+            yield {**kw, **extra}
+    else:
+        yield kw
 
 
 def packed_logits(model, packed: Packed, temperature: float, hidden=None,
@@ -99,14 +103,12 @@ def packed_logits(model, packed: Packed, temperature: float, hidden=None,
     row, each sequence attending within itself: :func:`forward_inputs`).
     ``hidden``: the model's head; then the (N, H) final hidden states, the head bypassed.
     ``backend``: keeps the MoE load-balancing term of a training forward of its policy."""
-    import contextlib
-
     from mindrl.backends.torch.chunked_head import head_bypassed
 
     extra = backend._moe_forward_kwargs(model) if backend is not None else {}
-    with head_bypassed(hidden) if hidden is not None else contextlib.nullcontext():
-        out = model(**forward_inputs(model, packed), use_cache=False,
-                    logits_to_keep=packed.keep, **extra)
+    with head_bypassed(hidden) if hidden is not None else contextlib.nullcontext(), \
+            forward_inputs(model, packed) as inputs:
+        out = model(**inputs, use_cache=False, logits_to_keep=packed.keep, **extra)
     if extra:
         backend._keep_balance_term(out, None)
     if hidden is not None:

@@ -7,20 +7,42 @@ then masked) and an N x N mask built per forward, where the sequences need sum_i
 For B equal rows that is 2B times the work, and it grows with the square of the micro-batch's
 tokens, not of each sequence's length.
 
-Here the packed forward passes the sequences' lengths (``SEGMENTS_KWARG``, Python ints) and a
-precomputed mask mapping of ``None`` (no mask is built); the attention function registered as
-``ATTENTION`` runs SDPA causally on each sequence's slice and concatenates the outputs. Without
-the lengths it is transformers' SDPA unchanged (its mask builder too), so the model's other
-forwards (padded scoring, generation) are untouched. The lengths travel with the forward's
-keyword arguments, so a gradient-checkpointed layer recomputes with them.
+Here the packed forward runs inside :func:`segments`: the mask builder registered with
+``ATTENTION`` returns no mask, and the forward passes the sequences' lengths
+(``SEGMENTS_KWARG``, Python ints), which transformers hands on to the attention function; that
+function runs SDPA causally on each sequence's slice and concatenates the outputs. Outside
+:func:`segments` both are transformers' SDPA and mask unchanged, so the model's other forwards
+(padded scoring, generation) are untouched. The lengths travel with the forward's keyword
+arguments, so a gradient-checkpointed layer recomputes with them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from typing import Sequence
 
 ATTENTION = "mindrl_segment_sdpa"
 SEGMENTS_KWARG = "mindrl_segments"
+_PACKED = contextvars.ContextVar("mindrl_packed_forward", default=False)
+
+
+def segment_mask(*args, **kwargs):
+    """The mask builder of :data:`ATTENTION`: none inside :func:`segments`, else SDPA's."""
+    from transformers.masking_utils import sdpa_mask
+
+    return None if _PACKED.get() else sdpa_mask(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def segments(lengths: Sequence[int]):
+    """A packed forward of sequences of ``lengths``: yields the keyword arguments to add to the
+    model's call; no mask is built while it is open."""
+    token = _PACKED.set(True)
+    try:
+        yield {SEGMENTS_KWARG: tuple(int(n) for n in lengths)}
+    finally:
+        _PACKED.reset(token)
 
 
 def segment_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0,
@@ -32,6 +54,9 @@ def segment_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     lengths = kwargs.pop(SEGMENTS_KWARG, None)
+    if lengths is None and _PACKED.get():
+        raise RuntimeError(f"a packed forward reached attention without {SEGMENTS_KWARG} (a "
+                           "model that does not pass its keyword arguments on to attention)")
     if lengths is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask,
                                       dropout=dropout, scaling=scaling, **kwargs)
@@ -56,7 +81,7 @@ def use_segment_attention(model) -> bool:
     True when it runs it (already or now), False for another attention (eager, flash-attention:
     those keep transformers' packed handling) or a model with sliding-window layers."""
     from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    from transformers.masking_utils import AttentionMaskInterface
 
     impl = getattr(model.config, "_attn_implementation", None)
     if impl == ATTENTION:
@@ -65,14 +90,6 @@ def use_segment_attention(model) -> bool:
                                                  or ()):
         return False                # sliding windows: transformers' mask builder keeps them
     AttentionInterface.register(ATTENTION, segment_sdpa)
-    AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+    AttentionMaskInterface.register(ATTENTION, segment_mask)
     model.set_attn_implementation(ATTENTION)
     return model.config._attn_implementation == ATTENTION
-
-
-def packed_kwargs(model, lengths: Sequence[int]) -> dict:
-    """The forward's keyword arguments for a packed row of sequences of ``lengths``: the
-    lengths, and ``None`` as the precomputed mask of every layer type (no mask is built)."""
-    types = set(getattr(model.config, "layer_types", None) or ()) | {"full_attention"}
-    return {"attention_mask": {t: None for t in types},
-            SEGMENTS_KWARG: tuple(int(n) for n in lengths)}
