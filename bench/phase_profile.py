@@ -99,6 +99,8 @@ def torch_op_shares(prof) -> Dict[str, Dict[str, float]]:
         group = phase = None
         e = ev
         while e is not None:
+            if group is None and "scaled_dot_product" in e.name:    # SDPA, however reached
+                group = "attention core"
             if e.name.startswith(_LABEL):
                 lab = e.name[len(_LABEL):]
                 if lab.startswith("phase "):
@@ -122,6 +124,9 @@ def torch_op_shares(prof) -> Dict[str, Dict[str, float]]:
         if group is None:                       # a backward op: the group of its forward op
             e = ev
             while e is not None:
+                if "ScaledDotProduct" in e.name:
+                    group = "attention core"
+                    break
                 if e.name.startswith("autograd::engine::evaluate_function"):
                     group = group_of_seq.get(getattr(e, "sequence_nr", -1))
                     break
@@ -140,7 +145,7 @@ def profile_torch_step(run_step):
     return result, torch_op_shares(prof)
 
 
-def time_mindspore_decode(trainer, slots, rows: int = 8, repeats: int = 30) -> Dict[int, float]:
+def time_mindspore_decode(trainer, slots, rows: int = 8, repeats: int = 200) -> Dict[int, float]:
     """{slots: median ms of one compiled decode step of ``rows`` rows over a cache of ``slots``
     slots} (the sampler's own graph, its cache half written)."""
     import numpy as np
@@ -150,7 +155,7 @@ def time_mindspore_decode(trainer, slots, rows: int = 8, repeats: int = 30) -> D
     spec = sampler.model.spec
     Nq, Nk, D = spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim
     dt = sampler.model.compute_dtype
-    out = {}
+    calls = {}
     for S in slots:
         cache = sampler._ready(rows, S)
         ids = np.zeros(rows, np.int32)
@@ -167,13 +172,42 @@ def time_mindspore_decode(trainer, slots, rows: int = 8, repeats: int = 30) -> D
                 Tensor(idx))
         for _ in range(3):                                  # compile, warm up
             cache.decode(*args).asnumpy()
-        times = []
-        for _ in range(repeats):
+        calls[S] = (cache.decode, args)
+    times = {S: [] for S in slots}
+    for _ in range(repeats):             # the sizes interleaved: load drift hits all alike
+        for S, (fn, args) in calls.items():
             t0 = time.perf_counter()
-            cache.decode(*args).asnumpy()
-            times.append(time.perf_counter() - t0)
-        out[S] = 1e3 * sorted(times)[len(times) // 2]
-    return out
+            fn(*args).asnumpy()
+            times[S].append(time.perf_counter() - t0)
+    return {S: 1e3 * _median(t) for S, t in times.items()}
+
+
+def time_torch_decode(model, prompt_len: int, rows: int, lengths) -> Dict[int, float]:
+    """{context: median process-CPU ms of one decode step of ``rows`` rows (the native engine's
+    loop, :func:`mindrl.rollout.torch_decode.decode`) over the 32 steps before the cache holds
+    ``context`` = prompt + length tokens}, for each of ``lengths``, from one call that decodes
+    the longest (no stop token)."""
+    import torch
+
+    from mindrl.rollout.torch_decode import decode
+
+    stamps = []
+    old = getattr(model, "mindrl_logits_hook", None)
+
+    def hook(_rows):
+        def step(_ids, _t, logits):
+            stamps.append(time.process_time())
+            return logits
+        return step
+
+    model.mindrl_logits_hook = hook
+    try:
+        with torch.inference_mode():
+            decode(model, [[5] * prompt_len] * (rows // 4), 4, max(lengths), [], 0, 1.0)
+    finally:
+        model.mindrl_logits_hook = old
+    ms = [1e3 * (b - a) for a, b in zip(stamps, stamps[1:])]
+    return {prompt_len + L: _median(ms[max(0, L - 33):L - 1]) for L in lengths}
 
 
 def flops(layers: int, heads: int, head_dim: int, matmul_params: int, rows: int, prompt: int,
@@ -266,9 +300,9 @@ def render_breakdown(results, prompts: int) -> str:
              "generation and the update (torch: profiled operator shares of each phase; "
              "MindSpore: generation only, from the compiled decode step's cost per cache "
              "slot); rest = step minus that attention; FLOP shares analytic.", "",
-             "| backend | length | ms per 1k tokens | generation | update fwd/bwd | optimizer "
-             "| scoring/other | attention in generation | attention in update | rest, ms "
-             "per 1k tokens | attention FLOP share gen / update |",
+             "| backend | length | ms per 1k tokens (CPU) | generation | update fwd/bwd | "
+             "optimizer | scoring/other | attention in generation | attention in update | "
+             "rest, ms per 1k tokens (CPU) | attention FLOP share gen / update |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     verdicts = []
     for backend in dict.fromkeys(r["backend"] for r in results):
@@ -283,7 +317,9 @@ def render_breakdown(results, prompts: int) -> str:
             e = attention_estimates(r, prompts, fit)
             k1 = r["tokens"] / 1e3
             att = e.get("generation attention", 0.0) + e.get("update attention", 0.0)
-            rest.append((r["length"], 1e3 * (e["step"] - att) / k1, 1e3 * e["step"] / k1))
+            cpu = r.get("cpu_s", e["step"]) / e["step"]        # CPU seconds per wall second
+            rest.append((r["length"], 1e3 * (e["step"] - att) / k1, 1e3 * e["step"] / k1,
+                         1e3 * cpu * (e["step"] - att) / k1, 1e3 * cpu * e["step"] / k1))
             rows = r["tokens"] // r["length"]
             P = r.get("prompt_len", 0)
             slots = None
@@ -303,20 +339,31 @@ def render_breakdown(results, prompts: int) -> str:
             ga = e.get("generation attention")
             ua = e.get("update attention")
             lines.append(
-                f"| {backend} | {r['length']} | {1e3 * e['step'] / k1:.0f} | {cell('generation')} "
+                f"| {backend} | {r['length']} | {rest[-1][2]:.0f} ({rest[-1][4]:.0f}) | "
+                f"{cell('generation')} "
                 f"| {cell('update fwd/bwd')} | {cell('optimizer')} | {cell('scoring/other')} | "
                 + (f"{ga:.3f} ({100 * ga / max(e['generation'], 1e-9):.0f}% of it)"
                    if ga is not None else "-") + " | "
                 + (f"{ua:.3f} ({100 * ua / max(e['update fwd/bwd'] + e['optimizer'], 1e-9):.0f}"
                    "% of it)" if ua is not None else "not split") + " | "
-                f"{rest[-1][1]:.0f} | {100 * fg:.0f}% / {100 * fu:.0f}% |")
+                f"{rest[-1][1]:.0f} ({rest[-1][3]:.0f}) | {100 * fg:.0f}% / {100 * fu:.0f}% |")
         if len(rest) > 1:
             verdicts.append(
                 f"- {backend}: ms per 1k response tokens {rest[0][2]:.0f} -> {rest[-1][2]:.0f} "
                 f"({rest[-1][2] / rest[0][2]:.2f}x) from {rest[0][0]} to {rest[-1][0]} tokens; "
                 f"without the attention counted: {rest[0][1]:.0f} -> {rest[-1][1]:.0f} "
                 f"({rest[-1][1] / rest[0][1]:.2f}x, max/min over the lengths "
-                f"{max(x[1] for x in rest) / min(x[1] for x in rest):.2f}x)")
+                f"{max(x[1] for x in rest) / min(x[1] for x in rest):.2f}x); in CPU time "
+                f"{rest[0][4]:.0f} -> {rest[-1][4]:.0f} ({rest[-1][4] / rest[0][4]:.2f}x), "
+                f"without the attention {rest[0][3]:.0f} -> {rest[-1][3]:.0f} "
+                f"({rest[-1][3] / rest[0][3]:.2f}x, max/min "
+                f"{max(x[3] for x in rest) / min(x[3] for x in rest):.2f}x)")
+        ctx_ms = next((r["decode_context_ms"] for r in pts if r.get("decode_context_ms")), None)
+        if ctx_ms:
+            verdicts.append(
+                f"- {backend} decode step ({pts[0]['tokens'] // pts[0]['length']} rows, the "
+                "native engine's loop), process-CPU ms by tokens in the cache: "
+                + ", ".join(f"{k}: {v:.2f}" for k, v in ctx_ms.items()))
         if slots_ms:
             verdicts.append(
                 f"- {backend} compiled decode step, {pts[0]['tokens'] // pts[0]['length']} rows, "

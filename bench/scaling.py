@@ -102,6 +102,11 @@ def _worker(a) -> None:
     start, cpu_start = time.perf_counter(), time.process_time()
     try:
         tr.fit()
+        if a.breakdown and a.backend == "torch" and a.decode_lengths:
+            from bench.phase_profile import time_torch_decode
+
+            extra["decode_context_ms"] = time_torch_decode(
+                tr.engine.model, extra["prompt_len"], a.prompts * a.group, a.decode_lengths)
         if a.breakdown and a.backend == "mindspore" and a.decode_lengths:
             from bench.phase_profile import time_mindspore_decode
             from mindrl.backends.mindspore.buckets import default_buckets
@@ -140,6 +145,8 @@ def main(argv=None) -> int:
                     help="per phase and attention vs the rest: a profiled extra step (torch), "
                     "the compiled decode step timed per cache size (MindSpore), analytic FLOPs")
     ap.add_argument("--json", default="")
+    ap.add_argument("--from-json", default="",
+                    help="print the tables of a --json file written earlier; run nothing")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="torch", help=argparse.SUPPRESS)
@@ -151,6 +158,15 @@ def main(argv=None) -> int:
     a.decode_lengths = [int(x) for x in a.decode_lengths.split(",") if x]
     if a.worker:
         _worker(a)
+        return 0
+    if a.from_json:
+        results = json.loads(Path(a.from_json).read_text())
+        print(render(results, a))
+        if any("phases" in r for r in results) and a.breakdown:
+            from bench.phase_profile import render_breakdown
+
+            print()
+            print(render_breakdown(results, a.prompts))
         return 0
     lengths = [int(x) for x in a.lengths.split(",")]
     groups = [int(x) for x in a.groups.split(",")]
@@ -172,8 +188,8 @@ def main(argv=None) -> int:
                            str(work)]
                     if a.breakdown:
                         cmd.append("--breakdown")
-                        if backend == "mindspore" and axis == "length" and L == lengths[0] \
-                                and rep == 0:       # the decode step at every length's bucket
+                        if axis == "length" and L == lengths[0] and rep == 0:
+                            # the decode step timed at every length's cache size
                             cmd += ["--decode-lengths", ",".join(map(str, lengths))]
                     print(f"[scaling] {backend} length {L} group {G} run {rep + 1} ...",
                           file=sys.stderr, flush=True)
@@ -186,7 +202,8 @@ def main(argv=None) -> int:
                        "max_s": s["max"], "cpu_s": s["cpu_median"],
                        "peak_rss_mb": s["peak_rss_mb"], "phases": s["phases"],
                        "loads": s["loads"]}
-                for key in ("prompt_len", "op_seconds", "decode_slots_ms"):
+                for key in ("prompt_len", "op_seconds", "decode_slots_ms",
+                            "decode_context_ms"):
                     got = [r[key] for r in runs if key in r]
                     if got:
                         res[key] = got if key == "op_seconds" else got[0]
