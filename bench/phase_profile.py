@@ -187,6 +187,30 @@ def time_mindspore_decode(trainer, slots, rows: int = 8, repeats: int = 200) -> 
     return {S: 1e3 * _median(t) for S, t in times.items()}
 
 
+def time_mindspore_generate(trainer, prompt_len: int, rows: int, lengths,
+                            repeats: int = 3) -> Dict[int, float]:
+    """{length: median ms per decode step of the MindSpore sampler's whole ``generate`` (8
+    rows: the compiled step, the host's sampling, the cache bucket of that length), the
+    lengths interleaved ``repeats`` times in one process so load drift hits all alike."""
+    from mindrl.types import SamplingParams
+
+    from mindrl.backends.mindspore.buckets import default_buckets
+
+    sampler = trainer.engine
+    sampler.response_buckets = sorted(set(sampler.response_buckets)   # each length its own
+                                      | set(default_buckets(max(lengths))))
+    prompts = [[5 + i] * prompt_len for i in range(rows // 4)]
+    for L in lengths:                                               # compile
+        sampler.generate(prompts, SamplingParams(n=4, max_new_tokens=L))
+    times = {L: [] for L in lengths}
+    for _ in range(repeats):
+        for L in lengths:
+            t0 = time.perf_counter()
+            sampler.generate(prompts, SamplingParams(n=4, max_new_tokens=L))
+            times[L].append(1e3 * (time.perf_counter() - t0) / L)
+    return {L: _median(t) for L, t in times.items()}
+
+
 def time_torch_decode(model, prompt_len: int, rows: int, lengths) -> Dict[int, float]:
     """{context: median process-CPU ms of one decode step of ``rows`` rows (the native engine's
     loop, :func:`mindrl.rollout.torch_decode.decode`) over the 32 steps before the cache holds
@@ -369,6 +393,12 @@ def render_breakdown(results, prompts: int) -> str:
                 f"- {backend} decode step ({pts[0]['tokens'] // pts[0]['length']} rows, the "
                 "native engine's loop), process-CPU ms by tokens in the cache: "
                 + ", ".join(f"{k}: {v:.2f}" for k, v in ctx_ms.items()))
+        gen_ms = next((r["generate_ms"] for r in pts if r.get("generate_ms")), None)
+        if gen_ms:
+            verdicts.append(
+                f"- {backend} sampler's generate alone (8 rows, lengths interleaved), ms per "
+                "decode step by response length: "
+                + ", ".join(f"{k}: {v:.2f}" for k, v in gen_ms.items()))
         if slots_ms:
             verdicts.append(
                 f"- {backend} compiled decode step, {pts[0]['tokens'] // pts[0]['length']} rows, "

@@ -115,6 +115,10 @@ def _worker(a) -> None:
             P = bucket(extra["prompt_len"], tr.backend.prompt_buckets)
             slots = [P + bucket(L, default_buckets(L)) for L in a.decode_lengths]
             extra["decode_slots_ms"] = time_mindspore_decode(tr, slots, a.prompts * a.group)
+            from bench.phase_profile import time_mindspore_generate
+
+            extra["generate_ms"] = time_mindspore_generate(
+                tr, extra["prompt_len"], a.prompts * a.group, a.decode_lengths)
     finally:
         tr.close()
     steps = [e - s for s, e in zip([start] + ends[:-1], ends)]
@@ -203,7 +207,7 @@ def main(argv=None) -> int:
                        "peak_rss_mb": s["peak_rss_mb"], "phases": s["phases"],
                        "loads": s["loads"]}
                 for key in ("prompt_len", "op_seconds", "decode_slots_ms",
-                            "decode_context_ms"):
+                            "decode_context_ms", "generate_ms"):
                     got = [r[key] for r in runs if key in r]
                     if got:
                         res[key] = got if key == "op_seconds" else got[0]
