@@ -3,6 +3,7 @@ and the group size grow, per backend, with the slope fitted.
 
     .venv/bin/python bench/scaling.py                               # both backends, full grid
     .venv/bin/python bench/scaling.py --backends torch --lengths 64,128 --groups 4,8 --steps 3
+    .venv/bin/python bench/scaling.py --lengths 64,128,256,512,1024 --groups 4 --breakdown
 
 Grid: response length ``--lengths`` (group size fixed at the first of ``--groups``) and group
 size ``--groups`` (length fixed at the first of ``--lengths``); ``--prompts`` prompts per step.
@@ -13,6 +14,14 @@ runs in its own one-thread subprocess (the builtin tiny model, float32, the nati
 the median of ``--steps`` measured steps after ``--warmup`` steps (2 by default: MindSpore
 compiles in them) is reported with the worker's peak RSS (``ru_maxrss``: the process high-water mark, model and
 framework included).
+
+``--repeats N`` runs each point in N processes and pools their measured steps. ``--breakdown``
+adds, along the length axis, each phase's time and the attention parts of generation and the
+update against the rest, with analytic attention FLOPs (:mod:`bench.phase_profile`): torch
+profiles one extra step (not counted in the times) and times its decode step against the
+cache's length; MindSpore times its compiled decode step per cache size and its sampler's
+``generate`` per length (both in the first length's worker). ``--from-json FILE`` prints the
+tables of an earlier ``--json`` run.
 
 Slope: a least-squares fit of log(step time) on log(response tokens per step) over each axis;
 1.0 = cost grows in proportion to the work, below 1 = fixed costs still dominate, above 1 =
