@@ -488,7 +488,11 @@ FIGURES: List[Figure] = [
     table("slow_reward_table", "| reward | s/step (min-max) |",
           "python bench/trl_compare.py --sizes tiny --no-trl ... --variant slow... "),
     table("scaling_table", "| backend | response length |",
-          "python bench/scaling.py --lengths 64,128,256,512,1024 --groups 4 --steps 3 --warmup 2"),
+          "python bench/scaling.py --lengths 64,128,256,512,1024 --groups 4 --steps 3 --warmup 2 "
+          "--repeats 2 --breakdown (MindSpore rows: the same with --backends mindspore)"),
+    table("scaling_breakdown_table", "| backend | length | ms per 1k tokens (CPU) |",
+          "python bench/scaling.py --lengths 64,128,256,512,1024 --groups 4 --steps 3 --warmup 2 "
+          "--repeats 2 --breakdown (MindSpore rows: the same with --backends mindspore)"),
     table("lora_table", "| backend | mode | trainable params |",
           "python bench/lora.py --backends torch; python bench/lora.py --backends mindspore"),
     table("reward_server_table", "| clients | requests |",

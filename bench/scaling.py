@@ -3,6 +3,7 @@ and the group size grow, per backend, with the slope fitted.
 
     .venv/bin/python bench/scaling.py                               # both backends, full grid
     .venv/bin/python bench/scaling.py --backends torch --lengths 64,128 --groups 4,8 --steps 3
+    .venv/bin/python bench/scaling.py --lengths 64,128,256,512,1024 --groups 4 --breakdown
 
 Grid: response length ``--lengths`` (group size fixed at the first of ``--groups``) and group
 size ``--groups`` (length fixed at the first of ``--lengths``); ``--prompts`` prompts per step.
@@ -13,6 +14,14 @@ runs in its own one-thread subprocess (the builtin tiny model, float32, the nati
 the median of ``--steps`` measured steps after ``--warmup`` steps (2 by default: MindSpore
 compiles in them) is reported with the worker's peak RSS (``ru_maxrss``: the process high-water mark, model and
 framework included).
+
+``--repeats N`` runs each point in N processes and pools their measured steps. ``--breakdown``
+adds, along the length axis, each phase's time and the attention parts of generation and the
+update against the rest, with analytic attention FLOPs (:mod:`bench.phase_profile`): torch
+profiles one extra step (not counted in the times) and times its decode step against the
+cache's length; MindSpore times its compiled decode step per cache size and its sampler's
+``generate`` per length (both in the first length's worker). ``--from-json FILE`` prints the
+tables of an earlier ``--json`` run.
 
 Slope: a least-squares fit of log(step time) on log(response tokens per step) over each axis;
 1.0 = cost grows in proportion to the work, below 1 = fixed costs still dominate, above 1 =
@@ -53,7 +62,7 @@ def _worker(a) -> None:
         f"backend={a.backend}", f"data.train_file={data}", "data.shuffle=false",
         "data.max_val_samples=0", "rollout.engine=native", f"rollout.n={a.group}",
         f"rollout.max_new_tokens={a.length}", "rollout.temperature=1.0",
-        f"train.steps={a.warmup + a.steps}", f"train.prompts_per_step={a.prompts}",
+        f"train.steps={a.warmup + a.steps + (a.breakdown and a.backend == 'torch')}", f"train.prompts_per_step={a.prompts}",
         f"train.micro_batch_size={min(8, a.prompts * a.group)}", "train.threads=1",
         "train.recompute_old_logp=false", "algorithm.kl.coef=0.0", "reward.num_workers=0",
         "reward.functions=[{name: 'trl_compare:bench_reward'}]", "logging.profile=true",
@@ -71,8 +80,26 @@ def _worker(a) -> None:
         tr.engine.eos_ids = ()
     ends, cpu_ends, phases = [], [], []
     original = RLTrainer.run_step
+    extra = {}
+    if a.breakdown and a.backend == "torch":
+        from bench.phase_profile import install_torch_labels
+
+        install_torch_labels(tr)
+    if a.breakdown:                                   # the prompt length, for the FLOP count
+        gen = tr.engine.generate
+
+        def generate(prompt_ids, *args, **kw):
+            extra["prompt_len"] = max(len(p) for p in prompt_ids)
+            return gen(prompt_ids, *args, **kw)
+
+        tr.engine.generate = generate
 
     def timed(self):
+        if a.breakdown and a.backend == "torch" and len(ends) == a.warmup + a.steps:
+            from bench.phase_profile import profile_torch_step   # the extra, unmeasured step
+
+            m, extra["op_seconds"] = profile_torch_step(lambda: original(self))
+            return m
         m = original(self)
         ends.append(time.perf_counter())
         cpu_ends.append(time.process_time())
@@ -84,12 +111,29 @@ def _worker(a) -> None:
     start, cpu_start = time.perf_counter(), time.process_time()
     try:
         tr.fit()
+        if a.breakdown and a.backend == "torch" and a.decode_lengths:
+            from bench.phase_profile import time_torch_decode
+
+            extra["decode_context_ms"] = time_torch_decode(
+                tr.engine.model, extra["prompt_len"], a.prompts * a.group, a.decode_lengths)
+        if a.breakdown and a.backend == "mindspore" and a.decode_lengths:
+            from bench.phase_profile import time_mindspore_decode
+            from mindrl.backends.mindspore.buckets import default_buckets
+            from mindrl.types import bucket
+
+            P = bucket(extra["prompt_len"], tr.backend.prompt_buckets)
+            slots = [P + bucket(L, default_buckets(L)) for L in a.decode_lengths]
+            extra["decode_slots_ms"] = time_mindspore_decode(tr, slots, a.prompts * a.group)
+            from bench.phase_profile import time_mindspore_generate
+
+            extra["generate_ms"] = time_mindspore_generate(
+                tr, extra["prompt_len"], a.prompts * a.group, a.decode_lengths)
     finally:
         tr.close()
     steps = [e - s for s, e in zip([start] + ends[:-1], ends)]
     cpu = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
     emit({"step_times": steps, "cpu_times": cpu, "phases": phases, "warmup": a.warmup,
-          "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0})
+          "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, **extra})
 
 
 def slope(xs, ys) -> float:
@@ -108,16 +152,34 @@ def main(argv=None) -> int:
     ap.add_argument("--prompts", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs (processes) per point, their measured steps pooled")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="per phase and attention vs the rest: a profiled extra step (torch), "
+                    "the compiled decode step timed per cache size (MindSpore), analytic FLOPs")
     ap.add_argument("--json", default="")
+    ap.add_argument("--from-json", default="",
+                    help="print the tables of a --json file written earlier; run nothing")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="torch", help=argparse.SUPPRESS)
     ap.add_argument("--length", type=int, default=64, help=argparse.SUPPRESS)
     ap.add_argument("--group", type=int, default=4, help=argparse.SUPPRESS)
     ap.add_argument("--workdir", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--decode-lengths", default="", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    a.decode_lengths = [int(x) for x in a.decode_lengths.split(",") if x]
     if a.worker:
         _worker(a)
+        return 0
+    if a.from_json:
+        results = json.loads(Path(a.from_json).read_text())
+        print(render(results, a))
+        if any("phases" in r for r in results) and a.breakdown:
+            from bench.phase_profile import render_breakdown
+
+            print()
+            print(render_breakdown(results, a.prompts))
         return 0
     lengths = [int(x) for x in a.lengths.split(",")]
     groups = [int(x) for x in a.groups.split(",")]
@@ -129,25 +191,46 @@ def main(argv=None) -> int:
         # most, so a shared machine's changing load hits both alike
         for axis, L, G in points:
             for backend in a.backends.split(","):
-                work = Path(tmp) / f"{backend}_{L}_{G}"
-                work.mkdir()
-                cmd = [sys.executable, __file__, "--worker", "--backend", backend, "--length",
-                       str(L), "--group", str(G), "--prompts", str(a.prompts), "--steps",
-                       str(a.steps), "--warmup", str(a.warmup), "--workdir", str(work)]
-                print(f"[scaling] {backend} length {L} group {G} ...", file=sys.stderr,
-                      flush=True)
-                r = run_worker(cmd, what=f"{backend} L={L} G={G}", cwd=work, timeout=a.timeout,
-                               env=QUIET_ONE_THREAD_ENV, repo=REPO)
-                s = pool_runs([r])
-                results.append({"backend": backend, "axis": axis, "length": L, "group": G,
-                                "tokens": a.prompts * G * L, "median_s": s["median"],
-                                "min_s": s["min"], "max_s": s["max"], "cpu_s": s["cpu_median"],
-                                "peak_rss_mb": r["peak_rss_mb"], "phases": s["phases"]})
-                print(f"[scaling]   {s['median']:.3f} s/step, peak {r['peak_rss_mb']:.0f} MB",
+                runs = []
+                for rep in range(a.repeats):
+                    work = Path(tmp) / f"{backend}_{L}_{G}_{rep}"
+                    work.mkdir()
+                    cmd = [sys.executable, __file__, "--worker", "--backend", backend,
+                           "--length", str(L), "--group", str(G), "--prompts", str(a.prompts),
+                           "--steps", str(a.steps), "--warmup", str(a.warmup), "--workdir",
+                           str(work)]
+                    if a.breakdown:
+                        cmd.append("--breakdown")
+                        if axis == "length" and L == lengths[0] and rep == 0:
+                            # the decode step timed at every length's cache size
+                            cmd += ["--decode-lengths", ",".join(map(str, lengths))]
+                    print(f"[scaling] {backend} length {L} group {G} run {rep + 1} ...",
+                          file=sys.stderr, flush=True)
+                    runs.append(run_worker(cmd, what=f"{backend} L={L} G={G}", cwd=work,
+                                           timeout=a.timeout, env=QUIET_ONE_THREAD_ENV,
+                                           repo=REPO))
+                s = pool_runs(runs)
+                res = {"backend": backend, "axis": axis, "length": L, "group": G,
+                       "tokens": a.prompts * G * L, "median_s": s["median"], "min_s": s["min"],
+                       "max_s": s["max"], "cpu_s": s["cpu_median"],
+                       "peak_rss_mb": s["peak_rss_mb"], "phases": s["phases"],
+                       "loads": s["loads"]}
+                for key in ("prompt_len", "op_seconds", "decode_slots_ms",
+                            "decode_context_ms", "generate_ms"):
+                    got = [r[key] for r in runs if key in r]
+                    if got:
+                        res[key] = got if key == "op_seconds" else got[0]
+                results.append(res)
+                print(f"[scaling]   {s['median']:.3f} s/step, peak {s['peak_rss_mb']:.0f} MB",
                       file=sys.stderr, flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     print(render(results, a))
+    if a.breakdown:
+        from bench.phase_profile import render_breakdown
+
+        print()
+        print(render_breakdown(results, a.prompts))
     return 0
 
 

@@ -514,10 +514,11 @@ class TrainConfig:
                                    "update's forward.")
     padding_free: bool = opt(False, "RL on backend=torch (refused on the other backends and "
                              "by SFT / DPO jobs): pack the rows of a micro-batch into one "
-                             "row with per-sequence position ids and a block-diagonal causal "
-                             "mask, so no compute goes to padding (same log-probs as the padded "
-                             "layout). Off: each micro-batch (rows of similar length, see "
-                             "train.micro_batch_size) is trimmed to its own longest row.")
+                             "row with per-sequence position ids, each sequence attending "
+                             "within itself, so no compute goes to padding (same log-probs as "
+                             "the padded layout). Off: each micro-batch (rows of similar "
+                             "length, see train.micro_batch_size) is trimmed to its own "
+                             "longest row.")
     max_tokens_per_micro_batch: int = opt(0, "Cut micro-batches by a token budget instead of "
                                           "train.micro_batch_size: rows sorted by length are "
                                           "grouped while their prompt+response tokens (padded "

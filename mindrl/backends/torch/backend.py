@@ -289,9 +289,9 @@ class TorchBackend:
                 pk = packing.pack(tb, self.device)
                 if pk.keep.numel() == 0:      # no response token: its training forward is
                     continue                  # skipped (packing.logp_and_entropy)
-                out = self.model(input_ids=pk.input_ids, position_ids=pk.position_ids,
-                                 attention_mask=None, use_cache=False, logits_to_keep=1,
-                                 output_router_logits=True)
+                with packing.forward_inputs(self.model, pk) as inputs:
+                    out = self.model(**inputs, use_cache=False, logits_to_keep=1,
+                                     output_router_logits=True)
                 mask = None
             else:
                 ids, mask, pos = self._tensors(tb)

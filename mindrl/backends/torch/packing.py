@@ -25,6 +25,7 @@ micro-batch (a micro-batch of short responses no longer pays for the batch's lon
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 
@@ -49,13 +50,14 @@ class Packed:
     rows: torch.Tensor           # (N,) int64, its row in the (B, T) layout
     cols: torch.Tensor           # (N,) int64, its column (response index t)
     shape: Tuple[int, int]       # (B, T)
+    lengths: Tuple[int, ...] = ()  # tokens of each packed sequence, in order (sum = L)
 
 
 def pack(batch: TokenBatch, device) -> Packed:
     """Pack ``batch`` (left-padded prompts, right-padded responses) into one row."""
     P, T, B = batch.prompt_len, batch.response_len, len(batch)
     att = batch.attention_mask.astype(bool)
-    ids, pos, keep, targets, rows, cols = [], [], [], [], [], []
+    ids, pos, keep, targets, rows, cols, lengths = [], [], [], [], [], [], []
     start = 0
     for i in range(B):
         prompt = batch.input_ids[i, :P][att[i, :P]]
@@ -64,6 +66,7 @@ def pack(batch: TokenBatch, device) -> Packed:
         if len(seq) == 0:
             continue
         ids.append(seq)
+        lengths.append(len(seq))
         pos.append(np.arange(len(seq)))
         p = len(prompt)
         t = np.arange(r)
@@ -74,23 +77,38 @@ def pack(batch: TokenBatch, device) -> Packed:
         start += len(seq)
     cat = lambda xs: torch.from_numpy(np.concatenate(xs).astype(np.int64)).to(device)  # noqa: E731
     return Packed(cat(ids)[None], cat(pos)[None], cat(keep), cat(targets), cat(rows), cat(cols),
-                  (B, T))
+                  (B, T), tuple(lengths))
+
+
+@contextlib.contextmanager
+def forward_inputs(model, packed: Packed):
+    """The model's inputs for a packed row, for a call inside the context. With SDPA attention
+    each sequence attends within its own slice (:mod:`mindrl.backends.torch.segment_attention`:
+    no N x N mask, sum_i n_i^2 scores instead of N^2); otherwise no mask, and transformers
+    derives the block-diagonal causal mask from the restarting position ids."""
+    from mindrl.backends.torch import segment_attention as sa
+
+    kw = {"input_ids": packed.input_ids, "position_ids": packed.position_ids,
+          "attention_mask": None}
+    if packed.lengths and sa.use_segment_attention(model):
+        with sa.segments(packed.lengths) as extra:
+            yield {**kw, **extra}
+    else:
+        yield kw
 
 
 def packed_logits(model, packed: Packed, temperature: float, hidden=None,
                   backend=None) -> torch.Tensor:
-    """(N, V) float32 logits / temperature at the kept positions (one forward, no mask:
-    transformers derives the block-diagonal causal mask from the restarting position ids).
+    """(N, V) float32 logits / temperature at the kept positions (one forward over the packed
+    row, each sequence attending within itself: :func:`forward_inputs`).
     ``hidden``: the model's head; then the (N, H) final hidden states, the head bypassed.
     ``backend``: keeps the MoE load-balancing term of a training forward of its policy."""
-    import contextlib
-
     from mindrl.backends.torch.chunked_head import head_bypassed
 
     extra = backend._moe_forward_kwargs(model) if backend is not None else {}
-    with head_bypassed(hidden) if hidden is not None else contextlib.nullcontext():
-        out = model(input_ids=packed.input_ids, position_ids=packed.position_ids,
-                    attention_mask=None, use_cache=False, logits_to_keep=packed.keep, **extra)
+    with head_bypassed(hidden) if hidden is not None else contextlib.nullcontext(), \
+            forward_inputs(model, packed) as inputs:
+        out = model(**inputs, use_cache=False, logits_to_keep=packed.keep, **extra)
     if extra:
         backend._keep_balance_term(out, None)
     if hidden is not None:

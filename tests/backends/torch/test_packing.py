@@ -266,3 +266,74 @@ def test_trainer_sorts_padded_micro_batches_and_keeps_packed_ones_in_order(make_
     # 12 7 6 | 6 5 (ties keep row order)
     want = in_order if padding_free else [[1, 3, 5], [0, 2, 6], [4, 7]]
     assert cuts(TorchBackend) == want
+
+
+def test_segment_attention_is_causal_attention_within_each_sequence_by_hand():
+    # 3 sequences packed in one row, 2 query heads sharing 1 key/value head (grouped query):
+    # each position attends to its own sequence's earlier positions only
+    from types import SimpleNamespace
+
+    from mindrl.backends.torch.segment_attention import SEGMENTS_KWARG, segment_sdpa
+
+    g = torch.Generator().manual_seed(0)
+    lengths, D, scale = (3, 5, 2), 4, 0.5
+    N = sum(lengths)
+    q, k, v = (torch.randn(1, h, N, D, generator=g) for h in (2, 1, 1))
+    module = SimpleNamespace(is_causal=True, num_key_value_groups=2, training=False)
+    out, _ = segment_sdpa(module, q, k, v, None, scaling=scale, **{SEGMENTS_KWARG: lengths})
+    want = np.zeros((N, 2, D))
+    starts = np.cumsum((0,) + lengths[:-1])
+    for s, n in zip(starts, lengths):
+        for i in range(s, s + n):
+            for h in range(2):
+                keys = range(s, i + 1)
+                sc = np.array([float(q[0, h, i] @ k[0, 0, j]) * scale for j in keys])
+                w = np.exp(sc - sc.max())
+                w /= w.sum()
+                want[i, h] = sum(wj * v[0, 0, j].numpy() for wj, j in zip(w, keys))
+    assert out.shape == (1, N, 2, D)
+    np.testing.assert_allclose(out[0].numpy(), want, atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match=SEGMENTS_KWARG):        # lengths that do not fit
+        segment_sdpa(module, q, k, v, None, scaling=scale, **{SEGMENTS_KWARG: (3, 5)})
+
+
+def test_packed_forward_attends_over_each_sequence_not_the_whole_row(tiny_dir, make_cfg,
+                                                                     monkeypatch):
+    # a packed micro-batch of N tokens must not run one N x N attention with a built
+    # block-diagonal mask (N^2 scores, 2B x the sequences' own): every SDPA call sees one
+    # sequence's keys, causally, with no mask tensor
+    cfg = make_cfg(tiny_dir, train={"padding_free": True})
+    be = _backend(cfg)
+    tokens = _mixed_batch().tokens
+    seqs = tokens.attention_mask.sum(axis=1).tolist()
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def recording(q, k, v, attn_mask=None, **kw):
+        calls.append((q.shape[-2], k.shape[-2], attn_mask is None, bool(kw.get("is_causal"))))
+        return sdpa(q, k, v, attn_mask=attn_mask, **kw)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recording)
+    logp, _ = be.logprobs_and_entropy(tokens, temperature=1.0, micro_batch_size=8)
+    layers = be.model.config.num_hidden_layers
+    assert len(calls) == layers * len(seqs)
+    assert sorted(c[1] for c in calls) == sorted(seqs * layers)
+    assert all(qn == kn and no_mask and causal for qn, kn, no_mask, causal in calls)
+    assert np.isfinite(logp).all() and (logp[tokens.response_mask > 0] < 0).all()
+
+
+def test_packed_gradient_with_gradient_checkpointing_is_the_padded_gradient(tiny_dir,
+                                                                            make_cfg):
+    # the recomputed forward of a checkpointed layer gets the sequences' lengths too
+    batch = _mixed_batch(seed=2)
+    batch.old_logp = None
+    norm = LossNormalizers(global_tokens=float(batch.tokens.response_mask.sum()),
+                           global_seqs=float(len(batch)), max_len=24.0)
+    want = _grads(_backend(make_cfg(tiny_dir)), [batch], norm)
+    be = _backend(make_cfg(tiny_dir, train={"padding_free": True},
+                           model={"gradient_checkpointing": True}))
+    be.model.train()
+    assert be.model.is_gradient_checkpointing
+    got = _grads(be, [batch], norm)
+    assert float(want.abs().max()) > 1e-4
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, rtol=0)
