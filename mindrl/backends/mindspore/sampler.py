@@ -21,9 +21,13 @@ the step is written with as few kernels as the math allows; with at most 100 ker
 runs the graph synchronously in the calling thread (its single-thread actor mode), without the
 actor/kernel thread hand-offs that each wait a scheduler slice on a busy machine.
 
-Sampling runs on the host in NumPy from the graph's float32 logits: log-softmax(logits /
-temperature) in float64, then top_k, then min_p (keep p >= min_p * max p), then top_p (the
-smallest set whose mass reaches top_p), renormalised (:mod:`algorithms.truncation`'s masks).
+Sampling runs on the host in NumPy from the graph's float32 logits (:mod:`.draw`): each row
+draws by inverse CDF from one uniform, the cumulative sums in two levels (blocks of ids, then
+the ids of one block), so a draw costs a few passes over the logits and no full-vocabulary
+cumulative sum. Without truncation it draws from softmax(logits / temperature) directly
+(float32 weights, float64 sums). With truncation it takes log-softmax(logits / temperature) in
+float64, then top_k, then min_p (keep p >= min_p * max p), then top_p (the smallest set whose
+mass reaches top_p), renormalised (:mod:`algorithms.truncation`'s masks).
 The log-prob reported for a sampled token is under that filtered distribution, the one it was
 drawn from -- the quantity the trainer recomputes with the same masks -- so rollout and trainer
 log-probs agree up to float error (tested to 1e-4). Temperature 0 is greedy and reports
@@ -40,6 +44,8 @@ import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
+from mindrl.backends.mindspore.draw import (  # noqa: F401  (sampler.filter_probs, ...)
+    draw, filter_probs, greedy as draw_greedy, inverse_cdf, log_softmax64)
 from mindrl.backends.mindspore.kernels import NEG_INF, PORTABLE
 
 from mindrl.types import Rollouts, SamplingParams, bucket
@@ -47,34 +53,6 @@ from mindrl.types import Rollouts, SamplingParams, bucket
 
 def _pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
-
-
-def filter_probs(probs: np.ndarray, top_k: int = -1, top_p: float = 1.0,
-                 min_p: float = 0.0) -> np.ndarray:
-    """(B, V) probabilities -> filtered and renormalised (B, V) (float64)."""
-    p = probs.astype(np.float64)
-    V = p.shape[-1]
-    if top_k is not None and 0 < top_k < V:
-        kth = -np.partition(-p, top_k - 1, axis=-1)[:, top_k - 1:top_k]
-        p = np.where(p >= kth, p, 0.0)
-    if min_p and min_p > 0:
-        p = np.where(p >= min_p * p.max(-1, keepdims=True), p, 0.0)
-    if top_p is not None and top_p < 1.0:
-        order = np.argsort(-p, axis=-1)
-        sorted_p = np.take_along_axis(p, order, -1)
-        csum = np.cumsum(sorted_p, -1) / sorted_p.sum(-1, keepdims=True)
-        keep_sorted = (csum - sorted_p / sorted_p.sum(-1, keepdims=True)) < top_p
-        keep = np.zeros_like(keep_sorted)
-        np.put_along_axis(keep, order, keep_sorted, -1)
-        p = np.where(keep, p, 0.0)
-    return p / p.sum(-1, keepdims=True)
-
-
-def log_softmax64(logits: np.ndarray, inv_temp: float) -> np.ndarray:
-    """(B, V) float32 logits -> float64 log-softmax(logits * inv_temp)."""
-    z = logits.astype(np.float64) * inv_temp
-    z -= z.max(-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
 def _rotate_half_matrix(d: int) -> np.ndarray:
@@ -383,21 +361,23 @@ class MindSporeSampler:
         for t in range(Tmax):
             here = np.nonzero(rowmap >= 0)[0]                  # cache rows of unfinished rollouts
             live = rowmap[here]
-            lp = log_softmax64(logits_np[here], inv_temp)                        # (live, V)
+            # the live rows' logits (B, V); no copy while every cache row is live
+            rows_l = logits_np if len(here) == len(logits_np) else logits_np[here]
             # one uniform per rollout row and step, drawn for all B rows: a row's sample does
             # not depend on which rows were still decoding with it
-            u = None if greedy else rng.random((B, 1))[live]
+            u = None if greedy else rng.random((B, 1))[live, 0]
             if greedy:
-                tok = lp.argmax(-1)
+                tok, lp_tok = draw_greedy(rows_l)
+            elif not truncated:
+                tok, lp_tok = draw(rows_l, inv_temp, u)
             else:
-                probs = filter_probs(np.exp(lp), sp.top_k, sp.top_p, sp.min_p)
-                tok = np.minimum((probs.cumsum(-1) < u).sum(-1), probs.shape[-1] - 1)
-                if truncated:
-                    with np.errstate(divide="ignore"):
-                        lp = np.log(probs)
+                probs = filter_probs(np.exp(log_softmax64(rows_l, inv_temp)), sp.top_k,
+                                     sp.top_p, sp.min_p)
+                tok, _ = inverse_cdf(probs, u)
+                lp_tok = np.log(probs[np.arange(len(tok)), tok])
             for j, r in enumerate(live):
                 out_tokens[r].append(int(tok[j]))
-                out_logp[r].append(float(lp[j, tok[j]]))
+                out_logp[r].append(float(lp_tok[j]))
                 if int(tok[j]) in stop:
                     finished[r] = True
                     reasons[r] = "stop"
