@@ -79,15 +79,16 @@ def inverse_cdf(w: np.ndarray, u: np.ndarray, sums: np.ndarray | None = None,
     target = np.asarray(u, np.float64).reshape(B) * total
     last = nb - 1 - (sums[:, ::-1] > 0).argmax(-1)          # each row's last block of weight
     blocks = np.minimum((cum <= target[:, None]).sum(-1), last)
-    tok = np.empty(B, np.int64)
-    for b in range(B):
-        j = int(blocks[b])
-        lo, hi = j * block, min(V, (j + 1) * block)
-        inner = np.cumsum(w[b, lo:hi], dtype=np.float64) + (cum[b, j] - sums[b, j])
-        k = int((inner <= target[b]).sum())
-        if k == hi - lo:       # rounding put the target past the block's end: its last
-            k = int(np.nonzero(w[b, lo:hi] > 0)[0][-1])      # id of positive weight
-        tok[b] = lo + k
+    lo = blocks * block                                                # (B,)
+    ids = lo[:, None] + np.arange(block)                               # (B, block)
+    inside = ids < V                                                   # the last block's tail
+    w_b = np.where(inside, w[np.arange(B)[:, None], np.minimum(ids, V - 1)], 0)
+    before = np.take_along_axis(cum - sums, blocks[:, None], 1)                    # (B, 1)
+    inner = np.cumsum(w_b, -1, dtype=np.float64) + before
+    k = (inner <= target[:, None]).sum(-1)
+    # rounding put the target past the block's end: its last id of positive weight
+    last_id = block - 1 - (w_b[:, ::-1] > 0).argmax(-1)
+    tok = lo + np.where(k >= inside.sum(-1), last_id, k)
     return tok, total
 
 
