@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         be = build_backend("mindspore", cfg, prompt_buckets=[P], response_buckets=[T])
     spec = be.model.spec
     Nq, Nk, D, S = spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim, P + T
-    print(f"| rows | part | median ms | p25 ms | min ms | load |\n|---|---|---|---|---|---|")
+    print("| rows | part | median ms | p25 ms | min ms | load |\n|---|---|---|---|---|---|")
     for B in [int(r) for r in a.rows.split(",")]:
         idx = np.zeros((B, Nk, 3), np.int32)
         idx[:, :, 0], idx[:, :, 1], idx[:, :, 2] = np.arange(B)[:, None], np.arange(Nk), P

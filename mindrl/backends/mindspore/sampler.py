@@ -116,9 +116,9 @@ class MindSporeSampler:
         # MoE: return each row's expert choices (routing replay; Rollouts.routed_experts)
         self.record_routes = False
         # decode buckets of at least this many rows compute the LM head as (W h^T)^T, the
-        # vocabulary on the product's rows (bit-equal logits where compared): with MindSpore's CPU MatMul a
-        # decode step at hidden 896 x 151,936 ids took 94 ms against 114 ms at 16 rows,
-        # 76 against 80 at 8, but 72 against 67 at 4
+        # vocabulary on the product's rows (bit-equal logits where compared): with MindSpore's
+        # CPU MatMul a decode step at hidden 896 x 151,936 ids took 94 ms against 115 ms at
+        # 16 rows, 76 against 79 at 8, but 70 against 66 at 4 (bench/ms_decode_step.py)
         self.transposed_head_rows = 8
 
     # --- graphs -------------------------------------------------------------------------------
