@@ -1,5 +1,6 @@
 """One decode step of the native MindSpore sampler at Qwen2.5-0.5B width, by part: the compiled
-decode graph with the LM head as h W^T and as (W h^T)^T, and the host's draw from its logits,
+decode graph with its matrix products (the LM head and every linear layer) as h W^T and as
+(W h^T)^T, and the host's draw from its logits,
 two-level (the sampler's, :func:`mindrl.backends.mindspore.draw.draw`) and with a float64
 log-softmax and one cumulative sum over the whole vocabulary. All four interleaved in one
 process, one thread.
@@ -75,12 +76,13 @@ def main(argv=None) -> int:
                 Tensor(np.ones((B, Nk * D), np.float32)), Tensor(np.zeros((B, Nk * D), np.float32)),
                 Tensor(np.zeros((B, 1, 1, S), np.float32)), Tensor(idx))
         parts = {}
-        for name, rows_from in (("graph, head h W^T", 1 << 30), ("graph, head (W h^T)^T", 1)):
+        for name, rows_from in (("graph, products h W^T", 1 << 30),
+                                ("graph, products (W h^T)^T", 1)):
             s = MindSporeSampler(be.model, prompt_buckets=[P], response_buckets=[T])
-            s.transposed_head_rows = rows_from
+            s.transposed_rows = rows_from
             parts[name] = (lambda f=s._ready(B, S).decode: f(*args).asnumpy())
             parts[name]()                                            # compiles
-        logits = parts["graph, head h W^T"]()
+        logits = parts["graph, products h W^T"]()
         rng = np.random.default_rng(0)
         parts["draw, two-level"] = lambda: draw(logits, 1.0, rng.random(B))
         parts["draw, float64 full cumsum"] = lambda: full_cumsum_draw(logits, rng.random(B))

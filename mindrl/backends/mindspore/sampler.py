@@ -47,6 +47,7 @@ from mindspore import Parameter, Tensor, ops
 from mindrl.backends.mindspore.draw import (  # noqa: F401  (sampler.filter_probs, ...)
     draw, filter_probs, greedy as draw_greedy, inverse_cdf, log_softmax64)
 from mindrl.backends.mindspore.kernels import NEG_INF, PORTABLE
+from mindrl.backends.mindspore.model import Linear
 
 from mindrl.types import Rollouts, SamplingParams, bucket
 
@@ -64,6 +65,16 @@ def _rotate_half_matrix(d: int) -> np.ndarray:
     r[np.arange(h) + h, np.arange(h)] = -1.0
     r[np.arange(h), np.arange(h) + h] = 1.0
     return r
+
+
+def _dense_linears(model):
+    """The Linear-like cells a decode step runs: each layer's attention projections and,
+    for a dense layer, its MLP's."""
+    for layer in model.model.layers:
+        a = layer.self_attn
+        yield from (a.q_proj, a.k_proj, a.v_proj, a.o_proj)
+        if not layer.is_moe:
+            yield from (layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)
 
 
 class _BucketCache:
@@ -115,11 +126,11 @@ class MindSporeSampler:
         self.compact = True             # finished rows leave the decode batch (smaller bucket)
         # MoE: return each row's expert choices (routing replay; Rollouts.routed_experts)
         self.record_routes = False
-        # decode buckets of at least this many rows compute the LM head as (W h^T)^T, the
-        # vocabulary on the product's rows (bit-equal logits where compared): with MindSpore's
-        # CPU MatMul a decode step at hidden 896 x 151,936 ids took 94 ms against 115 ms at
-        # 16 rows, 76 against 79 at 8, but 70 against 66 at 4 (bench/ms_decode_step.py)
-        self.transposed_head_rows = 8
+        # portable kernels: decode buckets of at least this many rows compute the LM head and
+        # the plain linear layers as (W h^T)^T, the weight's rows on the product's rows (equal
+        # up to float rounding): MindSpore's CPU MatMul runs h W^T at 8-32 rows far below the
+        # memory bound (bench/ms_decode_step.py; at 4 rows the plain product is faster)
+        self.transposed_rows = 8
 
     # --- graphs -------------------------------------------------------------------------------
     def _bucket(self, rows: int, slots: int) -> _BucketCache:
@@ -164,7 +175,8 @@ class MindSporeSampler:
         Portable kernels: activations stay 2-D (B, heads*D) up to attention, rotate-half is
         one MatMul with a block-diagonal signed permutation (exact; costs at most one extra
         q-sized projection), grouped-query attention is two BatchMatMuls on the cache, and
-        a bucket of ``transposed_head_rows`` rows or more computes the head as (W h^T)^T.
+        a bucket of ``transposed_rows`` rows or more computes the head and the plain linear
+        layers (every one a :class:`Linear`, no adapter) as (W h^T)^T.
         Fused (Ascend) kernels get the same math through ``model.kernels`` in BNSD layout.
         ``routes``: also returns the experts each MoE layer chose, (MoE layers, B, k)."""
         model, ks, vs = self.model, cache.k, cache.v
@@ -175,21 +187,43 @@ class MindSporeSampler:
         dt = model.compute_dtype
         rot_q = Tensor(np.kron(np.eye(Nq, dtype=np.float32), _rotate_half_matrix(D)), dt)
         rot_k = Tensor(np.kron(np.eye(Nk, dtype=np.float32), _rotate_half_matrix(D)), dt)
+        rot_q_t = Tensor(np.ascontiguousarray(rot_q.asnumpy().T), dt)
+        rot_k_t = Tensor(np.ascontiguousarray(rot_k.asnumpy().T), dt)
         mm = ops.MatMul()
         mm_t = ops.MatMul(transpose_b=True)
-        B_rows = cache.k[0].shape[0]
         bmm_t = ops.BatchMatMul(transpose_b=True)
         bmm = ops.BatchMatMul()
+        # (W h^T)^T products: the head always in such a bucket, the body when every linear
+        # layer it uses is a plain Linear (no LoRA adapter)
+        head_t = kernels is PORTABLE and cache.k[0].shape[0] >= self.transposed_rows
+        body_t = head_t and all(type(c) is Linear for c in _dense_linears(model))
+        w_head = model.model.embed_tokens.weight if model.tied else model.lm_head.weight
+
+        def lin(cell, h):
+            """cell(h) for a Linear cell and h (B, in); (W h^T)^T when ``body_t``."""
+            if body_t:
+                y = ops.transpose(mm_t(cell.weight, h), (1, 0))
+                if cell.has_bias:
+                    y = y + cell.bias
+                return y
+            return cell(h)
+
+        def rotate(x, r, r_t):
+            """x @ r (exact: r is a signed permutation)."""
+            if body_t:
+                return ops.transpose(mm_t(r_t, x), (1, 0))
+            return mm(x, r)
 
         def mlp_step(layer, x, used):
             """The layer's MLP half; a MoE layer adds the experts it chose to ``used``."""
             if routes and layer.is_moe:
                 y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
                 return x + y, used + (r,)
+            if body_t and not layer.is_moe:
+                m = layer.mlp
+                h = layer.post_attention_layernorm(x)
+                return x + lin(m.down_proj, m.act(lin(m.gate_proj, h), lin(m.up_proj, h))), used
             return x + layer.mlp(layer.post_attention_layernorm(x)), used
-
-        head_t = B_rows >= self.transposed_head_rows
-        w_head = model.model.embed_tokens.weight if model.tied else model.lm_head.weight
 
         def finish(x, B, used):
             h = model.model.norm(x)                                            # (B, H)
@@ -209,18 +243,18 @@ class MindSporeSampler:
             for layer in model.model.layers:
                 attn = layer.self_attn
                 h = layer.input_layernorm(x)
-                q = attn.q_proj(h)                                             # (B, Nq*D)
-                k = attn.k_proj(h)
+                q = lin(attn.q_proj, h)                                        # (B, Nq*D)
+                k = lin(attn.k_proj, h)
                 if attn.qk_norm:                                               # per head (Qwen3)
                     q = attn.q_norm(q.reshape(B, Nq, D)).reshape(B, Nq * D)
                     k = attn.k_norm(k.reshape(B, Nk, D)).reshape(B, Nk * D)
-                q = q * cos_q + mm(q, rot_q) * sin_q                           # scaled by 1/sqrt(D)
-                k = k * cos_k + mm(k, rot_k) * sin_k
+                q = q * cos_q + rotate(q, rot_q, rot_q_t) * sin_q              # scaled by 1/sqrt(D)
+                k = k * cos_k + rotate(k, rot_k, rot_k_t) * sin_k
                 kc = ops.scatter_nd_update(ks[i], idx, k.reshape(B, Nk, D))
-                vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
+                vc = ops.scatter_nd_update(vs[i], idx, lin(attn.v_proj, h).reshape(B, Nk, D))
                 scores = bmm_t(q.reshape(B, Nk, rep, D), kc) + bias           # (B, Nk, rep, S)
                 o = bmm(ops.softmax(scores, -1), vc)                           # (B, Nk, rep, D)
-                x = x + attn.o_proj(o.reshape(B, Nq * D))
+                x = x + lin(attn.o_proj, o.reshape(B, Nq * D))
                 x, used = mlp_step(layer, x, used)
                 i = i + 1
             return finish(x, B, used)
