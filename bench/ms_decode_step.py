@@ -83,6 +83,8 @@ def main(argv=None) -> int:
             parts[name] = (lambda f=s._ready(B, S).decode: f(*args).asnumpy())
             parts[name]()                                            # compiles
         logits = parts["graph, products h W^T"]()
+        diff = float(np.abs(parts["graph, products (W h^T)^T"]() - logits).max())
+        print(f"| {B} | max abs logit difference of the two graphs: {diff:.2e} | | | | |")
         rng = np.random.default_rng(0)
         parts["draw, two-level"] = lambda: draw(logits, 1.0, rng.random(B))
         parts["draw, float64 full cumsum"] = lambda: full_cumsum_draw(logits, rng.random(B))
