@@ -115,6 +115,7 @@ def main(argv=None) -> int:
         top = ", ".join(f"{op} {t / n:.1f}" for op, t in by_op[ph].most_common(4))
         per = f"{1e3 * (w - b) / c:.0f}" if c else "-"
         print(f"| {ph} | {w:.1f} | {c:.0f} | {b:.1f} | {w - b:.1f} | {per} | {top} |")
+    print(f"(the profiler's files: {out})")
     return 0
 
 
