@@ -38,7 +38,8 @@ Parts (``--parts``, comma-separated):
 * ``decode``: (b) and (d) of ``machine`` alone.
 * ``mindspore``: MindSpore vs torch at this width, float32 (MindSpore has no bf16 MatMul on
   CPU): compiled train step vs torch eager step, and the native MindSpore sampler vs mindrl's
-  torch decode loop (targets <= 1.0x).
+  torch decode loop (targets <= 1.0x). ``--ms-rows sampler`` (or ``train``) runs one of the
+  two rows alone.
 
 ``--device cuda`` (written against the documented APIs; needs a GPU with vLLM installed):
 Qwen2.5-1.5B's shape (hidden 1536, 12 / 2 heads, intermediate 8,960, 28 layers unless
@@ -500,21 +501,28 @@ def _mindspore_worker(a) -> None:
     prompts = [list(rng.integers(10, 1000, P)) for _ in range(g["prompts"])]
     sp = SamplingParams(n=g["n"], temperature=1.0, max_new_tokens=new, seed=0)
     te = NativeTorchEngine(tb.model, tb.tokenizer, device=torch.device("cpu"))
-    stage("MindSpore sampler")
-    me = mb.native_engine()
-    me.generate(prompts, sp)                                       # compiles
-    te.generate(prompts, sp)
-    tt, mt = [], []
-    for rep in range(2 if a.quick else 3):                         # interleaved
-        sp = SamplingParams(n=g["n"], temperature=1.0, max_new_tokens=new, seed=rep)
-        t0 = time.perf_counter()
-        r = te.generate(prompts, sp)
-        tt.append(sum(map(len, r.response_ids)) / (time.perf_counter() - t0))
-        t0 = time.perf_counter()
-        r = me.generate(prompts, sp)
-        mt.append(sum(map(len, r.response_ids)) / (time.perf_counter() - t0))
-    out.update(torch_tps=statistics.median(tt), ms_tps=statistics.median(mt),
-               sampler=f"{g['prompts']} x {g['n']} x {new}")
+    rows = a.ms_rows.split(",")
+    if "sampler" in rows:
+        stage("MindSpore sampler")
+        me = mb.native_engine()
+        me.generate(prompts, sp)                                   # compiles
+        te.generate(prompts, sp)
+        tt, mt = [], []
+        for rep in range(2 if a.quick else 3):                     # interleaved
+            sp = SamplingParams(n=g["n"], temperature=1.0, max_new_tokens=new, seed=rep)
+            t0 = time.perf_counter()
+            r = te.generate(prompts, sp)
+            tt.append(sum(map(len, r.response_ids)) / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            r = me.generate(prompts, sp)
+            mt.append(sum(map(len, r.response_ids)) / (time.perf_counter() - t0))
+        out.update(torch_tps=statistics.median(tt), ms_tps=statistics.median(mt),
+                   sampler=f"{g['prompts']} x {g['n']} x {new}")
+    if "train" not in rows:
+        out["train_skipped"] = True
+        progress.unlink()
+        emit(out)
+        return
     stage("the torch train step")
     warm, steps = (1, 1) if a.quick else (2, 3)
     ts = []
@@ -561,6 +569,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=1200)
     ap.add_argument("--update-baseline", action="store_true", help="also run mindrl with the "
                     "update's fused paths off (grpo and machine parts), interleaved")
+    ap.add_argument("--ms-rows", default="sampler,train", help="the mindspore part's rows: "
+                    "sampler, train or both (comma-separated)")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     ap.add_argument("--side", default="", help=argparse.SUPPRESS)
     ap.add_argument("--model", default="", help=argparse.SUPPRESS)
@@ -578,6 +588,9 @@ def main(argv=None) -> int:
     if a.quick:
         a.repeats, a.steps, a.warmup = 1, 1, 1
     parts = [p for p in a.parts.split(",") if p]
+    bad_rows = set(a.ms_rows.split(",")) - {"sampler", "train"}
+    if bad_rows or not a.ms_rows:
+        ap.error(f"--ms-rows: unknown {sorted(bad_rows)}; known: sampler, train")
     unknown = set(parts) - {"grpo", "machine", "decode", "mindspore"}
     if unknown:
         ap.error(f"--parts: unknown {sorted(unknown)}; known: grpo, machine, decode, mindspore")
@@ -634,7 +647,8 @@ def main(argv=None) -> int:
         if "mindspore" in parts:
             print(f"[bench] mindspore vs torch ... load {loadavg():.2f}", file=sys.stderr,
                   flush=True)
-            cmd = [sys.executable, __file__, "--worker", "mindspore", "--model", str(model_dir)]
+            cmd = [sys.executable, __file__, "--worker", "mindspore", "--model", str(model_dir),
+                   "--ms-rows", a.ms_rows]
             try:
                 raw["mindspore"] = run_worker(cmd + (["--quick"] if a.quick else []),
                                               what="mindspore", cwd=work, timeout=a.timeout,
@@ -685,7 +699,9 @@ def render(raw: dict, a, head: str) -> str:
     ms = raw.get("mindspore")
     if ms:
         load = f"{ms['load_before']:.1f}-{ms['load_after']:.1f}"
-        if ms.get("ms_step_s"):
+        if ms.get("train_skipped"):
+            pass
+        elif ms.get("ms_step_s"):
             r1 = ms["ms_step_s"] / ms["torch_step_s"]
             lines.append(
                 f"| MindSpore train step, float32, {ms['batch']} ({ms['ms_mode']}; compile "

@@ -21,9 +21,13 @@ the step is written with as few kernels as the math allows; with at most 100 ker
 runs the graph synchronously in the calling thread (its single-thread actor mode), without the
 actor/kernel thread hand-offs that each wait a scheduler slice on a busy machine.
 
-Sampling runs on the host in NumPy from the graph's float32 logits: log-softmax(logits /
-temperature) in float64, then top_k, then min_p (keep p >= min_p * max p), then top_p (the
-smallest set whose mass reaches top_p), renormalised (:mod:`algorithms.truncation`'s masks).
+Sampling runs on the host in NumPy from the graph's float32 logits (:mod:`.draw`): each row
+draws by inverse CDF from one uniform, the cumulative sums in two levels (blocks of ids, then
+the ids of one block), so a draw costs a few passes over the logits and no full-vocabulary
+cumulative sum. Without truncation it draws from softmax(logits / temperature) directly
+(float32 weights, float64 sums). With truncation it takes log-softmax(logits / temperature) in
+float64, then top_k, then min_p (keep p >= min_p * max p), then top_p (the smallest set whose
+mass reaches top_p), renormalised (:mod:`algorithms.truncation`'s masks).
 The log-prob reported for a sampled token is under that filtered distribution, the one it was
 drawn from -- the quantity the trainer recomputes with the same masks -- so rollout and trainer
 log-probs agree up to float error (tested to 1e-4). Temperature 0 is greedy and reports
@@ -40,41 +44,16 @@ import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
+from mindrl.backends.mindspore.draw import (  # noqa: F401  (sampler.filter_probs, ...)
+    draw, filter_probs, greedy as draw_greedy, inverse_cdf, log_softmax64)
 from mindrl.backends.mindspore.kernels import NEG_INF, PORTABLE
+from mindrl.backends.mindspore.model import Linear
 
 from mindrl.types import Rollouts, SamplingParams, bucket
 
 
 def _pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
-
-
-def filter_probs(probs: np.ndarray, top_k: int = -1, top_p: float = 1.0,
-                 min_p: float = 0.0) -> np.ndarray:
-    """(B, V) probabilities -> filtered and renormalised (B, V) (float64)."""
-    p = probs.astype(np.float64)
-    V = p.shape[-1]
-    if top_k is not None and 0 < top_k < V:
-        kth = -np.partition(-p, top_k - 1, axis=-1)[:, top_k - 1:top_k]
-        p = np.where(p >= kth, p, 0.0)
-    if min_p and min_p > 0:
-        p = np.where(p >= min_p * p.max(-1, keepdims=True), p, 0.0)
-    if top_p is not None and top_p < 1.0:
-        order = np.argsort(-p, axis=-1)
-        sorted_p = np.take_along_axis(p, order, -1)
-        csum = np.cumsum(sorted_p, -1) / sorted_p.sum(-1, keepdims=True)
-        keep_sorted = (csum - sorted_p / sorted_p.sum(-1, keepdims=True)) < top_p
-        keep = np.zeros_like(keep_sorted)
-        np.put_along_axis(keep, order, keep_sorted, -1)
-        p = np.where(keep, p, 0.0)
-    return p / p.sum(-1, keepdims=True)
-
-
-def log_softmax64(logits: np.ndarray, inv_temp: float) -> np.ndarray:
-    """(B, V) float32 logits -> float64 log-softmax(logits * inv_temp)."""
-    z = logits.astype(np.float64) * inv_temp
-    z -= z.max(-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
 def _rotate_half_matrix(d: int) -> np.ndarray:
@@ -86,6 +65,16 @@ def _rotate_half_matrix(d: int) -> np.ndarray:
     r[np.arange(h) + h, np.arange(h)] = -1.0
     r[np.arange(h), np.arange(h) + h] = 1.0
     return r
+
+
+def _dense_linears(model):
+    """The Linear-like cells a decode step runs: each layer's attention projections and,
+    for a dense layer, its MLP's."""
+    for layer in model.model.layers:
+        a = layer.self_attn
+        yield from (a.q_proj, a.k_proj, a.v_proj, a.o_proj)
+        if not layer.is_moe:
+            yield from (layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)
 
 
 class _BucketCache:
@@ -137,6 +126,11 @@ class MindSporeSampler:
         self.compact = True             # finished rows leave the decode batch (smaller bucket)
         # MoE: return each row's expert choices (routing replay; Rollouts.routed_experts)
         self.record_routes = False
+        # portable kernels: decode buckets of at least this many rows compute the LM head and
+        # the plain linear layers as (W h^T)^T, the weight's rows on the product's rows (equal
+        # up to float rounding): MindSpore's CPU MatMul runs h W^T at 8-32 rows far below the
+        # memory bound (bench/ms_decode_step.py; at 4 rows the plain product is faster)
+        self.transposed_rows = 8
 
     # --- graphs -------------------------------------------------------------------------------
     def _bucket(self, rows: int, slots: int) -> _BucketCache:
@@ -180,7 +174,9 @@ class MindSporeSampler:
 
         Portable kernels: activations stay 2-D (B, heads*D) up to attention, rotate-half is
         one MatMul with a block-diagonal signed permutation (exact; costs at most one extra
-        q-sized projection), grouped-query attention is two BatchMatMuls on the cache.
+        q-sized projection), grouped-query attention is two BatchMatMuls on the cache, and
+        a bucket of ``transposed_rows`` rows or more computes the head and the plain linear
+        layers (every one a :class:`Linear`, no adapter) as (W h^T)^T.
         Fused (Ascend) kernels get the same math through ``model.kernels`` in BNSD layout.
         ``routes``: also returns the experts each MoE layer chose, (MoE layers, B, k)."""
         model, ks, vs = self.model, cache.k, cache.v
@@ -191,19 +187,50 @@ class MindSporeSampler:
         dt = model.compute_dtype
         rot_q = Tensor(np.kron(np.eye(Nq, dtype=np.float32), _rotate_half_matrix(D)), dt)
         rot_k = Tensor(np.kron(np.eye(Nk, dtype=np.float32), _rotate_half_matrix(D)), dt)
+        rot_q_t = Tensor(np.ascontiguousarray(rot_q.asnumpy().T), dt)
+        rot_k_t = Tensor(np.ascontiguousarray(rot_k.asnumpy().T), dt)
         mm = ops.MatMul()
+        mm_t = ops.MatMul(transpose_b=True)
         bmm_t = ops.BatchMatMul(transpose_b=True)
         bmm = ops.BatchMatMul()
+        # (W h^T)^T products: the head always in such a bucket, the body when every linear
+        # layer it uses is a plain Linear (no LoRA adapter)
+        head_t = kernels is PORTABLE and cache.k[0].shape[0] >= self.transposed_rows
+        body_t = head_t and all(type(c) is Linear for c in _dense_linears(model))
+        w_head = model.model.embed_tokens.weight if model.tied else model.lm_head.weight
+
+        def lin(cell, h):
+            """cell(h) for a Linear cell and h (B, in); (W h^T)^T when ``body_t``."""
+            if body_t:
+                y = ops.transpose(mm_t(cell.weight, h), (1, 0))
+                if cell.has_bias:
+                    y = y + cell.bias
+                return y
+            return cell(h)
+
+        def rotate(x, r, r_t):
+            """x @ r (exact: r is a signed permutation)."""
+            if body_t:
+                return ops.transpose(mm_t(r_t, x), (1, 0))
+            return mm(x, r)
 
         def mlp_step(layer, x, used):
             """The layer's MLP half; a MoE layer adds the experts it chose to ``used``."""
             if routes and layer.is_moe:
                 y, r = layer.mlp.routed(layer.post_attention_layernorm(x))
                 return x + y, used + (r,)
+            if body_t and not layer.is_moe:
+                m = layer.mlp
+                h = layer.post_attention_layernorm(x)
+                return x + lin(m.down_proj, m.act(lin(m.gate_proj, h), lin(m.up_proj, h))), used
             return x + layer.mlp(layer.post_attention_layernorm(x)), used
 
         def finish(x, B, used):
-            logits = model.head(model.model.norm(x).reshape(B, 1, -1)).reshape(B, -1)
+            h = model.model.norm(x)                                            # (B, H)
+            if head_t:      # (W h^T)^T: the vocabulary on the product's rows
+                logits = ops.transpose(mm_t(w_head, h), (1, 0)).astype(ms.float32)
+            else:
+                logits = model.head(h.reshape(B, 1, -1)).reshape(B, -1)
             if routes:
                 return logits, ops.stack(used, 0)
             return logits
@@ -216,18 +243,18 @@ class MindSporeSampler:
             for layer in model.model.layers:
                 attn = layer.self_attn
                 h = layer.input_layernorm(x)
-                q = attn.q_proj(h)                                             # (B, Nq*D)
-                k = attn.k_proj(h)
+                q = lin(attn.q_proj, h)                                        # (B, Nq*D)
+                k = lin(attn.k_proj, h)
                 if attn.qk_norm:                                               # per head (Qwen3)
                     q = attn.q_norm(q.reshape(B, Nq, D)).reshape(B, Nq * D)
                     k = attn.k_norm(k.reshape(B, Nk, D)).reshape(B, Nk * D)
-                q = q * cos_q + mm(q, rot_q) * sin_q                           # scaled by 1/sqrt(D)
-                k = k * cos_k + mm(k, rot_k) * sin_k
+                q = q * cos_q + rotate(q, rot_q, rot_q_t) * sin_q              # scaled by 1/sqrt(D)
+                k = k * cos_k + rotate(k, rot_k, rot_k_t) * sin_k
                 kc = ops.scatter_nd_update(ks[i], idx, k.reshape(B, Nk, D))
-                vc = ops.scatter_nd_update(vs[i], idx, attn.v_proj(h).reshape(B, Nk, D))
+                vc = ops.scatter_nd_update(vs[i], idx, lin(attn.v_proj, h).reshape(B, Nk, D))
                 scores = bmm_t(q.reshape(B, Nk, rep, D), kc) + bias           # (B, Nk, rep, S)
                 o = bmm(ops.softmax(scores, -1), vc)                           # (B, Nk, rep, D)
-                x = x + attn.o_proj(o.reshape(B, Nq * D))
+                x = x + lin(attn.o_proj, o.reshape(B, Nq * D))
                 x, used = mlp_step(layer, x, used)
                 i = i + 1
             return finish(x, B, used)
@@ -383,21 +410,23 @@ class MindSporeSampler:
         for t in range(Tmax):
             here = np.nonzero(rowmap >= 0)[0]                  # cache rows of unfinished rollouts
             live = rowmap[here]
-            lp = log_softmax64(logits_np[here], inv_temp)                        # (live, V)
+            # the live rows' logits (B, V); no copy while every cache row is live
+            rows_l = logits_np if len(here) == len(logits_np) else logits_np[here]
             # one uniform per rollout row and step, drawn for all B rows: a row's sample does
             # not depend on which rows were still decoding with it
-            u = None if greedy else rng.random((B, 1))[live]
+            u = None if greedy else rng.random((B, 1))[live, 0]
             if greedy:
-                tok = lp.argmax(-1)
+                tok, lp_tok = draw_greedy(rows_l)
+            elif not truncated:
+                tok, lp_tok = draw(rows_l, inv_temp, u)
             else:
-                probs = filter_probs(np.exp(lp), sp.top_k, sp.top_p, sp.min_p)
-                tok = np.minimum((probs.cumsum(-1) < u).sum(-1), probs.shape[-1] - 1)
-                if truncated:
-                    with np.errstate(divide="ignore"):
-                        lp = np.log(probs)
+                probs = filter_probs(np.exp(log_softmax64(rows_l, inv_temp)), sp.top_k,
+                                     sp.top_p, sp.min_p)
+                tok, _ = inverse_cdf(probs, u)
+                lp_tok = np.log(probs[np.arange(len(tok)), tok])
             for j, r in enumerate(live):
                 out_tokens[r].append(int(tok[j]))
-                out_logp[r].append(float(lp[j, tok[j]]))
+                out_logp[r].append(float(lp_tok[j]))
                 if int(tok[j]) in stop:
                     finished[r] = True
                     reasons[r] = "stop"

@@ -127,3 +127,31 @@ def test_shared_prefill_and_finished_rows_leaving_change_no_sample(hf_untied):
             rows = max(4, 1 << (n_live - 1).bit_length())
         want.add((rows, S))
     assert seen["decode"] == want and min(r for r, _ in want) < 16, (live, seen["decode"])
+
+
+@pytest.mark.slow
+def test_untruncated_samples_are_the_inverse_cdf_of_the_model(hf_untied):
+    """Temperature 0.8, no truncation (the host draw in two levels of cumulative sums): every
+    token equals the inverse CDF, at the row's uniform of that step, of a float64 softmax of
+    transformers' logits for the row so far (the uniforms replayed from the seed: one per row
+    and step, drawn for all rows), and its log-prob equals that softmax's at the token."""
+    directory, hf = hf_untied
+    eng = MindSporeBackend(ms_config(), model_path=directory).native_engine()
+    eng.eos_ids = ()
+    B, T = 6, 10
+    ro = eng.generate(PROMPTS[:2], SamplingParams(n=3, temperature=0.8, max_new_tokens=T,
+                                                  seed=11))
+    rng = np.random.default_rng(11)
+    u = np.stack([rng.random((B, 1))[:, 0] for _ in range(T)], 1)                 # (B, T)
+    with torch.no_grad():
+        for r in range(B):
+            prompt, resp = ro.prompt_ids[r], ro.response_ids[r]
+            assert len(resp) == T
+            logits = hf(torch.tensor([prompt + resp])).logits[0, len(prompt) - 1:-1]
+            z = logits.double().numpy() / 0.8                                     # (T, V)
+            p = np.exp(z - z.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)
+            ref = (np.cumsum(p, -1) <= u[r][:, None]).sum(-1)
+            assert resp == ref.tolist(), r
+            np.testing.assert_allclose(ro.logprobs[r], np.log(p[np.arange(T), resp]),
+                                       atol=1e-4)
