@@ -387,18 +387,15 @@ def render_breakdown(results, prompts: int) -> str:
                 f"without the attention {rest[0][3]:.0f} -> {rest[-1][3]:.0f} "
                 f"({rest[-1][3] / rest[0][3]:.2f}x, max/min "
                 f"{max(x[3] for x in rest) / min(x[3] for x in rest):.2f}x)")
-        ctx_ms = next((r["decode_context_ms"] for r in pts if r.get("decode_context_ms")), None)
-        if ctx_ms:
-            verdicts.append(
-                f"- {backend} decode step ({pts[0]['tokens'] // pts[0]['length']} rows, the "
-                "native engine's loop), process-CPU ms by tokens in the cache: "
-                + ", ".join(f"{k}: {v:.2f}" for k, v in ctx_ms.items()))
-        gen_ms = next((r["generate_ms"] for r in pts if r.get("generate_ms")), None)
-        if gen_ms:
-            verdicts.append(
-                f"- {backend} sampler's generate alone (8 rows, lengths interleaved), ms per "
-                "decode step by response length: "
-                + ", ".join(f"{k}: {v:.2f}" for k, v in gen_ms.items()))
+        rows = pts[0]['tokens'] // pts[0]['length']
+        for key, what in (("decode_context_ms", f"decode step ({rows} rows, the native engine's "
+                                                "loop), process-CPU ms by tokens in the cache"),
+                          ("generate_ms", "sampler's generate alone (8 rows, lengths "
+                                          "interleaved), ms per decode step by response length")):
+            ms = next((r[key] for r in pts if r.get(key)), None)
+            if ms:
+                verdicts.append(f"- {backend} {what}: "
+                                + ", ".join(f"{k}: {v:.2f}" for k, v in ms.items()))
         if slots_ms:
             verdicts.append(
                 f"- {backend} compiled decode step, {pts[0]['tokens'] // pts[0]['length']} rows, "
