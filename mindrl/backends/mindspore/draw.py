@@ -31,22 +31,19 @@ BLOCK = 256   # ids per first-level block of the cumulative sums
 
 def filter_probs(probs: np.ndarray, top_k: int = -1, top_p: float = 1.0,
                  min_p: float = 0.0) -> np.ndarray:
-    """(B, V) probabilities -> filtered and renormalised (B, V) (float64)."""
+    """(B, V) probabilities -> filtered and renormalised (B, V) (float64).
+
+    The kept set is :func:`algorithms.truncation.keep_mask`'s, the one the trainers score the
+    policy under, ties at a threshold included (a top-p cut that falls inside a run of equal
+    probabilities keeps the whole run, whatever order a sort puts them in)."""
+    from algorithms.truncation import Truncation, keep_mask
+
     p = probs.astype(np.float64)
-    V = p.shape[-1]
-    if top_k is not None and 0 < top_k < V:
-        kth = -np.partition(-p, top_k - 1, axis=-1)[:, top_k - 1:top_k]
-        p = np.where(p >= kth, p, 0.0)
-    if min_p and min_p > 0:
-        p = np.where(p >= min_p * p.max(-1, keepdims=True), p, 0.0)
-    if top_p is not None and top_p < 1.0:
-        order = np.argsort(-p, axis=-1)
-        sorted_p = np.take_along_axis(p, order, -1)
-        csum = np.cumsum(sorted_p, -1) / sorted_p.sum(-1, keepdims=True)
-        keep_sorted = (csum - sorted_p / sorted_p.sum(-1, keepdims=True)) < top_p
-        keep = np.zeros_like(keep_sorted)
-        np.put_along_axis(keep, order, keep_sorted, -1)
-        p = np.where(keep, p, 0.0)
+    trunc = Truncation(-1 if top_k is None else int(top_k),
+                       1.0 if top_p is None else float(top_p), float(min_p or 0.0))
+    if trunc.active:
+        with np.errstate(divide="ignore"):
+            p = np.where(keep_mask(np.log(p), trunc), p, 0.0)
     return p / p.sum(-1, keepdims=True)
 
 

@@ -22,6 +22,25 @@ def test_filter_probs_top_k_top_p_min_p():
     np.testing.assert_allclose(filter_probs(p), p)
 
 
+def test_filter_probs_keeps_the_trainers_set_ties_included():
+    # top-p 0.5 over [0.4, 0.3, 0.3]: the mass more probable than either 0.3 is 0.4 < 0.5, so
+    # both stay (a cut by sorted position would keep one of them, chosen by the sort)
+    np.testing.assert_allclose(filter_probs(np.array([[0.4, 0.3, 0.3]]), top_p=0.5),
+                               [[0.4, 0.3, 0.3]])
+    np.testing.assert_allclose(filter_probs(np.array([[0.3, 0.4, 0.3]]), top_p=0.4),
+                               [[0.0, 1.0, 0.0]])
+    # the same set as the reference mask the trainers use, on rows with many ties
+    from algorithms.truncation import Truncation, keep_mask
+    rng = np.random.default_rng(0)
+    w = rng.integers(1, 6, size=(64, 40)).astype(np.float64)
+    probs = w / w.sum(-1, keepdims=True)
+    for k, tp, mp in [(5, 1.0, 0.0), (-1, 0.6, 0.0), (-1, 1.0, 0.5), (8, 0.7, 0.3)]:
+        want = keep_mask(np.log(probs), Truncation(k, tp, mp))
+        got = filter_probs(probs, top_k=k, top_p=tp, min_p=mp)
+        np.testing.assert_array_equal(got > 0, want)
+        np.testing.assert_allclose(got.sum(-1), 1.0)
+
+
 @pytest.mark.slow
 def test_sampler_logprobs_greedy_eos_and_static_shapes(hf_untied):
     directory, hf = hf_untied
