@@ -176,51 +176,58 @@ def _loaded(be, where):
     return be
 
 
-@pytest.mark.slow
-def test_resume_3_plus_3_equals_6(hf_tied, tmp_path):
+@pytest.fixture(scope="module")
+def three_and_six(hf_tied, tmp_path_factory):
+    """Two runs on the same 6 batches (cosine schedule with warmup): 6 steps straight (its final
+    weights copied), and 3 steps saved to a folder. Both tests below use them: the resume test
+    trains a fresh backend from the folder, the load test loads the folder into the 6-step
+    backend, whose graphs are compiled (each run compiles its train graph once)."""
     directory, _ = hf_tied
     cfg = ms_config("train.lr=1e-2", "train.warmup_steps=2", "train.lr_schedule=cosine",
                     "train.steps=6")
     rng = np.random.default_rng(4)
     batches = [random_batch(rng, 4) for _ in range(6)]
     straight = _trained(cfg, directory, batches)
-    _saved(_trained(cfg, directory, batches[:3]), tmp_path)
+    final = {k: v.copy() for k, v in straight.named_weights()}
+    saved = tmp_path_factory.mktemp("three_steps")
+    three = _trained(cfg, directory, batches[:3])
+    _saved(three, saved)
+    return cfg, directory, batches, saved, straight, final, three
+
+
+@pytest.mark.slow
+def test_resume_3_plus_3_equals_6(three_and_six):
+    cfg, directory, batches, saved, _, a, _ = three_and_six
     resumed = _trained(cfg, directory, batches[3:],
-                       into=_loaded(MindSporeBackend(cfg, model_path=directory), tmp_path))
-    a, b = dict(straight.named_weights()), dict(resumed.named_weights())
+                       into=_loaded(MindSporeBackend(cfg, model_path=directory), saved))
+    b = dict(resumed.named_weights())
     for k in a:
         np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
     assert resumed.optimizer_steps == 6
 
 
 @pytest.mark.slow
-def test_load_after_compile_reaches_compiled_graphs(hf_tied, tmp_path):
+def test_load_after_compile_reaches_compiled_graphs(three_and_six):
     """Weights and optimizer state loaded into a backend whose train, log-prob and sampler
     graphs are already compiled (``Parameter.set_data`` on parameters those graphs read and
     write in place) are the ones the next step uses: its log-probs, greedy samples and the
-    weights after one more step equal those of the run the state came from."""
-    directory, _ = hf_tied
-    cfg = ms_config("train.lr=1e-2", "train.warmup_steps=0", "train.steps=8")
-    rng = np.random.default_rng(7)
-    ours = [random_batch(rng, 4) for _ in range(3)]
-    other = [random_batch(rng, 4) for _ in range(2)]
-    source = _trained(cfg, directory, ours[:2])
-    _saved(source, tmp_path)
-
-    busy = _trained(cfg, directory, other)              # compiles, and moves the weights away
+    weights after one more step equal those of the run the state came from (the 3-step run;
+    the loading backend is the 6-step run, its weights 3 steps away)."""
+    _, _, batches, saved, busy, _, source = three_and_six
+    probe = batches[3]
     prompts = [[5, 6, 7], [8, 9]]
     sp = SamplingParams(n=1, temperature=0.0, max_new_tokens=8)
     busy.native_engine().generate(prompts, sp)          # compiles the sampler's graphs
-    before = busy.logprobs(ours[2].tokens, temperature=1.0)
-    _loaded(busy, tmp_path)
+    before = busy.logprobs(probe.tokens, temperature=1.0)
+    _loaded(busy, saved)
 
-    want = source.logprobs(ours[2].tokens, temperature=1.0)
+    want = source.logprobs(probe.tokens, temperature=1.0)
     assert np.abs(before - want).max() > 1e-3           # the load has something to change
-    np.testing.assert_allclose(busy.logprobs(ours[2].tokens, temperature=1.0), want, atol=1e-6)
+    np.testing.assert_allclose(busy.logprobs(probe.tokens, temperature=1.0), want, atol=1e-6)
     assert busy.native_engine().generate(prompts, sp).response_ids == \
         source.native_engine().generate(prompts, sp).response_ids
-    source.train_step([ours[2]], _norm(ours[2]))
-    busy.train_step([ours[2]], _norm(ours[2]))
+    source.train_step([probe], _norm(probe))
+    busy.train_step([probe], _norm(probe))
     a, b = dict(source.named_weights()), dict(busy.named_weights())
     for k in a:
         np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
