@@ -89,6 +89,9 @@ def test_gradient_parity_with_torch_every_policy_loss(policy_loss, hf_untied):
 
 @pytest.mark.slow
 def test_compiles_once_per_bucket_over_20_steps(hf_tied):
+    """20 steps of 8 rows, each a batch of its own lengths, train one graph per (prompt,
+    response) bucket, and the log-probs one per bucket too. One micro-batch a step: the count
+    is the train step's (the accumulation of several has its own test below)."""
     directory, _ = hf_tied
     cfg = ms_config("train.lr=1e-3")
     be = MindSporeBackend(cfg, model_path=directory, prompt_buckets=[8, 16],
@@ -98,7 +101,7 @@ def test_compiles_once_per_bucket_over_20_steps(hf_tied):
     for step in range(20):
         batch = random_batch(rng, 8, max_prompt=int(rng.integers(3, 15)),
                              max_resp=int(rng.integers(2, 16)))
-        be.train_step(split(batch, 4), _norm(batch))
+        be.train_step([batch], _norm(batch))
         if step % 4 == 0:
             be.logprobs(batch.tokens, temperature=1.0, micro_batch_size=4)
     assert 1 <= be.compile_count <= n_buckets
