@@ -156,7 +156,7 @@ def six_steps(hf_tied, tmp_path_factory):
         run["metrics"].append(be.train_step(split(batch, 4), _norm(batch)))
         if i == 3:
             _saved(be, run["saved"])
-            run["logp3"] = be.logprobs(batches[3].tokens, temperature=1.0)
+            run["logp3"] = np.array(be.logprobs(batches[3].tokens, temperature=1.0))
             run["greedy3"] = be.native_engine().generate(PROMPTS, GREEDY).response_ids
         if i in (3, 4, 6):
             run[f"at{i}"] = {k: v.copy() for k, v in be.named_weights()}
