@@ -39,6 +39,23 @@ def rows(run_dir):
     return read_metrics(run_dir)
 
 
+@pytest.fixture(scope="module")
+def one_ray():
+    """One local Ray for the module's in-process runs, started as a trainer starts its own:
+    each trainer joins it instead of starting and stopping a Ray of its own (~3 s of CPU and
+    ~10 s of wall time each). The runs in a subprocess start their own."""
+    import ray
+
+    from mindrl.distributed.ray_launch import join_ray
+
+    own = not ray.is_initialized()
+    if own:
+        join_ray("local", log_to_driver=False, num_cpus=max(2, os.cpu_count() or 1))
+    yield ray
+    if own:
+        ray.shutdown()
+
+
 # ------------------------------------------------------------------ configuration (fast)
 @pytest.mark.parametrize("extra, message", [
     (["rollout.workers=0"], "rollout.workers=0 must be >= 1"),
@@ -77,7 +94,7 @@ def test_valid_combinations_load(tmp_path):
 
 
 @pytest.mark.slow
-def test_workers_on_accelerators_see_only_their_device(tmp_path):
+def test_workers_on_accelerators_see_only_their_device(one_ray, tmp_path):
     """device=cuda / ascend: worker i's process sees worker_devices[i % len] alone (its engine's
     device 0), and Ray is told not to set the variable itself; on the CPU nothing is set. The
     variables reach a real Ray actor's process through the options (the GPU run itself was not
@@ -180,7 +197,7 @@ def test_queue_state_survives_json_exactly():
 
 # ------------------------------------------------------------------ runs (slow)
 @pytest.mark.slow
-def test_killed_worker_is_restarted_and_its_groups_reissued(tmp_path, monkeypatch):
+def test_killed_worker_is_restarted_and_its_groups_reissued(one_ray, tmp_path, monkeypatch):
     """kill -9 of worker 0's process in the middle of step 3 (its groups for step 4 in
     flight): Ray restarts it, the groups are issued again, all steps run, later batches come
     from the new process, and no sample lags more than max_staleness."""
@@ -367,7 +384,7 @@ def learn_with_two_workers(tmp_path, steps, *extra):
 
 
 @pytest.mark.slow
-def test_learns_with_two_workers_and_staleness_one(tmp_path):
+def test_learns_with_two_workers_and_staleness_one(one_ray, tmp_path):
     """torch backend, native torch engine in the workers, 20 steps (measured, 3 runs on 2
     loaded cores: reward 0.01 -> 0.27-0.30; a synchronous run of the same config: 0.01 ->
     0.27)."""
@@ -376,7 +393,7 @@ def test_learns_with_two_workers_and_staleness_one(tmp_path):
 
 
 @pytest.mark.slow
-def test_mindspore_workers_learn_with_staleness_one(tmp_path):
+def test_mindspore_workers_learn_with_staleness_one(one_ray, tmp_path):
     """backend=mindspore: each worker runs the native MindSpore sampler over its own copy of the
     model and loads the float32 NumPy weights the trainer pushes. The MindSpore update is
     slower than torch's on 2 shared cores, so the workers run further ahead (mean lag 0.3-0.7
@@ -412,7 +429,7 @@ def test_a_mindspore_worker_samples_what_the_trainers_sampler_samples(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "mindspore"])
-def test_vllm_workers_sample_with_the_pushed_weights(tmp_path, backend):
+def test_vllm_workers_sample_with_the_pushed_weights(one_ray, tmp_path, backend):
     """rollout.engine=vllm: each worker holds an in-process vLLM-CPU engine and loads every
     pushed version through ``reload_weights`` (oneDNN repacking off, as in the synchronous
     sync). Samples of the current version agree with the trainer to float noise: the first
@@ -443,7 +460,7 @@ def test_vllm_workers_sample_with_the_pushed_weights(tmp_path, backend):
 
 
 @pytest.mark.slow
-def test_groups_past_the_bound_are_dropped_and_sampled_again(tmp_path, monkeypatch):
+def test_groups_past_the_bound_are_dropped_and_sampled_again(one_ray, tmp_path, monkeypatch):
     """max_staleness 1 for two steps, then the bound tightens to 0 during step 2's update
     (tr.step 1): the groups already sampled for step 3 with version 1 would lag 1, so they
     are dropped, counted and sampled again with the new weights; from then on every lag is 0.
@@ -486,18 +503,20 @@ def test_groups_past_the_bound_are_dropped_and_sampled_again(tmp_path, monkeypat
 @pytest.mark.slow
 @pytest.mark.parametrize("backend, engine", [("torch", "native"), ("mindspore", "native"),
                                              ("torch", "vllm")])
-def test_lora_pushes_only_the_adapters(tmp_path, backend, engine):
+def test_lora_pushes_only_the_adapters(one_ray, tmp_path, backend, engine):
     """model.lora: each version sends the adapters alone (rollout/push_mb a few percent of the
     model's checkpoint), each worker merges them into its own copy of the adapted base weights,
     and a group sampled after the last push agrees with the trainer (a worker that skipped the
-    merge shows the update's drift: lr 1e-2 on the adapters)."""
+    merge shows the update's drift: lr 1e-2 on the adapters). One rollout worker: the gap is
+    measured on worker 0, and a version's push is the same whatever the number of workers."""
     from mindrl.models.tiny import resolve_model_path
     from mindrl.trainer.rl import RLTrainer
 
     tr = RLTrainer(cfg_for(tmp_path, f"backend={backend}", f"rollout.engine={engine}",
                            "model.lora.enabled=true", "model.lora.rank=4",
                            "model.lora.alpha=8", "train.lr=1e-2", "train.steps=3",
-                           "validation.every=0", "rollout.max_staleness=1"))
+                           "validation.every=0", "rollout.max_staleness=1",
+                           "rollout.workers=1"))
     try:
         tr.fit()
         version, gap = worker_gap(tr)
@@ -514,17 +533,18 @@ def test_lora_pushes_only_the_adapters(tmp_path, backend, engine):
 
 
 @pytest.mark.slow
-def test_unchanged_tensors_are_not_sent_again(tmp_path):
+def test_unchanged_tensors_are_not_sent_again(one_ray, tmp_path):
     """A constant reward (zero advantages, zero gradients: AdamW leaves every weight bitwise
     as it was): the first version sends every tensor, later versions none (the manifest
     keeps the first refs, so a worker that skipped versions still finds every tensor), and a
     worker that fetched nothing since still samples what the trainer scores. (That changed
-    tensors are sent is what the gap checks of the other runs here test.)"""
+    tensors are sent is what the gap checks of the other runs here test.) One rollout worker:
+    the gap is measured on worker 0."""
     from mindrl.trainer.rl import RLTrainer
 
     tr = RLTrainer(cfg_for(
         tmp_path, "reward.functions=[{name: 'trainer_helpers:constant_reward'}]",
-        "train.steps=3", "validation.every=0"))
+        "train.steps=3", "validation.every=0", "rollout.workers=1"))
     try:
         tr.fit()
         q = tr.ahead

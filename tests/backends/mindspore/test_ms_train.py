@@ -88,58 +88,10 @@ def test_gradient_parity_with_torch_every_policy_loss(policy_loss, hf_untied):
 
 
 @pytest.mark.slow
-def test_adamw_clip_schedule_match_torch_and_params_move(hf_tied):
-    directory, hf = hf_tied
-    cfg = ms_config("train.lr=1e-2", "train.weight_decay=0.1", "train.grad_clip=0.5",
-                    "train.warmup_steps=2", "train.lr_schedule=cosine", "train.steps=4",
-                    "algorithm.loss_agg_mode=token_mean")
-    rng = np.random.default_rng(1)
-    batches = [random_batch(rng, 8) for _ in range(3)]
-    be = MindSporeBackend(cfg, model_path=directory)
-    before = dict(be.named_weights())
-    model = type(hf).from_pretrained(directory).float()
-    from mindrl.backends.mindspore.backend import lr_factor, total_optimizer_steps
-
-    t = cfg.train
-    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.adam_eps,
-                            weight_decay=t.weight_decay)
-    total = total_optimizer_steps(cfg)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(
-        s, warmup=t.warmup_steps, total=total, schedule=t.lr_schedule,
-        min_ratio=t.min_lr_ratio))
-    for batch in batches:
-        norm = _norm(batch)
-        out = be.train_step(split(batch, 4), norm)
-        assert out["lr"] == pytest.approx(opt.param_groups[0]["lr"])
-        _torch_loss_and_grads(model, batch, cfg, norm)
-        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-        assert out["grad_norm"] == pytest.approx(float(gn), rel=1e-4)
-        opt.step()
-        sched.step()
-    after = dict(be.named_weights())
-    moved = [k for k in after if np.abs(after[k] - before[k]).max() > 1e-4]
-    assert len(moved) == len(after), "every parameter must change (PLATFORM.md: silent no-ops)"
-    ref = model.state_dict()
-    for name, arr in after.items():
-        # atol: 1% of one lr=1e-2 step; Adam amplifies float noise where a gradient is ~0
-        np.testing.assert_allclose(arr, ref[name].numpy(), atol=1e-4, err_msg=name)
-
-
-@pytest.mark.slow
-def test_micro_batch_accumulation_equals_full_batch(hf_tied):
-    directory, _ = hf_tied
-    cfg = ms_config("train.micro_batch_size=2")
-    rng = np.random.default_rng(2)
-    batch = random_batch(rng, 4)
-    be = MindSporeBackend(cfg, model_path=directory)
-    full = be.gradients([batch], _norm(batch))
-    parts = be.gradients(split(batch, 2), _norm(batch))
-    for k in full:
-        np.testing.assert_allclose(parts[k], full[k], rtol=1e-4, atol=1e-7)
-
-
-@pytest.mark.slow
 def test_compiles_once_per_bucket_over_20_steps(hf_tied):
+    """20 steps of 8 rows, each a batch of its own lengths, train one graph per (prompt,
+    response) bucket, and the log-probs one per bucket too. One micro-batch a step: the count
+    is the train step's (the accumulation of several has its own test below)."""
     directory, _ = hf_tied
     cfg = ms_config("train.lr=1e-3")
     be = MindSporeBackend(cfg, model_path=directory, prompt_buckets=[8, 16],
@@ -149,7 +101,7 @@ def test_compiles_once_per_bucket_over_20_steps(hf_tied):
     for step in range(20):
         batch = random_batch(rng, 8, max_prompt=int(rng.integers(3, 15)),
                              max_resp=int(rng.integers(2, 16)))
-        be.train_step(split(batch, 4), _norm(batch))
+        be.train_step([batch], _norm(batch))
         if step % 4 == 0:
             be.logprobs(batch.tokens, temperature=1.0, micro_batch_size=4)
     assert 1 <= be.compile_count <= n_buckets
@@ -158,10 +110,11 @@ def test_compiles_once_per_bucket_over_20_steps(hf_tied):
 
 
 def _trained(cfg, directory, batches, into=None):
-    """A backend (``into``, or a fresh one from ``directory``) after one step per batch."""
+    """A backend (``into``, or a fresh one from ``directory``) after one step per batch (2
+    micro-batches of 4 rows each)."""
     be = into if into is not None else MindSporeBackend(cfg, model_path=directory)
     for b in batches:
-        be.train_step([b], _norm(b))
+        be.train_step(split(b, 4), _norm(b))
     return be
 
 
@@ -176,51 +129,117 @@ def _loaded(be, where):
     return be
 
 
-@pytest.mark.slow
-def test_resume_3_plus_3_equals_6(hf_tied, tmp_path):
+PROMPTS, GREEDY = [[5, 6, 7], [8, 9]], SamplingParams(n=1, temperature=0.0, max_new_tokens=8)
+
+
+@pytest.fixture(scope="module")
+def six_steps(hf_tied, tmp_path_factory):
+    """One run of 6 steps on batches of 8 rows (AdamW with weight decay, clipping, a cosine
+    schedule with warmup; 2 micro-batches a step), saved to a folder after step 3. Recorded:
+    the weights at the start, after steps 3, 4 and 6, each step's metrics, and at step 3 (before
+    step 4) batch 4's log-probs and greedy samples of two prompts (which compiles the log-prob
+    and sampler graphs). The tests below share it (one train graph compile): AdamW's parity with
+    torch over steps 1-3, the resume from the folder, the load of the folder into this backend
+    (its graphs compiled, its weights 3 steps on) and the accumulation of micro-batch
+    gradients."""
     directory, _ = hf_tied
-    cfg = ms_config("train.lr=1e-2", "train.warmup_steps=2", "train.lr_schedule=cosine",
-                    "train.steps=6")
-    rng = np.random.default_rng(4)
-    batches = [random_batch(rng, 4) for _ in range(6)]
-    straight = _trained(cfg, directory, batches)
-    _saved(_trained(cfg, directory, batches[:3]), tmp_path)
-    resumed = _trained(cfg, directory, batches[3:],
-                       into=_loaded(MindSporeBackend(cfg, model_path=directory), tmp_path))
-    a, b = dict(straight.named_weights()), dict(resumed.named_weights())
+    cfg = ms_config("train.lr=1e-2", "train.weight_decay=0.1", "train.grad_clip=0.5",
+                    "train.warmup_steps=2", "train.lr_schedule=cosine", "train.steps=6",
+                    "algorithm.loss_agg_mode=token_mean")
+    rng = np.random.default_rng(1)
+    batches = [random_batch(rng, 8) for _ in range(6)]
+    be = MindSporeBackend(cfg, model_path=directory)
+    run = dict(cfg=cfg, directory=directory, batches=batches, be=be, metrics=[],
+               saved=tmp_path_factory.mktemp("three_steps"))
+    run["start"] = {k: v.copy() for k, v in be.named_weights()}
+    for i, batch in enumerate(batches, start=1):
+        run["metrics"].append(be.train_step(split(batch, 4), _norm(batch)))
+        if i == 3:
+            _saved(be, run["saved"])
+            run["logp3"] = np.array(be.logprobs(batches[3].tokens, temperature=1.0))
+            run["greedy3"] = be.native_engine().generate(PROMPTS, GREEDY).response_ids
+        if i in (3, 4, 6):
+            run[f"at{i}"] = {k: v.copy() for k, v in be.named_weights()}
+    return run
+
+
+@pytest.mark.slow
+def test_adamw_clip_schedule_match_torch_and_params_move(hf_tied, six_steps):
+    """The 3-step run (2 micro-batches a step) against torch.optim.AdamW + clip_grad_norm_ +
+    LambdaLR on the same weights and batches: lr and gradient norm at each step, the weights
+    after."""
+    directory, hf = hf_tied
+    run = six_steps
+    cfg, before, after = run["cfg"], run["start"], run["at3"]
+    model = type(hf).from_pretrained(directory).float()
+    from mindrl.backends.mindspore.backend import lr_factor, total_optimizer_steps
+
+    t = cfg.train
+    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.adam_eps,
+                            weight_decay=t.weight_decay)
+    total = total_optimizer_steps(cfg)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(
+        s, warmup=t.warmup_steps, total=total, schedule=t.lr_schedule,
+        min_ratio=t.min_lr_ratio))
+    assert len(run["metrics"]) == 6
+    for batch, out in zip(run["batches"][:3], run["metrics"][:3]):
+        norm = _norm(batch)
+        assert out["lr"] == pytest.approx(opt.param_groups[0]["lr"])
+        _torch_loss_and_grads(model, batch, cfg, norm)
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
+        assert out["grad_norm"] == pytest.approx(float(gn), rel=1e-4)
+        opt.step()
+        sched.step()
+    moved = [k for k in after if np.abs(after[k] - before[k]).max() > 1e-4]
+    assert len(moved) == len(after), "every parameter must change (PLATFORM.md: silent no-ops)"
+    ref = model.state_dict()
+    for name, arr in after.items():
+        # atol: 1% of one lr=1e-2 step; Adam amplifies float noise where a gradient is ~0
+        np.testing.assert_allclose(arr, ref[name].numpy(), atol=1e-4, err_msg=name)
+
+
+@pytest.mark.slow
+def test_micro_batch_accumulation_equals_full_batch(six_steps):
+    """Gradients (no step) of one micro-batch of 4 rows and of 2 micro-batches of 2 rows, on
+    the shared run's backend."""
+    be = six_steps["be"]
+    rng = np.random.default_rng(2)
+    batch = random_batch(rng, 4)
+    full = be.gradients([batch], _norm(batch))
+    parts = be.gradients(split(batch, 2), _norm(batch))
+    for k in full:
+        np.testing.assert_allclose(parts[k], full[k], rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_resume_3_plus_3_equals_6(six_steps):
+    run = six_steps
+    cfg, directory = run["cfg"], run["directory"]
+    resumed = _trained(cfg, directory, run["batches"][3:],
+                       into=_loaded(MindSporeBackend(cfg, model_path=directory), run["saved"]))
+    a, b = run["at6"], dict(resumed.named_weights())
     for k in a:
         np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
     assert resumed.optimizer_steps == 6
 
 
 @pytest.mark.slow
-def test_load_after_compile_reaches_compiled_graphs(hf_tied, tmp_path):
+def test_load_after_compile_reaches_compiled_graphs(six_steps):
     """Weights and optimizer state loaded into a backend whose train, log-prob and sampler
     graphs are already compiled (``Parameter.set_data`` on parameters those graphs read and
     write in place) are the ones the next step uses: its log-probs, greedy samples and the
-    weights after one more step equal those of the run the state came from."""
-    directory, _ = hf_tied
-    cfg = ms_config("train.lr=1e-2", "train.warmup_steps=0", "train.steps=8")
-    rng = np.random.default_rng(7)
-    ours = [random_batch(rng, 4) for _ in range(3)]
-    other = [random_batch(rng, 4) for _ in range(2)]
-    source = _trained(cfg, directory, ours[:2])
-    _saved(source, tmp_path)
+    weights after one more step equal those the run had at the saved step (3; the backend is
+    at step 6, its weights 3 steps away) and after the step that followed it."""
+    run = six_steps
+    busy, probe = run["be"], run["batches"][3]
+    before = busy.logprobs(probe.tokens, temperature=1.0)
+    _loaded(busy, run["saved"])
 
-    busy = _trained(cfg, directory, other)              # compiles, and moves the weights away
-    prompts = [[5, 6, 7], [8, 9]]
-    sp = SamplingParams(n=1, temperature=0.0, max_new_tokens=8)
-    busy.native_engine().generate(prompts, sp)          # compiles the sampler's graphs
-    before = busy.logprobs(ours[2].tokens, temperature=1.0)
-    _loaded(busy, tmp_path)
-
-    want = source.logprobs(ours[2].tokens, temperature=1.0)
+    want = run["logp3"]
     assert np.abs(before - want).max() > 1e-3           # the load has something to change
-    np.testing.assert_allclose(busy.logprobs(ours[2].tokens, temperature=1.0), want, atol=1e-6)
-    assert busy.native_engine().generate(prompts, sp).response_ids == \
-        source.native_engine().generate(prompts, sp).response_ids
-    source.train_step([ours[2]], _norm(ours[2]))
-    busy.train_step([ours[2]], _norm(ours[2]))
-    a, b = dict(source.named_weights()), dict(busy.named_weights())
+    np.testing.assert_allclose(busy.logprobs(probe.tokens, temperature=1.0), want, atol=1e-6)
+    assert busy.native_engine().generate(PROMPTS, GREEDY).response_ids == run["greedy3"]
+    busy.train_step(split(probe, 4), _norm(probe))
+    a, b = run["at4"], dict(busy.named_weights())
     for k in a:
         np.testing.assert_allclose(b[k], a[k], atol=1e-6, err_msg=k)
