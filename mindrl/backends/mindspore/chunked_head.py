@@ -371,7 +371,15 @@ class ChunkedHeadMixin:
     def _chunked_logprobs(self, which: str, model, trunc, inputs, inv_temp, chunk: int):
         """The log-prob pass of ``model`` (``which``: its cache key) with the head in chunks:
         ``inputs`` = (ids, pos, att, targets, mask) -> (B, T) log-probs x mask."""
+        from mindrl.backends.mindspore.host_head import host_head_weight, host_logprobs
+
         cache = self._chunk_fns()
+        w = host_head_weight(self, model)
+        if w is not None:           # the head in host memory (host_head)
+            key = ("logp-host", which)
+            if key not in cache:
+                cache[key] = ms.jit(make_hidden_fn(model))
+            return host_logprobs(cache[key], w, trunc, inputs, inv_temp, chunk)
         key = ("logp", which, trunc is not None)
         if key not in cache:
             cache[key] = (ms.jit(make_hidden_fn(model)),
@@ -408,7 +416,12 @@ class ChunkedHeadMixin:
         reverse KL to it (``algorithm.distill.estimator=full``), its hidden states from its own
         compiled forward of the same inputs; ``aux_coef``: the MoE load-balancing loss
         through the decoder backward (``aux_w`` its weights, else unused)."""
+        from mindrl.backends.mindspore.host_head import host_head_weight, make_host_step
+
         model, o = self.model, self.ops
+        if host_head_weight(self, model, teacher) is not None:
+            return make_host_step(self, chunk, loss_grads, entropy=entropy, ent_grad=ent_grad,
+                                  inv_temp=inv_temp, trunc=trunc, aux_coef=aux_coef)
         w = head_weight(model)
         trainable = any(p is w for p in self.params)
         hidden = make_hidden_fn(model, with_aux=bool(aux_coef))
