@@ -43,6 +43,12 @@ backward does, and the head's memory stays one chunk's. Chunks are
 :func:`balanced_chunk` long: as many as ``chunk`` needs, each the shortest multiple of 8 that
 holds them. Only the scored tokens (response mask 1) are chunked;
 padding rows and columns cost nothing.
+
+On CPU with float32 weights the same steps run with NumPy in host memory instead
+(:mod:`~mindrl.backends.mindspore.host_head`): the head's gradients go straight into the
+optimizer's accumulator and step 5 differentiates w.r.t. the input embeddings, so no (V, H)
+gradient is built. The compiled chunks here serve bf16 weights, accelerators and the exact
+distillation KL.
 """
 
 from __future__ import annotations
