@@ -380,12 +380,12 @@ class ChunkedHeadMixin:
         from mindrl.backends.mindspore.host_head import host_head_weight, host_logprobs
 
         cache = self._chunk_fns()
-        w = host_head_weight(self, model)
+        w = host_head_weight(self, model, head_weight(model))
         if w is not None:           # the head in host memory (host_head)
             key = ("logp-host", which)
             if key not in cache:
                 cache[key] = ms.jit(make_hidden_fn(model))
-            return host_logprobs(cache[key], w, trunc, inputs, inv_temp, chunk)
+            return host_logprobs(cache[key], w, trunc, inputs, inv_temp, chunk, TokenChunks)
         key = ("logp", which, trunc is not None)
         if key not in cache:
             cache[key] = (ms.jit(make_hidden_fn(model)),
@@ -425,9 +425,11 @@ class ChunkedHeadMixin:
         from mindrl.backends.mindspore.host_head import host_head_weight, make_host_step
 
         model, o = self.model, self.ops
-        if host_head_weight(self, model, teacher) is not None:
-            return make_host_step(self, chunk, loss_grads, entropy=entropy, ent_grad=ent_grad,
-                                  inv_temp=inv_temp, trunc=trunc, aux_coef=aux_coef)
+        if host_head_weight(self, model, head_weight(model), teacher) is not None:
+            return make_host_step(self, chunk, loss_grads,
+                                  (TokenChunks, keeps_logits, make_hidden_fn, head_weight(model)),
+                                  entropy=entropy, ent_grad=ent_grad, inv_temp=inv_temp,
+                                  trunc=trunc, aux_coef=aux_coef)
         w = head_weight(model)
         trainable = any(p is w for p in self.params)
         hidden = make_hidden_fn(model, with_aux=bool(aux_coef))

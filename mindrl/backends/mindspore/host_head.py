@@ -250,11 +250,10 @@ def host_blas_threads() -> Optional[int]:
 
 
 # ------------------------------------------------------------------------------ the steps
-def host_head_weight(backend, model, teacher=None) -> Optional[np.ndarray]:
-    """The (V, H) host view of ``model``'s head weight when the step can run its head in host
-    memory (:data:`HOST_HEAD`, float32 weights, CPU, no distillation teacher's exact KL, the
-    unsharded optimizer with a host accumulator), else None."""
-    from mindrl.backends.mindspore.chunked_head import head_weight
+def host_head_weight(backend, model, weight, teacher=None) -> Optional[np.ndarray]:
+    """The (V, H) host view of ``model``'s head ``weight`` when the step can run its head in
+    host memory (:data:`HOST_HEAD`, float32 weights, CPU, no distillation teacher's exact KL,
+    the unsharded optimizer with a host accumulator), else None."""
     from mindrl.backends.mindspore.optim import AdamW, _host_array
 
     if not HOST_HEAD or teacher is not None:
@@ -262,7 +261,7 @@ def host_head_weight(backend, model, teacher=None) -> Optional[np.ndarray]:
     opt = getattr(backend, "optimizer", None)
     if model is backend.model and (type(opt) is not AdamW or _host_array(opt.grad_flat) is None):
         return None
-    return host_array(head_weight(model))
+    return host_array(weight)
 
 
 def _rows_of(values: Optional[np.ndarray], idx: np.ndarray) -> Optional[np.ndarray]:
@@ -290,21 +289,20 @@ def host_scores(hs: np.ndarray, w: np.ndarray, targets: np.ndarray, chunk: int, 
     return logp, ent, stats, z
 
 
-def make_host_step(backend, chunk: int, loss_grads, *, entropy: bool,
+def make_host_step(backend, chunk: int, loss_grads, pieces, *, entropy: bool,
                    ent_grad: bool, inv_temp: float, trunc, aux_coef: float):
     """The chunked micro-batch step with the head in host memory (module docstring):
     ``run(ids, pos, att, targets, mask, loss_args, aux_w) -> (loss, metrics)``, the gradient
-    added into the optimizer's flat accumulator in place."""
+    added into the optimizer's flat accumulator in place. ``pieces``: chunked_head's
+    (``TokenChunks``, ``keeps_logits``, ``make_hidden_fn``, the head's weight)."""
     import mindspore as ms
     from mindspore import Tensor, ops
 
-    from mindrl.backends.mindspore.chunked_head import (TokenChunks, head_weight,
-                                                        keeps_logits, make_hidden_fn)
     from mindrl.backends.mindspore.optim import _host_array
 
+    TokenChunks, keeps_logits, make_hidden_fn, head_w = pieces
     model, opt = backend.model, backend.optimizer
     H, vocab = model.spec.hidden_size, model.spec.vocab_size
-    head_w = head_weight(model)
     emb_w = model.model.embed_tokens.weight
     slot = {id(p): i for i, p in enumerate(opt.params)}
     params = list(backend.params)
@@ -410,12 +408,12 @@ def make_host_step(backend, chunk: int, loss_grads, *, entropy: bool,
     return run
 
 
-def host_logprobs(hidden_fn, w: np.ndarray, trunc, inputs, inv_temp: float, chunk: int):
+def host_logprobs(hidden_fn, w: np.ndarray, trunc, inputs, inv_temp: float, chunk: int,
+                  TokenChunks):
     """The no-grad log-prob pass with the head in host memory: ``inputs`` = (ids, pos, att,
-    targets, mask) -> (B, T) log-probs x mask (a MindSpore Tensor)."""
+    targets, mask) -> (B, T) log-probs x mask (a MindSpore Tensor); ``TokenChunks``:
+    chunked_head's layout."""
     from mindspore import Tensor
-
-    from mindrl.backends.mindspore.chunked_head import TokenChunks
 
     ids, pos, att, targets, mask = inputs
     layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
