@@ -111,7 +111,9 @@ def test_chunked_sft_dpo_simpo_equal_full_logits(hf_tied, hf_untied, variant, lo
             refs[n] = [be.logprobs(tb, temperature=1.0, reference=True)
                        for tb in (chosen, rejected)]
         for a, b in zip(refs[0], refs[5]):
-            np.testing.assert_allclose(b, a, atol=1e-6, rtol=0)
+            # the chunked pass's head on NumPy's BLAS in host memory (host_head): float32
+            # rounding of another GEMM, a few ulp
+            np.testing.assert_allclose(b, a, atol=1e-5, rtol=0)
             assert np.abs(a).max() > 1.0
         ref_c, ref_r = (r + rng.normal(0, 0.5, r.shape) * (r != 0) for r in refs[0])
         micro = [(chosen.rows(s), rejected.rows(s), ref_c[s], ref_r[s])
