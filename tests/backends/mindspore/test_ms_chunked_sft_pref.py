@@ -38,10 +38,12 @@ def _sums_and_grads(be, kind, micro, norm):
 def _assert_same(got, want, rel=1e-5):
     (s_got, g_got), (s_want, g_want) = got, want
     assert set(s_got) == set(s_want) and "loss" in s_want
-    # a metric that is a difference of sums (reward_margin) carries their float32 rounding
+    # a metric that is a difference of sums (reward_margin) carries their float32 rounding;
+    # the chunked head's products run on NumPy's BLAS (host_head): sums of a dozen log-probs
+    # that each differ by a few ulp
     big = max(abs(v) for v in s_want.values())
     for k, v in s_want.items():
-        assert s_got[k] == pytest.approx(v, rel=1e-5, abs=1e-7 * max(big, 10.0)), k
+        assert s_got[k] == pytest.approx(v, rel=5e-5, abs=1e-7 * max(big, 10.0)), k
     assert set(g_got) == set(g_want)
     assert max(float(np.abs(g).max()) for g in g_want.values()) > 1e-3
     for name, g in g_want.items():
