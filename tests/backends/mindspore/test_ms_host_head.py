@@ -195,8 +195,9 @@ def test_host_head_adds_into_the_accumulator_in_place(hf_untied):
     opt = be.optimizer
     acc = _host_array(opt.grad_flat)
     acc[:] = 0.5
-    flat = hh.host_array(be.model.lm_head.weight)
-    assert flat is not None and flat.ctypes.data == hh.host_array(be.model.lm_head.weight).ctypes.data
+    head = hh.host_array(be.model.lm_head.weight)       # the weight's own memory, every call
+    assert head is not None
+    assert head.ctypes.data == hh.host_array(be.model.lm_head.weight).ctypes.data
     be._accumulate("rl", *be._prepare("rl", mbs[:1], norm))
     again = {p.name: g.copy() for p, g in zip(be.params, opt.grad_arrays())}
     assert _host_array(opt.grad_flat).ctypes.data == acc.ctypes.data
