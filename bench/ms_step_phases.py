@@ -15,6 +15,8 @@ asynchronously, so a phase's time can land in the next phase that waits for it.
 
 ``--recompute``: the chunked head runs each chunk's head again in the backward even where it
 would keep the chunks' logits (its path above the memory budget), for a comparison.
+``--compiled-head``: the chunks as compiled MindSpore calls instead of NumPy in host memory
+(``mindrl.backends.mindspore.host_head``).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ def main() -> int:
     ap.add_argument("model_dir")
     ap.add_argument("--case", default="real-width")
     ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--compiled-head", action="store_true",
+                    help="the chunked head as compiled MindSpore chunks, not in host memory")
     ap.add_argument("--recompute", action="store_true",
                     help="the chunked head recomputes every chunk's logits in the backward "
                     "(its path above the memory budget) even where it would keep them")
@@ -77,6 +81,7 @@ def main() -> int:
 
     import memory_plan as mp
     import mindrl.backends.mindspore.chunked_head as ch
+    import mindrl.backends.mindspore.host_head as hh
     from mindrl.backends.base import build_backend
     from mindrl.config.loader import load_config
     from mindrl.types import LossNormalizers, TokenBatch, TrainBatch
@@ -115,9 +120,24 @@ def main() -> int:
         ph.set(ph.now.replace("head-bwd", "decoder-bwd"))
         return out
 
+    # the head in host memory (host_head): its forward, the loss after it, its backward, then
+    # the decoder backward after the weight gradient's products
+    def then(fn, name, after=None):
+        def run(*args, **kw):
+            ph.set(f"{step[0]}:{name}")
+            out = fn(*args, **kw)
+            if after:
+                ph.set(f"{step[0]}:{after}")
+            return out
+        return run
+
+    hh.host_scores = then(hh.host_scores, "head-fwd", "loss")
+    hh.grad_in_place = then(hh.grad_in_place, "head-bwd")
+    hh.add_weight_grad = then(hh.add_weight_grad, "head-bwd", "decoder-bwd")
     ch.TokenChunks.to_rows = rows_then
     ch.TokenChunks.real_rows_to_rows = real_rows_then
     ch.KEEP_CHUNK_LOGITS = not a.recompute
+    hh.HOST_HEAD = not a.compiled_head
     cfg = load_config(None, mp.overrides(Path(a.model_dir), a.case, "mindspore"))
     base = _rss()
     threading.Thread(target=ph.poll, daemon=True).start()

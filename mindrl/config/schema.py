@@ -492,7 +492,8 @@ class TrainConfig:
     min_lr_ratio: float = opt(0.0, "Cosine schedule floor as a fraction of lr.")
     grad_clip: float = opt(1.0, "Clip the global gradient norm (0 = off).")
     seed: int = opt(0, "Seed for data order, initialisation and sampling.")
-    threads: int = opt(1, "CPU threads per process.")
+    threads: int = opt(1, "CPU threads per process (torch, MindSpore's kernels and NumPy's "
+                       "BLAS, which runs MindSpore's LM head on CPU).")
     fsdp: bool = opt(False, "backend=torch under torchrun: shard parameters, gradients and "
                      "AdamW state over the ranks (FSDP2 fully_shard per decoder layer) instead "
                      "of a full replica per rank. A native rollout engine then keeps its own "

@@ -26,7 +26,9 @@ Held for the whole run (per device):
 - MindSpore's chunked RL head (``train.logprob_chunk_tokens``) where it runs each chunk's head
   again in the backward: the head weight's gradient summed over the chunks, V h b (a
   parameter, held between steps). Where it keeps the logits its weight gradient is one product
-  handed to the decoder backward, V h b during it, no held buffer.
+  handed to the decoder backward, V h b during it, no held buffer. On CPU with float32 weights
+  the head runs in host memory (``backends/mindspore/host_head.py``): neither, and no
+  embedding gradient temporaries; its gradients go into the accumulator in place.
 - runtime: what the framework holds beyond tensors (:data:`RUNTIME_GB`; MindSpore on CPU: its
   compiled graphs and the memory pool they leave held, measured).
 - a judge / reward model scoring in the trainer's process on its device (:func:`model_rewards`):
@@ -534,6 +536,16 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
     kept = chunked and s.backend in ("torch", "mindspore") and not recomputes_chunks(
         decided, s.head_chunk, m.vocab, copies)
     kept_bytes = scored * 4 * m.vocab * copies if kept else 0.0
+    # MindSpore on CPU with float32 weights runs its chunked head in host memory with NumPy
+    # (backends/mindspore/host_head.py; not with a teacher's exact KL, counted here as the
+    # compiled chunks): the head's and the embedding rows' gradients go into the held
+    # accumulator in place, the decoder backward differentiates w.r.t. the embeddings, so no
+    # (V, h) gradient, buffer or embedding temporary exists and the compiled backward's
+    # gradients leave out the (V, h) tables
+    ms_host_head = (s.backend == "mindspore" and s.device == "cpu" and b == 4 and chunked
+                    and not ms_sharded and not mf and s.teacher is None)
+    host_tables = (m.vocab * m.hidden * (1 if m.tied else 2) * 4
+                   if ms_host_head and s.trainable is None else 0.0)
     # kept by the fused log-prob path (copies < 2), one GEMM over all rows, whose backward
     # writes the head's weight gradient itself (chunked_head.GRAD_INTO_BUFFER): on CPU into a
     # (V, H) buffer held from step to step, the tied embedding's rows added into it in place
@@ -586,7 +598,7 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         grads = b * t_dev + 2 * min(SHARD_BUCKET_BYTES, 4 * t_dev)
     elif s.backend == "mindspore":
         gkeys = wkeys
-        grads = (b + 4) * t_dev if b < 4 else 4 * t_dev    # compute grads + their flat copy
+        grads = (b + 4) * t_dev if b < 4 else 4 * t_dev - host_tables   # + their flat copy
     else:
         gkeys = wkeys
         grads = (b + 4) * t_dev if master else b * t_dev
@@ -657,11 +669,13 @@ def plan_memory(m: ModelShape, s: Setup, label: str = "the run") -> MemoryPlan:
         sparse = m.tied and s.backend == "torch" and not s.fsdp
         emb = ((1 if sparse else 2 if m.tied else 1)
                + (1 if s.accumulation and s.backend == "torch" else 0)) * m.vocab * m.hidden * gb
-        if sparse and own_grad:
+        if (sparse and own_grad) or ms_host_head:
             emb = 0.0
         if emb:
             parts.append(Part("embedding gradient temporaries", emb, "bwd-end", gkeys))
-    if s.backend == "mindspore" and chunked and trainable_head and not mf and not kept:
+    if ms_host_head:
+        pass                # the head's weight gradient added into the accumulator in place
+    elif s.backend == "mindspore" and chunked and trainable_head and not mf and not kept:
         # the chunked step (RL, SFT, preference) that recomputes its chunks adds each chunk's
         # head-weight gradient into one (V, h) buffer that the decoder backward then adds to
         # the head's (or the embedding's) gradient; the buffer is a parameter of the step, held

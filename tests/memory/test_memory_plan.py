@@ -424,27 +424,34 @@ def test_mindspore_plan_keeps_the_chunks_logits_by_the_backends_own_test():
 
 
 def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
-    # backend=mindspore's chunked step (RL, SFT, preference) that runs each chunk's head again
-    # (1,024 response tokens: their logits do not fit half the head's budget) sums the head
-    # weight's gradient over the chunks in one (V, h) buffer held between steps; one that keeps
-    # the logits (256 tokens) has no buffer, its weight gradient is one product that lives
-    # through the decoder backward; on CPU its compiled graphs keep more than torch's
-    # runtime (both measured at Qwen2.5-0.5B's width, bench/memory_plan.py)
+    # backend=mindspore's compiled chunked step (RL, SFT, preference; bf16 weights) that runs
+    # each chunk's head again (1,024 response tokens: their logits do not fit half the head's
+    # budget) sums the head weight's gradient over the chunks in one (V, h) buffer held between
+    # steps; one that keeps the logits (256 tokens) has no buffer, its weight gradient is one
+    # product that lives through the decoder backward. With float32 weights on CPU the head
+    # runs in host memory (host_head.py): no buffer, no product, no embedding temporaries, and
+    # the compiled backward's gradients leave out the (V, h) table. On CPU its compiled graphs
+    # keep more than torch's runtime (both measured at Qwen2.5-0.5B's width,
+    # bench/memory_plan.py)
     from mindrl.memory.plan import RUNTIME_GB, setup_from_config
 
     m = known_shape("Qwen2.5-0.5B")
     over = ["data.max_prompt_len=64", "train.micro_batch_size=4",
             "algorithm.kl.coef=0", "plan.device_memory_gb=1000"]
     plans = {}
-    for backend, job, T in (("mindspore", "train", 1024), ("mindspore", "sft", 1024),
-                            ("torch", "train", 1024), ("mindspore", "kept", 64)):
+    for backend, job, T, dtype in (("mindspore", "train", 1024, "bfloat16"),
+                                   ("mindspore", "sft", 1024, "bfloat16"),
+                                   ("torch", "train", 1024, "bfloat16"),
+                                   ("mindspore", "kept", 64, "bfloat16"),
+                                   ("mindspore", "host", 1024, "float32"),
+                                   ("mindspore", "host-kept", 64, "float32")):
         cfg = load_config(None, over + [f"backend={backend}", f"rollout.max_new_tokens={T}",
-                                        f"data.max_response_len={T}"])
+                                        f"data.max_response_len={T}", f"model.dtype={dtype}"])
         plans[backend, job] = plan_memory(m, setup_from_config(
-            cfg, "train" if job == "kept" else job, m))
+            cfg, "sft" if job == "sft" else "train", m))
     parts = {k: {p.name: p for p in v.parts} for k, v in plans.items()}
     acc = parts["mindspore", "train"]["chunked head's gradient accumulator"]
-    assert acc.phase == "held" and acc.bytes == 151936 * 896 * 4
+    assert acc.phase == "held" and acc.bytes == 151936 * 896 * 2
     assert parts["mindspore", "sft"]["chunked head's gradient accumulator"].bytes == acc.bytes
     assert "chunked head's gradient accumulator" not in parts["torch", "train"]
     assert "chunked head's gradient accumulator" not in parts["mindspore", "kept"]
@@ -453,6 +460,16 @@ def test_mindspore_cpu_plan_holds_the_chunk_gradient_buffer_and_its_runtime():
     assert "chunked head's weight gradient" not in parts["mindspore", "train"]
     assert any(p.startswith("log-prob head (44 tokens") and "kept" in p
                for p in parts["mindspore", "kept"])
+    table = 151936 * 896 * 4                        # tied: one (V, h) float32 table
+    for job in ("host", "host-kept"):
+        got = parts["mindspore", job]
+        for name in ("chunked head's gradient accumulator", "chunked head's weight gradient",
+                     "embedding gradient temporaries"):
+            assert name not in got, (job, name)
+        assert got["gradients"].bytes == 4 * m.params() - table
+        assert got["gradient accumulator (float32)"].bytes == 4 * m.params()
+    assert any(p.startswith("log-prob head (44 tokens") and "kept" in p
+               for p in parts["mindspore", "host-kept"])
     run = "runtime (allocator, kernels, context)"
     assert parts["mindspore", "train"][run].bytes == RUNTIME_GB["mindspore", "cpu"] * GB > \
         parts["torch", "train"][run].bytes == RUNTIME_GB["cpu"] * GB

@@ -81,6 +81,10 @@ def _configure_threads(n: int, on_cpu: bool = True) -> None:
         # bimodal 30 / 130 ms times with the queues vs a steady 25 ms without. CPU only: on
         # Ascend the queues overlap host work with device execution (untested here).
         os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
+    if on_cpu:          # NumPy's BLAS too: the head in host memory (host_head) runs on it
+        from mindrl.backends.mindspore.host_head import limit_host_blas
+
+        limit_host_blas(n)
     try:
         ms.set_context(runtime_num_threads=n)
     except (RuntimeError, ValueError, TypeError) as err:   # already started: keep the default

@@ -43,6 +43,12 @@ backward does, and the head's memory stays one chunk's. Chunks are
 :func:`balanced_chunk` long: as many as ``chunk`` needs, each the shortest multiple of 8 that
 holds them. Only the scored tokens (response mask 1) are chunked;
 padding rows and columns cost nothing.
+
+On CPU with float32 weights the same steps run with NumPy in host memory instead
+(:mod:`~mindrl.backends.mindspore.host_head`): the head's gradients go straight into the
+optimizer's accumulator and step 5 differentiates w.r.t. the input embeddings, so no (V, H)
+gradient is built. The compiled chunks here serve bf16 weights, accelerators and the exact
+distillation KL.
 """
 
 from __future__ import annotations
@@ -371,7 +377,15 @@ class ChunkedHeadMixin:
     def _chunked_logprobs(self, which: str, model, trunc, inputs, inv_temp, chunk: int):
         """The log-prob pass of ``model`` (``which``: its cache key) with the head in chunks:
         ``inputs`` = (ids, pos, att, targets, mask) -> (B, T) log-probs x mask."""
+        from mindrl.backends.mindspore.host_head import host_head_weight, host_logprobs
+
         cache = self._chunk_fns()
+        w = host_head_weight(self, model, head_weight(model))
+        if w is not None:           # the head in host memory (host_head)
+            key = ("logp-host", which)
+            if key not in cache:
+                cache[key] = ms.jit(make_hidden_fn(model))
+            return host_logprobs(cache[key], w, trunc, inputs, inv_temp, chunk, TokenChunks)
         key = ("logp", which, trunc is not None)
         if key not in cache:
             cache[key] = (ms.jit(make_hidden_fn(model)),
@@ -408,7 +422,14 @@ class ChunkedHeadMixin:
         reverse KL to it (``algorithm.distill.estimator=full``), its hidden states from its own
         compiled forward of the same inputs; ``aux_coef``: the MoE load-balancing loss
         through the decoder backward (``aux_w`` its weights, else unused)."""
+        from mindrl.backends.mindspore.host_head import host_head_weight, make_host_step
+
         model, o = self.model, self.ops
+        if host_head_weight(self, model, head_weight(model), teacher) is not None:
+            return make_host_step(self, chunk, loss_grads,
+                                  (TokenChunks, keeps_logits, make_hidden_fn, head_weight(model)),
+                                  entropy=entropy, ent_grad=ent_grad, inv_temp=inv_temp,
+                                  trunc=trunc, aux_coef=aux_coef)
         w = head_weight(model)
         trainable = any(p is w for p in self.params)
         hidden = make_hidden_fn(model, with_aux=bool(aux_coef))

@@ -464,13 +464,20 @@ class Qwen2ForCausalLM(nn.Cell):
 
     def _layers(self, input_ids, position_ids, key_mask, want_routes: bool,
                 want_aux: bool = False):
+        return self.layers_from(self.model.embed_tokens(input_ids), position_ids, key_mask,
+                                want_routes, want_aux)
+
+    def layers_from(self, x, position_ids, key_mask, want_routes: bool = False,
+                    want_aux: bool = False):
+        """The decoder layers and the final norm from the input embeddings ``x`` (B, S, H)
+        (:meth:`_layers` after the lookup): a gradient w.r.t. ``x`` is the embedding rows'
+        gradient, without the table's dense (V, H) one."""
         routes = None
         if len(position_ids.shape) == 3:            # replay: positions, then the routes
             routes = position_ids[:, :, 1:]
             position_ids = position_ids[:, :, 0]
         cos, sin = self.rope_tables(position_ids)
         bias = self.causal_mask(key_mask)
-        x = self.model.embed_tokens(input_ids)
         k = self.spec.num_experts_per_tok
         used = ()
         probs = ()

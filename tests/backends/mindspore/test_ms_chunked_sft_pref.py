@@ -38,10 +38,12 @@ def _sums_and_grads(be, kind, micro, norm):
 def _assert_same(got, want, rel=1e-5):
     (s_got, g_got), (s_want, g_want) = got, want
     assert set(s_got) == set(s_want) and "loss" in s_want
-    # a metric that is a difference of sums (reward_margin) carries their float32 rounding
+    # a metric that is a difference of sums (reward_margin) carries their float32 rounding;
+    # the chunked head's products run on NumPy's BLAS (host_head): sums of a dozen log-probs
+    # that each differ by a few ulp
     big = max(abs(v) for v in s_want.values())
     for k, v in s_want.items():
-        assert s_got[k] == pytest.approx(v, rel=1e-5, abs=1e-7 * max(big, 10.0)), k
+        assert s_got[k] == pytest.approx(v, rel=5e-5, abs=3e-7 * max(big, 10.0)), k
     assert set(g_got) == set(g_want)
     assert max(float(np.abs(g).max()) for g in g_want.values()) > 1e-3
     for name, g in g_want.items():
@@ -111,7 +113,9 @@ def test_chunked_sft_dpo_simpo_equal_full_logits(hf_tied, hf_untied, variant, lo
             refs[n] = [be.logprobs(tb, temperature=1.0, reference=True)
                        for tb in (chosen, rejected)]
         for a, b in zip(refs[0], refs[5]):
-            np.testing.assert_allclose(b, a, atol=1e-6, rtol=0)
+            # the chunked pass's head on NumPy's BLAS in host memory (host_head): float32
+            # rounding of another GEMM, a few ulp
+            np.testing.assert_allclose(b, a, atol=1e-5, rtol=0)
             assert np.abs(a).max() > 1.0
         ref_c, ref_r = (r + rng.normal(0, 0.5, r.shape) * (r != 0) for r in refs[0])
         micro = [(chosen.rows(s), rejected.rows(s), ref_c[s], ref_r[s])
