@@ -100,11 +100,22 @@ def _worker(a) -> None:
 
             m, extra["op_seconds"] = profile_torch_step(lambda: original(self))
             return m
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
         m = original(self)
         ends.append(time.perf_counter())
         cpu_ends.append(time.process_time())
+        ru = resource.getrusage(resource.RUSAGE_SELF)
         phases.append({k: float(v) for k, v in m.items()
                        if k.startswith(("time/", "profile/", "response_length/"))})
+        # what a slow step had more of: waits for the CPU (involuntary switches), page faults,
+        # compiled shapes so far (MindSpore's sampler and backend)
+        phases[-1].update({"ru/nivcsw": ru.ru_nivcsw - ru0.ru_nivcsw,
+                           "ru/nvcsw": ru.ru_nvcsw - ru0.ru_nvcsw,
+                           "ru/minflt": ru.ru_minflt - ru0.ru_minflt,
+                           "ru/cpu": (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
+                           "compiled": float(sum(getattr(tr.engine, "compile_counts", {}).values())
+                                             + sum(getattr(tr.backend, "compile_counts",
+                                                           {}).values()))})
         return m
 
     RLTrainer.run_step = timed

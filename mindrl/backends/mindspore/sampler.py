@@ -14,6 +14,14 @@ a bucket of more than 4 rows, they are gathered into the smallest power-of-two b
 them, 4 rows at the least (``compact``), which compiles one decode graph per bucket size
 used. Each row draws its own uniform at every step, so neither changes a sample.
 
+The cache grows with the response (``grow_from``): it starts at the prompt bucket plus the
+response bucket holding the first 64 tokens, and when a position crosses its end the rows'
+cache is copied into the next response bucket's (its later slots masked until written), so a
+decode step reads slots in proportion to the response so far, not to ``max_new_tokens``; one
+decode graph per (rows, slots) bucket used, the response buckets being powers of two. The
+slots past the written ones get exactly zero attention weight, so the sampled tokens are the
+full-size cache's (tested).
+
 A decode step is one small graph (:meth:`MindSporeSampler._decode_fn`): one token per row, 2-D
 activations, RoPE tables and the additive attention mask built on the host (a few hundred
 floats), no log-softmax in the graph. On CPU every kernel costs framework time (~7-10 us), so
