@@ -70,17 +70,21 @@ def attention_portable(q, k, v, bias, scale: float):
 
 # --- long rows: causal attention in query blocks (portable) -------------------------------------
 KEY_SPANS = 4   # the query blocks in up to this many runs, each scoring only the keys it can see
+SPAN_KEYS = 5120    # longer rows (blocks shrunk for memory): one run (each run keeps its buffers)
 
 
-def key_spans(nb: int, spans: int):
+def key_spans(nb: int, spans: int, keys: int):
     """The ``nb`` query blocks cut into at most ``spans`` runs [lo, hi) of near-equal size: run
     [lo, hi) scores the keys of blocks 0..hi-1 (causal: the later keys are masked for all its
-    queries), so the blocks score about (spans + 1) / (2 spans) of the (S, S) pairs. Plain
-    Python on constants (graph mode unrolls it: one loop per run)."""
+    queries), so the blocks score about (spans + 1) / (2 spans) of the (S, S) pairs; one run
+    on a row of more than ``SPAN_KEYS`` ``keys``. Plain Python on constants, no ``min``/``or``
+    (graph mode unrolls it: one loop per run)."""
     n = spans
     if n > nb:
         n = nb
     if n < 1:
+        n = 1
+    if keys > SPAN_KEYS:
         n = 1
     out = ()
     for i in range(n):
@@ -146,7 +150,7 @@ class _QueryBlocks(nn.Cell):
         B, Nq, Sq, D = q.shape
         Nk, nb, Bq, S = k.shape[1], blocks.shape[0], first.shape[0], k.shape[2]
         out = self.zeros_like(q).reshape(B, Nq, nb, Bq, D)
-        for lo, hi in key_spans(nb, self.spans):
+        for lo, hi in key_spans(nb, self.spans, S):
             # query blocks lo..hi-1 see keys at slots < hi * Bq only: the rest are masked
             keys = hi * Bq
             if keys > S:
@@ -169,7 +173,7 @@ class _QueryBlocks(nn.Cell):
         dq = self.zeros_like(q).reshape(B, Nq, nb, Bq, D)
         dk = self.zeros_like(k)
         dv = self.zeros_like(v)
-        for lo, hi in key_spans(nb, self.spans):
+        for lo, hi in key_spans(nb, self.spans, S):
             keys = hi * Bq
             if keys > S:
                 keys = S

@@ -164,6 +164,10 @@ def test_an_8k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_fact
 def test_key_spans_cut_the_query_blocks_into_runs():
     # each run [lo, hi) of query blocks scores the keys of blocks 0..hi-1 only
     assert K.KEY_SPANS == 4
-    assert K.key_spans(9, 4) == ((0, 2), (2, 4), (4, 6), (6, 9))
-    assert K.key_spans(3, 4) == ((0, 1), (1, 2), (2, 3))
-    assert K.key_spans(9, 1) == ((0, 9),)
+    assert K.key_spans(9, 4, 1040) == ((0, 2), (2, 4), (4, 6), (6, 9))
+    assert K.key_spans(3, 4, 300) == ((0, 1), (1, 2), (2, 3))
+    assert K.key_spans(9, 1, 1040) == ((0, 9),)
+    # past SPAN_KEYS keys (blocks shrunk to bound memory) one run: each run keeps its buffers
+    assert K.SPAN_KEYS == 5120
+    assert K.key_spans(40, 4, 5120) == ((0, 10), (10, 20), (20, 30), (30, 40))
+    assert K.key_spans(129, 4, 8208) == ((0, 129),)
