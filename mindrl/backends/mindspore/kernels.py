@@ -217,7 +217,7 @@ class BlockedCausalAttention(nn.Cell):
     ``KEY_SPANS`` runs (:func:`key_spans`), one graph loop each (static shapes in a loop): a
     run's blocks score only the keys up to its last block's, the later ones being masked for
     all its queries, so 4 runs score 5/8 of the (S, S) pairs (a row of 1,040 tokens, 8 rows,
-    2 heads: forward + backward 0.78x the time of scoring every key). The queries are padded
+    2 heads: forward + backward 0.73x the CPU time of scoring every key). The queries are padded
     to a whole number of blocks (the padding's outputs are dropped).
     """
 
