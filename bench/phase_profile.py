@@ -20,10 +20,12 @@ operators alike, so read shares, not seconds.
 
 MindSpore: the compiled decode step is timed directly at a fixed row count for each
 (prompt bucket + response bucket) slot count the grid uses: its attention reads every slot of
-the bucket at every step, so its cost per step against the slot count is the attention cost.
+its cache at every step, so its cost per step against the slot count is the attention cost;
+a step reads the slots of the cache's size then (it grows through the response buckets,
+:func:`mindspore_decode_slots`).
 
 Analytic FLOPs (:func:`flops`): 2 per multiply-add; attention = Q K^T + P V over the keys a
-query sees (decode: the cache so far for torch, every slot of the bucket for MindSpore; the
+query sees (decode: the cache so far for torch, every slot of its cache for MindSpore; the
 update: causal, per row, backward 2x forward); linear = 2 x the matmul parameters per token.
 """
 
@@ -243,7 +245,7 @@ def flops(layers: int, heads: int, head_dim: int, matmul_params: int, rows: int,
           length: int, decode_slots=None) -> Dict[str, float]:
     """Analytic FLOPs of one step's model work: generation (prefill + decode) and the update
     (forward + backward = 3x forward), each split into attention and linear. ``decode_slots``:
-    keys every decode query reads (MindSpore's bucket); None = the cache so far (torch)."""
+    keys every decode query reads (MindSpore's cache, mean over the steps); None = the cache so far (torch)."""
     per_key = 2 * 2 * layers * heads * head_dim          # Q K^T and P V, 2 FLOPs per MAC
     prefill_keys = prompt * (prompt + 1) / 2
     if decode_slots is None:
@@ -286,13 +288,22 @@ def _slope(points):
     return my - b * mx, b
 
 
+def mindspore_decode_slots(prompt_len: int, length: int, grow_from: int = 64) -> float:
+    """Mean slots one MindSpore decode step reads over a ``length``-token response: its cache
+    grows through prompt bucket + each response bucket from the one holding ``grow_from``
+    tokens (the sampler's default), so step t reads the size holding slot P + t."""
+    from mindrl.backends.mindspore.buckets import cache_growth, default_buckets
+    from mindrl.types import bucket
+
+    P = bucket(prompt_len, default_buckets(512))
+    sizes = cache_growth(P, length, default_buckets(length), grow_from)
+    return sum(next(s for s in sizes if P + t < s) for t in range(length)) / length
+
+
 def attention_estimates(r, prompts: int, decode_fit=None) -> Dict[str, float]:
     """Seconds per step: each phase, and the attention part of generation and the update
     (torch: profiled shares of the phase; MindSpore: generation only, the slot-proportional
     part of the compiled decode step, ``decode_fit`` = (intercept ms, ms per slot))."""
-    from mindrl.backends.mindspore.buckets import default_buckets
-    from mindrl.types import bucket
-
     ph = r["phases"]
     out = {"step": r["median_s"], "generation": ph.get("time/rollout", 0.0),
            "old log-probs": ph.get("time/old_logprobs", 0.0),
@@ -316,8 +327,7 @@ def attention_estimates(r, prompts: int, decode_fit=None) -> Dict[str, float]:
         out["generation attention"] = out["generation attention share"] * out["generation"]
         out["update attention"] = out["update attention share"] * upd
     elif decode_fit is not None and r.get("prompt_len"):
-        P = bucket(r["prompt_len"], default_buckets(512))
-        S = P + bucket(r["length"], default_buckets(r["length"]))
+        S = mindspore_decode_slots(r["prompt_len"], r["length"])
         out["generation attention"] = r["length"] * decode_fit[1] * S / 1e3
     return out
 
@@ -353,10 +363,7 @@ def render_breakdown(results, prompts: int) -> str:
             P = r.get("prompt_len", 0)
             slots = None
             if backend == "mindspore" and P:
-                from mindrl.backends.mindspore.buckets import default_buckets
-                from mindrl.types import bucket
-
-                slots = bucket(P, default_buckets(512)) + r["length"]
+                slots = mindspore_decode_slots(P, r["length"])
             f = flops(dims["layers"], dims["heads"], dims["head_dim"], dims["matmul_params"],
                       rows, P, r["length"], slots)
             fg = f["generation attention"] / (f["generation attention"] + f["generation linear"])

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import sys
 import tempfile
@@ -100,11 +101,22 @@ def _worker(a) -> None:
 
             m, extra["op_seconds"] = profile_torch_step(lambda: original(self))
             return m
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
         m = original(self)
         ends.append(time.perf_counter())
         cpu_ends.append(time.process_time())
+        ru = resource.getrusage(resource.RUSAGE_SELF)
         phases.append({k: float(v) for k, v in m.items()
                        if k.startswith(("time/", "profile/", "response_length/"))})
+        # what a slow step had more of: waits for the CPU (involuntary switches), page faults,
+        # compiled shapes so far (MindSpore's sampler and backend)
+        phases[-1].update({"ru/nivcsw": ru.ru_nivcsw - ru0.ru_nivcsw,
+                           "ru/nvcsw": ru.ru_nvcsw - ru0.ru_nvcsw,
+                           "ru/minflt": ru.ru_minflt - ru0.ru_minflt,
+                           "ru/cpu": (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
+                           "compiled": float(sum(getattr(tr.engine, "compile_counts", {}).values())
+                                             + sum(getattr(tr.backend, "compile_counts",
+                                                           {}).values()))})
         return m
 
     RLTrainer.run_step = timed
@@ -132,6 +144,19 @@ def _worker(a) -> None:
         tr.close()
     steps = [e - s for s, e in zip([start] + ends[:-1], ends)]
     cpu = [e - s for s, e in zip([cpu_start] + cpu_ends[:-1], cpu_ends)]
+    threads = []          # per thread: name, CPU s, involuntary switches (the whole run)
+    for task in sorted(Path("/proc/self/task").iterdir()) if Path("/proc/self/task").is_dir() \
+            else []:
+        try:
+            stat = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = dict(line.split(":", 1) for line in (task / "status").read_text()
+                          .splitlines() if ":" in line)
+            threads.append(((task / "comm").read_text().strip(),
+                            (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK"),
+                            int(status["nonvoluntary_ctxt_switches"])))
+        except (OSError, KeyError, IndexError, ValueError):
+            pass
+    extra["threads"] = threads
     emit({"step_times": steps, "cpu_times": cpu, "phases": phases, "warmup": a.warmup,
           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, **extra})
 
@@ -220,6 +245,12 @@ def main(argv=None) -> int:
                     got = [r[key] for r in runs if key in r]
                     if got:
                         res[key] = got if key == "op_seconds" else got[0]
+                res["runs"] = [{"step_times": r["step_times"], "cpu_times": r["cpu_times"],
+                                "steps": [{k: v for k, v in p.items()
+                                           if k.startswith(("ru/", "compiled", "time/"))}
+                                          for p in r["phases"]],
+                                "threads": r.get("threads", []), "warmup": r["warmup"]}
+                               for r in runs]
                 results.append(res)
                 print(f"[scaling]   {s['median']:.3f} s/step, peak {s['peak_rss_mb']:.0f} MB",
                       file=sys.stderr, flush=True)

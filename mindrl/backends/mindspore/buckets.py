@@ -70,3 +70,17 @@ def budget_rows(rows: int, length: int, budget: int) -> int:
     while r < rows:
         r *= 2
     return min(r, cap)
+
+
+def cache_growth(prompt_bucket: int, max_new_tokens: int, response_buckets: List[int],
+                 first: int) -> List[int]:
+    """The KV-cache sizes (slots) a decode of up to ``max_new_tokens`` grows through: prompt
+    bucket + each response bucket from the one holding ``first`` tokens (at most the full
+    one) up to the one holding ``max_new_tokens``. ``first`` <= 0: the full size alone."""
+    from mindrl.types import bucket
+
+    full = bucket(max_new_tokens, response_buckets)
+    if first <= 0:
+        return [prompt_bucket + full]
+    start = bucket(min(first, full), response_buckets)
+    return [prompt_bucket + r for r in sorted(response_buckets) if start <= r <= full]

@@ -14,6 +14,14 @@ a bucket of more than 4 rows, they are gathered into the smallest power-of-two b
 them, 4 rows at the least (``compact``), which compiles one decode graph per bucket size
 used. Each row draws its own uniform at every step, so neither changes a sample.
 
+The cache grows with the response (``grow_from``): it starts at the prompt bucket plus the
+response bucket holding the first 64 tokens, and when a position crosses its end the rows'
+cache is copied into the next response bucket's (its later slots masked until written), so a
+decode step reads slots in proportion to the response so far, not to ``max_new_tokens``; one
+decode graph per (rows, slots) bucket used, the response buckets being powers of two. The
+slots past the written ones get exactly zero attention weight, so the sampled tokens are the
+full-size cache's (tested).
+
 A decode step is one small graph (:meth:`MindSporeSampler._decode_fn`): one token per row, 2-D
 activations, RoPE tables and the additive attention mask built on the host (a few hundred
 floats), no log-softmax in the graph. On CPU every kernel costs framework time (~7-10 us), so
@@ -44,6 +52,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
+from mindrl.backends.mindspore.buckets import cache_growth
 from mindrl.backends.mindspore.draw import (  # noqa: F401  (sampler.filter_probs, ...)
     draw, filter_probs, greedy as draw_greedy, inverse_cdf, log_softmax64)
 from mindrl.backends.mindspore.kernels import NEG_INF, PORTABLE
@@ -124,6 +133,11 @@ class MindSporeSampler:
         self._buckets: Dict[Tuple[int, int], _BucketCache] = {}
         self.share_prefill = True       # one prefill per group, its cache rows repeated n times
         self.compact = True             # finished rows leave the decode batch (smaller bucket)
+        # the cache grows with the response: prompt bucket + the response bucket holding this
+        # many tokens first, then the next response bucket each time a position crosses the
+        # cache's end (the cache copied over), so a step reads slots in proportion to the
+        # length so far, not the call's maximum; 0 = the full bucket from the start
+        self.grow_from = 64
         # MoE: return each row's expert choices (routing replay; Rollouts.routed_experts)
         self.record_routes = False
         # portable kernels: decode buckets of at least this many rows compute the LM head and
@@ -328,6 +342,16 @@ class MindSporeSampler:
             ops.assign(dst.k[i], ops.gather(src.k[i], sel, 0))
             ops.assign(dst.v[i], ops.gather(src.v[i], sel, 0))
 
+    def _grow(self, src: _BucketCache, dst: _BucketCache) -> None:
+        """dst's first slots := src's cache (same rows, more slots), every layer; dst's slots
+        after them are zeroed (the mask hides them until a step writes them)."""
+        rows, nk, s0, d = src.k[0].shape
+        tail = Tensor(np.zeros((rows, nk, dst.k[0].shape[2] - s0, d), np.float32),
+                      src.k[0].dtype)
+        for i in range(self._layers):
+            ops.assign(dst.k[i], ops.concat((src.k[i], tail), 2))
+            ops.assign(dst.v[i], ops.concat((src.v[i], tail), 2))
+
     def _ready(self, rows: int, slots: int, prompt_bucket=None) -> _BucketCache:
         cache = self._bucket(rows, slots)
         rec = self._recording()
@@ -349,7 +373,8 @@ class MindSporeSampler:
         Bp = _pow2(B)
         P = bucket(max(len(r) for r in rows), self.prompt_buckets)
         Tmax = int(sp.max_new_tokens)
-        S = P + bucket(Tmax, self.response_buckets)
+        sizes = cache_growth(P, Tmax, self.response_buckets, self.grow_from)
+        S = sizes.pop(0)                # the cache's slots now; ``sizes``: the ones to grow to
         if self.model.rope_max_len and P + Tmax > self.model.rope_max_len:
             raise ValueError(f"prompt bucket {P} + max_new_tokens {Tmax} exceeds "
                              f"max_position_embeddings={self.model.rope_max_len}: dynamic NTK "
@@ -458,6 +483,14 @@ class MindSporeSampler:
                 step_ids, plen, bias = step_ids[sel], plen[sel], bias[sel]
             Bc = len(rowmap)
             slot = P + t
+            if slot >= S:               # the position crosses the cache's end: the next size
+                S = sizes.pop(0)
+                nxt = self._ready(Bc, S)
+                self._grow(cache, nxt)
+                cache = nxt
+                bias = np.concatenate(
+                    [bias, np.full(bias.shape[:3] + (S - bias.shape[3],), NEG_INF, np.float32)],
+                    -1)
             bias[:, 0, 0, slot] = 0.0
             if idx is None or len(idx) != Bc:            # [row, kv head, slot] per bucket size
                 idx = np.zeros((Bc, Nk, 3), np.int32)

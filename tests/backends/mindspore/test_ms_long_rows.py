@@ -28,7 +28,9 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients(block,
     # GQA (4 query heads on 2 kv heads), 70 slots in blocks of 16 (the queries padded to 80):
     # given, or blocks of 64 halved twice to keep a block within 16 x 70 query-key pairs;
     # a row left-padded by 5 (queries with no key allowed) and a row right-padded by 7; a
-    # weighted sum of the outputs as the loss, through mindspore.jit (the training path)
+    # weighted sum of the real queries' outputs as the loss (a query with no key allowed is
+    # padding: it averages the values the full kernel's does only when its run of query blocks
+    # scores every key), through mindspore.jit (the training path)
     B, Nq, Nk, S, D, scale = 2, 4, 2, 70, 16, 0.25
     rng = np.random.default_rng(0)
     q = rng.normal(size=(B, Nq, S, D)).astype(np.float32)
@@ -37,7 +39,7 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients(block,
     mask = np.ones((B, S), np.float32)
     mask[0, :5] = 0
     mask[1, S - 7:] = 0
-    w = Tensor(rng.normal(size=(B, Nq, S, D)).astype(np.float32))
+    w = Tensor(rng.normal(size=(B, Nq, S, D)).astype(np.float32) * mask[:, None, :, None])
     bias = Tensor(_full_bias(mask))
     blocked = K.BlockedCausalAttention(scale, block, scores)
 
@@ -61,12 +63,11 @@ def test_blocked_attention_equals_the_full_bias_kernel_with_its_gradients(block,
         g, gw = g.asnumpy(), gw.asnumpy()
         assert np.abs(gw).max() > 1e-2
         assert np.abs(g - gw).max() <= 1e-5 * np.abs(gw).max(), name
+    real = mask[:, None, :, None]
     out = ms.jit(blocked_out)(*args).asnumpy()
     ref = ms.jit(full_out)(*args).asnumpy()
-    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
-    # against an independent reference: softmax in float64 (real queries: a query with no
-    # key allowed averages all values in both kernels)
-    real = mask[:, None, :, None]
+    np.testing.assert_allclose(out * real, ref * real, rtol=0, atol=1e-5 * np.abs(ref).max())
+    # against an independent reference: softmax in float64, the real queries
     s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), np.repeat(k, 2, 1)) * scale
     s = s + _full_bias(mask)
     p = np.exp(s - s.max(-1, keepdims=True))
@@ -158,3 +159,15 @@ def test_an_8k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_fact
     assert out["short_grad_rel"] <= 1e-5, out
     assert out["finite"] and out["head_grad"] > 0
     assert out["peak_delta"] < 1.5e9, f"peak {out['peak_delta'] / 1e9:.2f} GB: {out}"
+
+
+def test_key_spans_cut_the_query_blocks_into_runs():
+    # each run [lo, hi) of query blocks scores the keys of blocks 0..hi-1 only
+    assert K.KEY_SPANS == 4
+    assert K.key_spans(9, 4, 1040) == ((0, 2), (2, 4), (4, 6), (6, 9))
+    assert K.key_spans(3, 4, 300) == ((0, 1), (1, 2), (2, 3))
+    assert K.key_spans(9, 1, 1040) == ((0, 9),)
+    # past SPAN_KEYS keys (blocks shrunk to bound memory) one run: each run keeps its buffers
+    assert K.SPAN_KEYS == 5120
+    assert K.key_spans(40, 4, 5120) == ((0, 10), (10, 20), (20, 30), (30, 40))
+    assert K.key_spans(129, 4, 8208) == ((0, 129),)

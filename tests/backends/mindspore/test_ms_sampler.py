@@ -174,3 +174,35 @@ def test_untruncated_samples_are_the_inverse_cdf_of_the_model(hf_untied):
             assert resp == ref.tolist(), r
             np.testing.assert_allclose(ro.logprobs[r], np.log(p[np.arange(T), resp]),
                                        atol=1e-4)
+
+
+@pytest.mark.slow
+def test_cache_growing_with_the_response_changes_no_sample(hf_untied):
+    """Prompts of mixed lengths x 3 samples at temperature 1, a few stop ids (rows end at mixed
+    steps, some before the first growth, some after the last): a cache that starts at prompt
+    bucket + 16 slots and grows to + 32 and + 40 (the response buckets up to 40 tokens) as
+    positions cross its end (rows leaving the batch meanwhile) gives the same tokens, finish
+    reasons and log-probs as the full prompt bucket + 40 cache from the start."""
+    from ms_helpers import VOCAB
+
+    directory, _ = hf_untied
+    be = MindSporeBackend(ms_config("rollout.max_new_tokens=40"), model_path=directory)
+    eng = be.native_engine()
+    prompts = [[5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18], [20], [30, 31, 32, 33]]
+    sp = SamplingParams(n=3, temperature=1.0, max_new_tokens=40, seed=5,
+                        stop_token_ids=tuple(range(3, VOCAB, 40)))
+    eng.grow_from = 16
+    grown = eng.generate(prompts, sp)
+    seen = set(eng._seen["decode"])
+    eng.grow_from = 0
+    full = eng.generate(prompts, sp)
+    lengths = sorted(len(r) for r in grown.response_ids)
+    assert lengths[0] < 16 and lengths[-1] > 32, lengths
+    assert grown.response_ids == full.response_ids
+    assert grown.finish_reasons == full.finish_reasons
+    assert "stop" in grown.finish_reasons and "length" in grown.finish_reasons
+    for a, b in zip(grown.logprobs, full.logprobs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    P = 16
+    assert {s for _, s in seen} == {P + 16, P + 32, P + 40}, seen
+    assert eng._seen["prefill"] == {(4, P, P + 16), (4, P, P + 40)}
