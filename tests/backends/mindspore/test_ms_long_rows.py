@@ -163,7 +163,7 @@ def test_an_8k_row_at_the_real_vocabulary_trains_in_bounded_memory(tmp_path_fact
 
 def test_key_spans_cut_the_query_blocks_into_runs():
     # each run [lo, hi) of query blocks scores the keys of blocks 0..hi-1 only
-    assert K.KEY_SPANS == 4
+    assert K.KEY_SPANS == 2
     assert K.key_spans(9, 4, 1040) == ((0, 2), (2, 4), (4, 6), (6, 9))
     assert K.key_spans(3, 4, 300) == ((0, 1), (1, 2), (2, 3))
     assert K.key_spans(9, 1, 1040) == ((0, 9),)
