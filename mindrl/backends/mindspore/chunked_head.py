@@ -53,7 +53,6 @@ distillation KL.
 
 from __future__ import annotations
 
-import logging
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -63,8 +62,6 @@ from mindspore import Parameter, Tensor, ops
 from mindrl.backends.chunking import (MINDSPORE_KEPT_COPIES, MINDSPORE_LIVE_COPIES,
                                      chunk_tokens, recomputes_chunks)
 from mindrl.backends.mindspore.truncation import truncated_logits_and_logp
-
-log = logging.getLogger("mindrl.backends.mindspore.backend")
 
 
 # keep the chunks' logits for the backward when they fit (``keeps_logits``); False: always
@@ -487,15 +484,9 @@ class ChunkedHeadMixin:
             return recompute
 
         def loss_and_grads(args):
-            try:
-                return compiled_loss[0](*args)
-            except (RuntimeError, TypeError, ValueError, KeyError) as err:
-                if compiled_loss[0] is loss_grads:
-                    raise
-                log.warning("the loss does not compile into a MindSpore graph (%s); the chunked "
-                            "step runs it in PyNative", str(err).strip().splitlines()[0][:300])
-                compiled_loss[0] = loss_grads
-                return loss_grads(*args)
+            from mindrl.backends.mindspore.host_head import loss_with_fallback
+
+            return loss_with_fallback(compiled_loss, loss_grads, args)
 
         def run(ids, pos, att, targets, mask, loss_args, aux_w):
             layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)

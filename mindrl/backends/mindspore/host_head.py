@@ -192,6 +192,36 @@ def _openblas_libs():
     return sorted(p for p in paths if "openblas" in p.lower() and ".so" in p)
 
 
+def loss_with_fallback(compiled_loss: list, eager, args):
+    """``compiled_loss[0](*args)``; a loss that does not compile into a MindSpore graph switches
+    ``compiled_loss[0]`` to ``eager`` (the same function in PyNative) for good, with a warning."""
+    try:
+        return compiled_loss[0](*args)
+    except (RuntimeError, TypeError, ValueError, KeyError) as err:
+        if compiled_loss[0] is eager:
+            raise
+        log.warning("the loss does not compile into a MindSpore graph (%s); the chunked "
+                    "step runs it in PyNative", str(err).strip().splitlines()[0][:300])
+        compiled_loss[0] = eager
+        return eager(*args)
+
+
+def _openblas_calls(verb: str):
+    """OpenBLAS's ``set`` / ``get`` thread-count functions in the libraries this process has
+    loaded, one per library (the 64-bit-integer and scipy-openblas builds name them apart)."""
+    for path in _openblas_libs():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for sym in (f"scipy_openblas_{verb}_num_threads64_", f"scipy_openblas_{verb}_num_threads",
+                    f"openblas_{verb}_num_threads64_", f"openblas_{verb}_num_threads"):
+            fn = getattr(lib, sym, None)
+            if fn is not None:
+                yield fn
+                break
+
+
 def limit_host_blas(n: int) -> str:
     """Size NumPy's BLAS thread pool to ``n`` (``train.threads``) for the host head: through
     threadpoolctl when it is installed, else through OpenBLAS's own setter in the libraries
@@ -206,19 +236,9 @@ def limit_host_blas(n: int) -> str:
     except ImportError:
         pass
     done = False
-    libs = _openblas_libs()
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for sym in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                    "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib, sym, None)
-            if fn is not None:
-                fn(ctypes.c_int(int(n)))
-                done = True
-                break
+    for fn in _openblas_calls("set"):
+        fn(ctypes.c_int(int(n)))
+        done = True
     if not done:
         log.info("NumPy's BLAS threads not set to train.threads=%d (no threadpoolctl, no "
                  "OpenBLAS setter found)", n)
@@ -235,17 +255,8 @@ def host_blas_threads() -> Optional[int]:
                 return int(info["num_threads"])
     except ImportError:
         pass
-    libs = _openblas_libs()
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for sym in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
-                    "openblas_get_num_threads64_", "openblas_get_num_threads"):
-            fn = getattr(lib, sym, None)
-            if fn is not None:
-                return int(fn())
+    for fn in _openblas_calls("get"):
+        return int(fn())
     return None
 
 
@@ -329,15 +340,7 @@ def make_host_step(backend, chunk: int, loss_grads, pieces, *, entropy: bool,
         return grad(x, pos, att, targets, g_h, aux_w)
 
     def loss_and_grads(args):
-        try:
-            return compiled_loss[0](*args)
-        except (RuntimeError, TypeError, ValueError, KeyError) as err:
-            if compiled_loss[0] is loss_grads:
-                raise
-            log.warning("the loss does not compile into a MindSpore graph (%s); the chunked "
-                        "step runs it in PyNative", str(err).strip().splitlines()[0][:300])
-            compiled_loss[0] = loss_grads
-            return loss_grads(*args)
+        return loss_with_fallback(compiled_loss, loss_grads, args)
 
     def run(ids, pos, att, targets, mask, loss_args, aux_w):
         layout = TokenChunks(mask.asnumpy(), targets.asnumpy(), chunk)
