@@ -138,6 +138,10 @@ class MindSporeSampler:
         # cache's end (the cache copied over), so a step reads slots in proportion to the
         # length so far, not the call's maximum; 0 = the full bucket from the start
         self.grow_from = 64
+        # each cache size used stays allocated (its compiled decode graphs write into it), so
+        # growing holds up to about twice the full cache's keys and values; a call whose full
+        # cache is larger than this (bytes) starts at the full size instead
+        self.grow_max_bytes = 256 << 20
         # MoE: return each row's expert choices (routing replay; Rollouts.routed_experts)
         self.record_routes = False
         # portable kernels: decode buckets of at least this many rows compute the LM head and
@@ -374,6 +378,10 @@ class MindSporeSampler:
         P = bucket(max(len(r) for r in rows), self.prompt_buckets)
         Tmax = int(sp.max_new_tokens)
         sizes = cache_growth(P, Tmax, self.response_buckets, self.grow_from)
+        Nk, D = self._cache_shape
+        item = 2 if self.model.compute_dtype in (ms.bfloat16, ms.float16) else 4
+        if 2 * self._layers * Bp * sizes[-1] * Nk * D * item > self.grow_max_bytes:
+            sizes = sizes[-1:]          # the full cache from the start (memory, see above)
         S = sizes.pop(0)                # the cache's slots now; ``sizes``: the ones to grow to
         if self.model.rope_max_len and P + Tmax > self.model.rope_max_len:
             raise ValueError(f"prompt bucket {P} + max_new_tokens {Tmax} exceeds "

@@ -206,3 +206,9 @@ def test_cache_growing_with_the_response_changes_no_sample(hf_untied):
     P = 16
     assert {s for _, s in seen} == {P + 16, P + 32, P + 40}, seen
     assert eng._seen["prefill"] == {(4, P, P + 16), (4, P, P + 40)}
+    # a full cache over the growth budget (bytes) starts at the full size: no smaller cache
+    eng.grow_from, eng.grow_max_bytes = 16, 0
+    eng._seen.clear()
+    again = eng.generate(prompts, sp)
+    assert again.response_ids == full.response_ids
+    assert {s for _, s in eng._seen["decode"]} == {P + 40}, eng._seen["decode"]
