@@ -59,22 +59,23 @@ class Truncation:
         return ", ".join(parts)
 
 
-def keep_mask(logits: np.ndarray, trunc: Truncation) -> np.ndarray:
+def keep_mask(logits: np.ndarray, trunc: Truncation, dtype=np.float64) -> np.ndarray:
     """(..., V) tempered logits -> (..., V) bool, the tokens the sampler may draw (NumPy
-    reference, float64)."""
-    z = np.asarray(logits, np.float64)
+    reference, float64; ``dtype=np.float32``: every step in float32, as the trainers' kernels
+    run it)."""
+    z = np.asarray(logits, dtype)
     V = z.shape[-1]
     keep = np.ones(z.shape, bool)
     if 1 <= trunc.top_k < V:
         kth = -np.partition(-z, trunc.top_k - 1, axis=-1)[..., trunc.top_k - 1:trunc.top_k]
         keep &= z >= kth
     if trunc.min_p > 0.0:
-        keep &= z >= z.max(-1, keepdims=True) + np.log(trunc.min_p)
+        keep &= z >= z.max(-1, keepdims=True) + dtype(np.log(trunc.min_p))
     if trunc.top_p < 1.0:
-        p = np.where(keep, np.exp(z - z.max(-1, keepdims=True)), 0.0)
+        p = np.where(keep, np.exp(z - z.max(-1, keepdims=True)), dtype(0.0))
         p /= p.sum(-1, keepdims=True)
         s = -np.sort(-p, axis=-1)
-        n_keep = ((np.cumsum(s, -1) - s) < trunc.top_p).sum(-1, keepdims=True)
+        n_keep = ((np.cumsum(s, -1) - s) < dtype(trunc.top_p)).sum(-1, keepdims=True)
         keep &= p >= np.take_along_axis(s, n_keep - 1, -1)
     return keep
 

@@ -38,12 +38,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import math
 from typing import Optional, Tuple
 
 import numpy as np
 
-from algorithms.truncation import FILL
+from algorithms.truncation import FILL, keep_mask
 
 log = logging.getLogger("mindrl.backends.mindspore.backend")
 
@@ -65,26 +64,6 @@ def host_array(t) -> Optional[np.ndarray]:
         return None
     a = _host_array(t)
     return None if a is None else a.reshape(tuple(int(d) for d in t.shape))
-
-
-def keep_mask(z: np.ndarray, trunc) -> np.ndarray:
-    """(c, V) float32 tempered logits -> (c, V) bool, the tokens the rollout may draw:
-    ``truncation.keep_float``'s operations in float32 (top-k, then min-p, then top-p)."""
-    V = z.shape[-1]
-    keep = np.ones(z.shape, bool)
-    if 1 <= trunc.top_k < V:
-        kth = -np.partition(-z, trunc.top_k - 1, axis=-1)[:, trunc.top_k - 1:trunc.top_k]
-        keep &= z >= kth
-    if trunc.min_p > 0.0:
-        keep &= z >= z.max(-1, keepdims=True) + np.float32(math.log(trunc.min_p))
-    if trunc.top_p < 1.0:
-        zk = np.where(keep, z, z + np.float32(FILL))
-        p = np.exp(zk - zk.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        s = -np.sort(-p, axis=-1)
-        n_keep = ((np.cumsum(s, -1) - s) < np.float32(trunc.top_p)).sum(-1, keepdims=True)
-        keep &= p >= np.take_along_axis(s, n_keep - 1, -1)
-    return keep
 
 
 class RowStats:
@@ -109,7 +88,7 @@ def scores_in_place(z: np.ndarray, tgt: np.ndarray, trunc, entropy: bool,
     r = np.arange(c)
     z_t = z[r, tgt].copy()
     if trunc is not None:
-        keep = keep_mask(z, trunc)
+        keep = keep_mask(z, trunc, np.float32)
         kept_t = keep[r, tgt].astype(np.float32)
         np.add(z, np.float32(FILL), out=z, where=~keep)
         del keep
